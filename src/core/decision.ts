@@ -1,0 +1,128 @@
+import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
+import { type AnyState, type StoredState, algorithmOf, liveState, wrapState } from "./algorithms.js";
+import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
+
+export interface DecideInput extends CheckOptions {
+  /** Id for the lease a concurrency policy records when it admits (the store makes it). */
+  leaseId?: string;
+  /** Overrides the lease length of concurrency policies. */
+  leaseMs?: number;
+  /** Concurrency policies with FIFO waiters queued: nobody may pass them. */
+  queuedPolicies?: ReadonlySet<string>;
+}
+
+/** A state to write back (with the time it becomes fresh, for expiry), or null to delete. */
+export type StateChange = { stored: StoredState; freshAtMs: number } | null;
+
+export interface DecideOutput {
+  decision: Decision;
+  /** Only the policies whose state changed. */
+  changes: Map<string, StateChange>;
+}
+
+interface Evaluated {
+  policy: Policy;
+  state: AnyState | undefined;
+  /** Earliest admission time of this request for this policy alone; null: never. */
+  earliestMs: number | null;
+  blockedByQueue: boolean;
+}
+
+/**
+ * Decides one request against a stack of policies on one key, all-or-nothing: the request
+ * is admitted at the latest of each policy's earliest slot (every algorithm is monotone,
+ * so each still admits then), or nothing is consumed at all.
+ *
+ * @example decide([perMinute], (name) => states.get(name), Date.now(), { cost: 1, mode: "reject", maxWaitMs: 0 })
+ */
+export function decide(
+  policies: readonly Policy[],
+  read: (policyName: string) => StoredState | undefined,
+  nowMs: number,
+  input: DecideInput,
+): DecideOutput {
+  const probeCost = input.cost === 0 ? 1 : input.cost;
+  const evaluated: Evaluated[] = policies.map((policy) => {
+    const state = liveState(read(policy.name), policy, nowMs);
+    return {
+      policy,
+      state,
+      earliestMs: algorithmOf(policy).earliestMs(state, policy, nowMs, probeCost),
+      blockedByQueue: input.queuedPolicies?.has(policy.name) ?? false,
+    };
+  });
+
+  const never = evaluated.some((item) => item.earliestMs === null);
+  const blocked = evaluated.some((item) => item.blockedByQueue);
+  let atMs = Math.max(nowMs, ...evaluated.map((item) => item.earliestMs ?? nowMs));
+  if (atMs - nowMs <= EPSILON_MS) atMs = nowMs;
+  const waitMs = ceilMs(atMs - nowMs);
+  const fitsNow = !never && !blocked && waitMs === 0;
+  const fitsReserved = !never && !blocked && input.mode === "reserve" && waitMs <= input.maxWaitMs;
+  // A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
+  const admit = input.cost > 0 && (fitsNow || fitsReserved);
+  const allowed = input.cost === 0 ? fitsNow : admit;
+
+  const changes = new Map<string, StateChange>();
+  const usesLease = admit && policies.some((policy) => policy.algorithm === "concurrency");
+  if (usesLease && !input.leaseId) throw new Error("a leaseId is needed to admit a concurrency policy");
+  const results = evaluated.map((item): PolicyDecision => {
+    const algorithm = algorithmOf(item.policy);
+    let state = item.state;
+    if (admit) {
+      const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
+      state = algorithm.admit(state, item.policy, nowMs, atMs, input.cost, lease);
+      changes.set(item.policy.name, { stored: wrapState(item.policy, state), freshAtMs: algorithm.freshAtMs(state, item.policy) });
+    }
+    const standing = algorithm.standing(state, item.policy, nowMs);
+    const allowedAlone = admit || (item.earliestMs !== null && item.earliestMs - nowMs <= EPSILON_MS && !item.blockedByQueue);
+    return {
+      policy: item.policy.name,
+      allowed: allowedAlone,
+      limit: item.policy.algorithm === "gcra" || item.policy.algorithm === "token-bucket" ? item.policy.burst : item.policy.limit,
+      remaining: floorCount(standing.remaining),
+      resetMs: ceilMs(standing.resetMs),
+      retryAfterMs: allowedAlone ? 0 : policyRetryAfterMs(item, nowMs),
+    };
+  });
+
+  const top = mostRestrictive(results, allowed);
+  const decision: Decision = {
+    allowed,
+    limit: top.limit,
+    remaining: top.remaining,
+    resetMs: top.resetMs,
+    retryAfterMs: allowed ? 0 : never ? null : Math.max(1, waitMs, ...results.map((r) => r.retryAfterMs ?? 0)),
+    waitMs: admit ? waitMs : 0,
+    policy: top.policy,
+    policies: results,
+  };
+  if (usesLease) {
+    decision.leaseId = input.leaseId;
+    decision.leaseMs = input.leaseMs ?? Math.min(...policies.filter((p) => p.algorithm === "concurrency").map((p) => p.leaseMs));
+  }
+  return { decision, changes };
+}
+
+/** A denied policy's own retry time; a queue ahead of it counts as at least 1 ms. */
+function policyRetryAfterMs(item: Evaluated, nowMs: number): number | null {
+  if (item.earliestMs === null) return null;
+  return Math.max(1, ceilMs(item.earliestMs - nowMs));
+}
+
+/**
+ * The policy the top level describes: when denied, the one that frees up last (never
+ * first); when allowed, the one with the fewest requests remaining. Ties keep stack order.
+ */
+function mostRestrictive(results: PolicyDecision[], allowed: boolean): PolicyDecision {
+  let top = results[0]!;
+  for (const result of results.slice(1)) {
+    if (allowed ? result.remaining < top.remaining : denialRank(result) > denialRank(top)) top = result;
+  }
+  return top;
+}
+
+function denialRank(result: PolicyDecision): number {
+  if (result.allowed) return -1;
+  return result.retryAfterMs === null ? Number.POSITIVE_INFINITY : result.retryAfterMs;
+}

@@ -1,0 +1,52 @@
+import { EPSILON_MS } from "./algorithm.js";
+
+/**
+ * An admitted cost that counts until untilMs: a sliding-log admission (until = at + period)
+ * or a concurrency lease (until = expiry). Kept sorted by untilMs. The lease id is "" for
+ * sliding-log entries.
+ */
+export type Entry = [untilMs: number, cost: number, leaseId: string];
+
+/** Entries still counting at nowMs (untilMs > nowMs: windows are half-open). */
+export function liveEntries(entries: readonly Entry[], nowMs: number): Entry[] {
+  return entries.filter((entry) => entry[0] > nowMs);
+}
+
+export function totalCost(entries: readonly Entry[]): number {
+  let sum = 0;
+  for (const entry of entries) sum += entry[1];
+  return sum;
+}
+
+/**
+ * Earliest time ≥ nowMs at which `cost` fits under `limit`, dropping entries as they
+ * stop counting. Entries reserved for the future count from now, which can only make
+ * the answer later, never admit too much.
+ */
+export function earliestFit(entries: readonly Entry[], limit: number, nowMs: number, cost: number): number | null {
+  if (cost > limit) return null;
+  const live = liveEntries(entries, nowMs);
+  let sum = totalCost(live);
+  if (sum + cost <= limit) return nowMs;
+  for (const [untilMs, entryCost] of live) {
+    sum -= entryCost;
+    if (sum + cost <= limit) return Math.max(nowMs, untilMs);
+  }
+  return null; // unreachable: with every entry gone, cost ≤ limit fits
+}
+
+/** Inserts an entry keeping the list sorted by untilMs (stable: equal times keep arrival order). */
+export function insertEntry(entries: readonly Entry[], entry: Entry): Entry[] {
+  const next = entries.slice();
+  let index = next.length;
+  while (index > 0 && next[index - 1]![0] > entry[0] + EPSILON_MS) index--;
+  next.splice(index, 0, entry);
+  return next;
+}
+
+/** The time the last entry stops counting. */
+export function lastUntilMs(entries: readonly Entry[]): number {
+  let last = 0;
+  for (const entry of entries) last = Math.max(last, entry[0]);
+  return last;
+}

@@ -1,0 +1,83 @@
+import type { StoredState } from "./algorithms.js";
+import { type ConcurrencyState, extendLease, releaseLease } from "./concurrency.js";
+import { type DecideInput, type DecideOutput, type StateChange, decide } from "./decision.js";
+import type { Policy } from "./types.js";
+
+/**
+ * All policy states of one key, in memory, with the operations every in-process store
+ * needs (the MemoryStore keeps one per key; the Durable Object is one). Pure apart from
+ * its own map: time is passed in, and every operation reports the changes to persist.
+ */
+export class KeyState {
+  readonly states = new Map<string, StoredState>();
+
+  constructor(initial?: Iterable<[string, StoredState]>) {
+    if (initial) for (const [name, stored] of initial) this.states.set(name, stored);
+  }
+
+  check(policies: readonly Policy[], nowMs: number, input: DecideInput): DecideOutput {
+    const output = decide(policies, (name) => this.states.get(name), nowMs, input);
+    this.apply(output.changes);
+    return output;
+  }
+
+  reset(policies: readonly Policy[]): Map<string, StateChange> {
+    const changes = new Map<string, StateChange>();
+    for (const policy of policies) if (this.states.has(policy.name)) changes.set(policy.name, null);
+    this.apply(changes);
+    return changes;
+  }
+
+  /** Releases `leaseId` from every concurrency policy of the stack. */
+  release(policies: readonly Policy[], leaseId: string, nowMs: number): { released: boolean; changes: Map<string, StateChange> } {
+    let released = false;
+    const changes = new Map<string, StateChange>();
+    for (const policy of concurrencyPolicies(policies)) {
+      const result = releaseLease(this.concurrencyState(policy), leaseId, nowMs);
+      released ||= result.released;
+      changes.set(policy.name, result.state.entries.length ? { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntil(result.state) } : null);
+    }
+    this.apply(changes);
+    return { released, changes };
+  }
+
+  /** Moves the expiry of `leaseId` to nowMs + leaseMs in every concurrency policy of the stack. */
+  extend(policies: readonly Policy[], leaseId: string, nowMs: number, leaseMs: number): { extended: boolean; changes: Map<string, StateChange> } {
+    let extended = false;
+    const changes = new Map<string, StateChange>();
+    for (const policy of concurrencyPolicies(policies)) {
+      const result = extendLease(this.concurrencyState(policy), leaseId, nowMs, leaseMs);
+      extended ||= result.extended;
+      if (result.extended) changes.set(policy.name, { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntil(result.state) });
+    }
+    this.apply(changes);
+    return { extended, changes };
+  }
+
+  /** The latest time any state becomes fresh; undefined when nothing is held. */
+  lastFreshAtMs(freshAt: (name: string, stored: StoredState) => number): number | undefined {
+    let last: number | undefined;
+    for (const [name, stored] of this.states) last = Math.max(last ?? 0, freshAt(name, stored));
+    return last;
+  }
+
+  private concurrencyState(policy: Policy): ConcurrencyState | undefined {
+    const stored = this.states.get(policy.name);
+    return stored?.algorithm === "concurrency" ? stored.state : undefined;
+  }
+
+  private apply(changes: Map<string, StateChange>): void {
+    for (const [name, change] of changes) {
+      if (change) this.states.set(name, change.stored);
+      else this.states.delete(name);
+    }
+  }
+}
+
+export function concurrencyPolicies(policies: readonly Policy[]): Policy[] {
+  return policies.filter((policy) => policy.algorithm === "concurrency");
+}
+
+function lastUntil(state: ConcurrencyState): number {
+  return state.entries.reduce((last, entry) => Math.max(last, entry[0]), 0);
+}

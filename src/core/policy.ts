@@ -1,0 +1,120 @@
+import { z } from "zod";
+import { describe, parseDurationMs } from "./duration.js";
+import { ALGORITHMS, type Policy } from "./types.js";
+import { ValidationError, integerIn, parseWith } from "./validation.js";
+
+export const POLICY_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+export const MAX_LIMIT = 1e9;
+/** sliding-log keeps one entry per admission time: its limit is capped to bound state. */
+export const MAX_SLIDING_LOG_LIMIT = 100_000;
+export const DEFAULT_LEASE_MS = 30_000;
+
+const duration = z.union([z.string(), z.number()], { error: 'must be a duration like "10s" or a number of ms' }).transform((value, ctx) => {
+  const parsed = parseDurationMs(value);
+  if (parsed.ok) return parsed.ms;
+  ctx.addIssue({ code: "custom", message: parsed.error });
+  return z.NEVER;
+});
+
+const policySchema = z.strictObject({
+  name: z.string({ error: "must be a string" }).regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" }),
+  algorithm: z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }).default("gcra"),
+  limit: integerIn(1, MAX_LIMIT, "a positive integer"),
+  period: duration.optional(),
+  burst: integerIn(1, MAX_LIMIT, "a positive integer").optional(),
+  lease: duration.optional(),
+  failMode: z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }).default("closed"),
+});
+
+/**
+ * Validates one policy object (SPEC §1) and resolves its durations and defaults.
+ * Throws a ValidationError that names the field: `policy.limit: must be a positive integer from 1 to 1000000000, got -1`.
+ *
+ * @example parsePolicy({ name: "per-minute", limit: 600, period: "1m" }, "policy")
+ */
+export function parsePolicy(input: unknown, field: string): Policy {
+  const raw = parseWith(policySchema, input, field);
+  const at = (sub: string) => `${field}.${sub}`;
+  const isConcurrency = raw.algorithm === "concurrency";
+  if (!isConcurrency && raw.period === undefined) {
+    throw new ValidationError(at("period"), `is required for ${raw.algorithm}, got nothing`);
+  }
+  if (isConcurrency && raw.period !== undefined) {
+    throw new ValidationError(at("period"), `is not used by concurrency (use lease), got ${describe(raw.period)}`);
+  }
+  const usesBurst = raw.algorithm === "gcra" || raw.algorithm === "token-bucket";
+  if (!usesBurst && raw.burst !== undefined) {
+    throw new ValidationError(at("burst"), `is only used by gcra and token-bucket, got ${raw.burst}`);
+  }
+  if (!isConcurrency && raw.lease !== undefined) {
+    throw new ValidationError(at("lease"), `is only used by concurrency, got ${describe(raw.lease)}`);
+  }
+  if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
+    throw new ValidationError(at("limit"), `sliding-log keeps one entry per admission, so it must be at most ${MAX_SLIDING_LOG_LIMIT} (use sliding-window for more), got ${raw.limit}`);
+  }
+  return {
+    name: raw.name,
+    algorithm: raw.algorithm,
+    limit: raw.limit,
+    periodMs: raw.period ?? 1000,
+    burst: usesBurst ? (raw.burst ?? raw.limit) : raw.limit,
+    leaseMs: raw.lease ?? DEFAULT_LEASE_MS,
+    failMode: raw.failMode,
+  };
+}
+
+/**
+ * Validates a list of policies and refuses duplicate names. Error paths use the policy's
+ * name when it has a valid one (`policies.per-minute.limit`), else its index.
+ */
+export function parsePolicyList(input: unknown, field: string): Policy[] {
+  if (!Array.isArray(input)) throw new ValidationError(field, `must be an array of policies, got ${describe(input)}`);
+  const seen = new Set<string>();
+  return input.map((item, index) => {
+    const name = (item as { name?: unknown } | null)?.name;
+    const label = typeof name === "string" && POLICY_NAME_PATTERN.test(name) ? name : String(index);
+    const policy = parsePolicy(item, `${field}.${label}`);
+    if (seen.has(policy.name)) throw new ValidationError(`${field}.${label}.name`, `must be unique, "${policy.name}" appears twice`);
+    seen.add(policy.name);
+    return policy;
+  });
+}
+
+/** Policies a config names, looked up by name. */
+export type PolicyCatalog = ReadonlyMap<string, Policy>;
+
+export class UnknownPolicyError extends Error {
+  readonly field: string;
+  constructor(field: string, name: string) {
+    super(`${field}: no policy named "${name}" in the config`);
+    this.name = "UnknownPolicyError";
+    this.field = field;
+  }
+}
+
+/**
+ * Resolves the `policy` field of a request: a name from the catalog, an inline policy,
+ * or an array of them (a stack). Stacks must not name one policy twice.
+ */
+export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = "policy"): Policy[] {
+  const items = Array.isArray(input) ? input : [input];
+  if (items.length === 0) throw new ValidationError(field, "must name at least one policy, got []");
+  if (items.length > 16) throw new ValidationError(field, `may stack at most 16 policies, got ${items.length}`);
+  const seen = new Set<string>();
+  return items.map((item, index) => {
+    const at = Array.isArray(input) ? `${field}.${index}` : field;
+    let policy: Policy;
+    if (typeof item === "string") {
+      const found = catalog.get(item);
+      if (!found) throw new UnknownPolicyError(at, item);
+      policy = found;
+    } else if (item !== null && typeof item === "object") {
+      policy = parsePolicy(item, at);
+    } else {
+      throw new ValidationError(at, `must be a policy name or a policy object, got ${describe(item)}`);
+    }
+    if (seen.has(policy.name)) throw new ValidationError(at, `stacks "${policy.name}" twice`);
+    seen.add(policy.name);
+    return policy;
+  });
+}

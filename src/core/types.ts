@@ -1,0 +1,78 @@
+/** The algorithms of SPEC §1. */
+export const ALGORITHMS = ["gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "concurrency"] as const;
+export type AlgorithmName = (typeof ALGORITHMS)[number];
+
+/** A validated policy: durations are resolved to milliseconds and defaults filled in. */
+export interface Policy {
+  /** Unique within a config; state belongs to (key, name). */
+  name: string;
+  algorithm: AlgorithmName;
+  /** Requests (cost units) per period; for `concurrency`, holders at once. */
+  limit: number;
+  /** Window or refill period in ms (unused by `concurrency`, kept as 1000). */
+  periodMs: number;
+  /** gcra / token-bucket capacity in cost units; equals `limit` elsewhere. */
+  burst: number;
+  /** concurrency only: a lease not released by then expires. */
+  leaseMs: number;
+  /** What a decision is when the store cannot be reached. */
+  failMode: "open" | "closed";
+}
+
+/** One policy's part of a decision. Every time is an integer number of milliseconds. */
+export interface PolicyDecision {
+  policy: string;
+  allowed: boolean;
+  limit: number;
+  /** Cost-1 requests that would still be admitted now, after this decision. */
+  remaining: number;
+  /** Time until this policy's state for the key is back to fresh and full. */
+  resetMs: number;
+  /** 0 when allowed; when denied, time until the same request would be admitted; null if never. */
+  retryAfterMs: number | null;
+}
+
+/** The answer to a check or peek (SPEC §2). */
+export interface Decision extends Omit<PolicyDecision, "policy"> {
+  /** Reserve mode: the request was admitted for a slot this far in the future. */
+  waitMs: number;
+  /** The most restrictive policy, whose fields the top level repeats. */
+  policy: string;
+  policies: PolicyDecision[];
+  /** Present when a concurrency policy admitted the request: release it with this id. */
+  leaseId?: string;
+  leaseMs?: number;
+  /** Present (true) when the store was unreachable and a `failMode: open` policy admitted the request. */
+  failedOpen?: boolean;
+}
+
+export type CheckMode = "reject" | "reserve";
+
+/** What a caller asks of a check. */
+export interface CheckOptions {
+  /** Integer 0 … 1e9; 0 peeks. */
+  cost: number;
+  mode: CheckMode;
+  /** Reserve mode: the latest slot the caller accepts, in ms from now. */
+  maxWaitMs: number;
+}
+
+export interface AcquireOptions {
+  /** Wait in FIFO order for at most this long (0: answer at once). */
+  maxWaitMs: number;
+  /** Overrides the policy's lease length for this lease. */
+  leaseMs?: number;
+}
+
+export type AcquireResult =
+  | { acquired: true; leaseId: string; leaseMs: number; limit: number; remaining: number }
+  | { acquired: false; retryAfterMs: number | null };
+
+export interface ReleaseResult {
+  released: boolean;
+}
+
+export interface ExtendResult {
+  extended: boolean;
+  leaseMs: number;
+}

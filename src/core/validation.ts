@@ -1,0 +1,47 @@
+import { z } from "zod";
+import { describe } from "./duration.js";
+
+/**
+ * Bad input from a user: a body, a config file, a flag or an RPC argument.
+ * `field` is the dotted path of the offending value (`policies.per-minute.limit`),
+ * so the HTTP layer can answer 400 with a detail that names it.
+ */
+export class ValidationError extends Error {
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(field ? `${field}: ${message}` : message);
+    this.name = "ValidationError";
+    this.field = field;
+  }
+}
+
+/** Joins a field prefix and a sub-path: `joinPath("policy", ["limit"])` → `policy.limit`. */
+export function joinPath(prefix: string, path: readonly PropertyKey[]): string {
+  return [prefix, ...path.map(String)].filter((part) => part !== "").join(".");
+}
+
+/**
+ * Parses `value` with a zod schema and throws a ValidationError naming the first bad field,
+ * with the rule and the value that broke it.
+ */
+export function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix: string): T {
+  const result = schema.safeParse(value, { reportInput: true });
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  let path = issue.path;
+  let message = issue.message;
+  if (issue.code === "unrecognized_keys") {
+    // Name the unknown key itself: most often a typo of a real field.
+    path = [...path, issue.keys[0]!];
+    message = "is not a known field";
+  } else if ("input" in issue && !message.includes(", got ")) {
+    message = `${message}, got ${describe(issue.input)}`;
+  }
+  throw new ValidationError(joinPath(prefix, path), message);
+}
+
+/** An integer in [min, max], with a message that states the rule. */
+export function integerIn(min: number, max: number, what = "an integer") {
+  const rule = `must be ${what} from ${min} to ${max}`;
+  return z.number({ error: rule }).int({ error: rule }).min(min, { error: rule }).max(max, { error: rule });
+}

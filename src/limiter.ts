@@ -1,0 +1,63 @@
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+
+export interface StoreHealth {
+  ok: boolean;
+  /** "memory", "durable-object", "redis" or "redis-cluster". */
+  store: string;
+  /** A short reason when not ok. */
+  detail?: string;
+}
+
+/**
+ * What every store implements: the Memory store, the Durable Object store and Redis.
+ * Keys are user keys (1 … 512 UTF-8 bytes); policies are validated. Stores throw
+ * StoreUnavailableError when they cannot reach their backend, and never decide by
+ * themselves what a failure means (see `applyFailMode`).
+ */
+export interface Limiter {
+  readonly kind: string;
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision>;
+  /** A cost-0 check: nothing is consumed. */
+  peek(key: string, policies: readonly Policy[]): Promise<Decision>;
+  reset(key: string, policies: readonly Policy[]): Promise<void>;
+  /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;
+  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult>;
+  /** Moves a held lease's expiry to now + leaseMs (default: the policy's lease). */
+  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult>;
+  health(): Promise<StoreHealth>;
+  close?(): Promise<void>;
+}
+
+/** The store could not be reached in time; `failMode` decides what happens next. */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreUnavailableError";
+  }
+}
+
+/**
+ * Runs a decision and applies the policies' failMode when the store is unreachable:
+ * admit (and say so) only when every policy of the stack is `failMode: "open"`;
+ * otherwise rethrow, which the HTTP layer answers with 503.
+ */
+export async function applyFailMode(policies: readonly Policy[], run: () => Promise<Decision>): Promise<Decision> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof StoreUnavailableError) || !policies.every((policy) => policy.failMode === "open")) throw error;
+    return failedOpenDecision(policies);
+  }
+}
+
+export function failedOpenDecision(policies: readonly Policy[]): Decision {
+  const results = policies.map((policy) => ({ policy: policy.name, allowed: true, limit: policy.limit, remaining: policy.limit, resetMs: 0, retryAfterMs: 0 }));
+  const top = results[0]!;
+  return { ...top, waitMs: 0, policies: results, failedOpen: true };
+}
+
+/** A fresh lease id: random, unguessable, so one caller cannot release another's lease. */
+export function newLeaseId(): string {
+  return crypto.randomUUID();
+}

@@ -1,0 +1,95 @@
+import type { StoredState } from "../core/algorithms.js";
+import { algorithmOf } from "../core/algorithms.js";
+import type { StateChange } from "../core/decision.js";
+import { KeyState, concurrencyPolicies } from "../core/key-state.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { newLeaseId } from "../limiter.js";
+import { LeaseQueue } from "./lease-queue.js";
+
+export type Persist = (changes: Map<string, StateChange>) => void;
+
+/**
+ * One key's limiter living in one thread: the Durable Object is one, the memory store
+ * keeps one per key. Every operation runs synchronously against KeyState, so no other
+ * request can interleave between reading and writing state — the same guarantee an
+ * atomic Lua script gives on Redis. `persist` sees every change before the answer leaves.
+ */
+export class LocalKey {
+  readonly state: KeyState;
+  readonly queue: LeaseQueue;
+
+  constructor(
+    initial: Iterable<[string, StoredState]>,
+    private readonly persist: Persist,
+    private readonly clockMs: () => number = Date.now,
+  ) {
+    this.state = new KeyState(initial);
+    this.queue = new LeaseQueue(
+      (policies, leaseMs) => this.tryAcquire(policies, leaseMs),
+      (policies) => this.nextLeaseExpiryMs(policies),
+      clockMs,
+    );
+  }
+
+  check(policies: readonly Policy[], options: CheckOptions, nowMs = this.clockMs()): Decision {
+    const leaseId = concurrencyPolicies(policies).length > 0 && options.cost > 0 ? newLeaseId() : undefined;
+    const { decision, changes } = this.state.check(policies, nowMs, { ...options, leaseId, queuedPolicies: this.queue.queuedPolicyNames() });
+    this.persist(changes);
+    return decision;
+  }
+
+  peek(policies: readonly Policy[], nowMs = this.clockMs()): Decision {
+    return this.check(policies, { cost: 0, mode: "reject", maxWaitMs: 0 }, nowMs);
+  }
+
+  reset(policies: readonly Policy[]): void {
+    this.persist(this.state.reset(policies));
+    this.queue.wake();
+  }
+
+  acquire(policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.queue.acquire(policies, options.maxWaitMs, options.leaseMs);
+  }
+
+  release(policies: readonly Policy[], leaseId: string, nowMs = this.clockMs()): ReleaseResult {
+    const { released, changes } = this.state.release(policies, leaseId, nowMs);
+    this.persist(changes);
+    if (released) this.queue.wake();
+    return { released };
+  }
+
+  extend(policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs = this.clockMs()): ExtendResult {
+    const lengthMs = leaseMs ?? Math.min(...concurrencyPolicies(policies).map((policy) => policy.leaseMs));
+    const { extended, changes } = this.state.extend(policies, leaseId, nowMs, lengthMs);
+    this.persist(changes);
+    return { extended, leaseMs: lengthMs };
+  }
+
+  /** When every state of this key is fresh again (undefined: nothing held). */
+  lastFreshAtMs(policyOf: (name: string) => Policy | undefined): number | undefined {
+    return this.state.lastFreshAtMs((name, stored) => {
+      const policy = policyOf(name);
+      // A state whose policy we no longer know keeps the latest time it could matter.
+      return policy ? algorithmOf(policy).freshAtMs(stored.state as never, policy) : Number.MAX_SAFE_INTEGER;
+    });
+  }
+
+  private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined): AcquireResult {
+    const nowMs = this.clockMs();
+    const leaseId = newLeaseId();
+    const { decision, changes } = this.state.check(policies, nowMs, { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs });
+    this.persist(changes);
+    if (!decision.allowed) return { acquired: false, retryAfterMs: decision.retryAfterMs };
+    return { acquired: true, leaseId, leaseMs: decision.leaseMs ?? leaseMs ?? 0, limit: decision.limit, remaining: decision.remaining };
+  }
+
+  private nextLeaseExpiryMs(policies: readonly Policy[]): number | undefined {
+    let next: number | undefined;
+    for (const policy of concurrencyPolicies(policies)) {
+      const stored = this.state.states.get(policy.name);
+      if (stored?.algorithm !== "concurrency") continue;
+      for (const [untilMs] of stored.state.entries) if (untilMs > this.clockMs()) next = Math.min(next ?? untilMs, untilMs);
+    }
+    return next;
+  }
+}

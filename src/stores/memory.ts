@@ -1,0 +1,91 @@
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { Limiter, StoreHealth } from "../limiter.js";
+import { LocalKey } from "./local-key.js";
+
+export interface MemoryStoreOptions {
+  /** How often idle keys are swept away (default 10 s). */
+  sweepIntervalMs?: number;
+  /** Injected clock, for tests. */
+  clockMs?: () => number;
+}
+
+/**
+ * In-process store: one LocalKey per key. Right for tests and for a single Node process;
+ * nothing is shared between processes and nothing survives a restart.
+ *
+ * @example const limiter = new MemoryStore(); await limiter.check("user:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
+ */
+export class MemoryStore implements Limiter {
+  readonly kind = "memory";
+  private readonly keys = new Map<string, { local: LocalKey; policies: Map<string, Policy> }>();
+  private readonly sweepTimer: ReturnType<typeof setInterval>;
+  private readonly clockMs: () => number;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.clockMs = options.clockMs ?? Date.now;
+    this.sweepTimer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 10_000);
+    // A sweep timer must not keep a Node process alive.
+    (this.sweepTimer as { unref?: () => void }).unref?.();
+  }
+
+  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.entry(key, policies).check(policies, options);
+  }
+
+  async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    return this.entry(key, policies).peek(policies);
+  }
+
+  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    this.keys.get(key)?.local.reset(policies);
+  }
+
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.entry(key, policies).acquire(policies, options);
+  }
+
+  async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    return this.keys.get(key)?.local.release(policies, leaseId) ?? { released: false };
+  }
+
+  async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    const found = this.keys.get(key);
+    if (!found) return { extended: false, leaseMs: leaseMs ?? Math.min(...policies.map((policy) => policy.leaseMs)) };
+    return found.local.extend(policies, leaseId, leaseMs);
+  }
+
+  async health(): Promise<StoreHealth> {
+    return { ok: true, store: this.kind };
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
+    for (const { local } of this.keys.values()) local.queue.close();
+    this.keys.clear();
+  }
+
+  /** Number of keys held (for tests of bounded state). */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  /** Drops keys whose every state is fresh again and nobody waits on. */
+  sweep(): void {
+    const nowMs = this.clockMs();
+    for (const [key, { local, policies }] of this.keys) {
+      if (local.queue.size > 0) continue;
+      const freshAtMs = local.lastFreshAtMs((name) => policies.get(name));
+      if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(key);
+    }
+  }
+
+  private entry(key: string, policies: readonly Policy[]): LocalKey {
+    let found = this.keys.get(key);
+    if (!found) {
+      found = { local: new LocalKey([], () => {}, this.clockMs), policies: new Map() };
+      this.keys.set(key, found);
+    }
+    for (const policy of policies) found.policies.set(policy.name, policy);
+    return found.local;
+  }
+}

@@ -1,0 +1,29 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// Three projects, one `npm test`: pure code in Node, Worker code inside workerd,
+// and Redis code against real redis-server processes.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: { name: "unit", include: ["test/unit/**/*.test.ts", "test/conformance/core.test.ts"], environment: "node" },
+      },
+      {
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.test.toml" } })],
+        test: { name: "worker", include: ["test/worker/**/*.test.ts", "test/conformance/durable-object.test.ts"] },
+      },
+      {
+        test: {
+          name: "redis",
+          include: ["test/redis/**/*.test.ts", "test/conformance/redis*.test.ts"],
+          environment: "node",
+          // Redis suites start their own redis-server processes; run files one at a time.
+          fileParallelism: false,
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});
