@@ -1,0 +1,67 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { rateLimitHeaders } from "../core/headers.js";
+import { ValidationError } from "../core/validation.js";
+import type { Checked, SpillwayService } from "../service.js";
+import { bearerAuth } from "./auth.js";
+import { problem, problemResponse } from "./problems.js";
+
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Set on answers a `failMode: "open"` policy admitted while the store was down. */
+export const FAILED_OPEN_HEADER = "Spillway-Failed-Open";
+
+export interface ApiOptions {
+  service: SpillwayService;
+  /** The expected bearer token, read per request (a Worker secret or an env variable). */
+  tokenOf: (env: unknown) => string | undefined;
+}
+
+/** Reads a JSON body; anything else is a 400 that says so. */
+async function jsonBody(request: Request): Promise<unknown> {
+  const text = await request.text();
+  if (text.trim() === "") throw new ValidationError("body", "must be a JSON object, got an empty body");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ValidationError("body", "must be valid JSON");
+  }
+}
+
+function decisionResponse({ decision, policies }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): Response {
+  const headers: Record<string, string> = { "content-type": "application/json", ...rateLimitHeaders(decision, policies, { legacy: legacyHeaders }) };
+  if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
+  return new Response(JSON.stringify(decision), { status: decision.allowed ? 200 : deniedStatus, headers });
+}
+
+const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+
+/** The /v1 decision API of SPEC §3. */
+export function createApi({ service, tokenOf }: ApiOptions): Hono {
+  const api = new Hono();
+  const legacy = service.config.legacyHeaders;
+  api.use("*", bearerAuth((c) => tokenOf(c.env)));
+  api.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => problemResponse(problem(413, `the body is over ${MAX_BODY_BYTES} bytes`)),
+    }),
+  );
+  api.post("/check", async (c) => decisionResponse(await service.check(await jsonBody(c.req.raw)), legacy, 429));
+  // A peek consumes nothing: it answers 200 even when a request would be denied.
+  api.post("/peek", async (c) => decisionResponse(await service.peek(await jsonBody(c.req.raw)), legacy, 200));
+  api.post("/reset", async (c) => {
+    await service.reset(await jsonBody(c.req.raw));
+    return c.body(null, 204);
+  });
+  api.post("/acquire", async (c) => {
+    const result = await service.acquire(await jsonBody(c.req.raw));
+    const response = json(result, result.acquired ? 200 : 429);
+    if (!result.acquired && result.retryAfterMs !== null) response.headers.set("Retry-After", String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))));
+    if (result.failedOpen) response.headers.set(FAILED_OPEN_HEADER, "true");
+    return response;
+  });
+  api.post("/release", async (c) => json(await service.release(await jsonBody(c.req.raw))));
+  api.post("/extend", async (c) => json(await service.extend(await jsonBody(c.req.raw))));
+  return api;
+}

@@ -1,0 +1,35 @@
+import type { MiddlewareHandler } from "hono";
+import { problem, problemResponse } from "./problems.js";
+
+const encoder = new TextEncoder();
+
+/**
+ * Compares two secrets in time that depends only on their lengths, so an attacker cannot
+ * learn a token byte by byte from response times.
+ */
+export function constantTimeEqual(given: string, expected: string): boolean {
+  const a = encoder.encode(given);
+  const b = encoder.encode(expected);
+  let difference = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) difference |= (a[i % Math.max(1, a.length)] ?? 0) ^ b[i]!;
+  return difference === 0;
+}
+
+/**
+ * Bearer-token auth for /v1. With no token configured the API is closed (503 saying how to
+ * set one): an open decision API would let anyone reset anyone's limits.
+ */
+export function bearerAuth(tokenOf: (c: Parameters<MiddlewareHandler>[0]) => string | undefined): MiddlewareHandler {
+  return async function spillwayBearerAuth(c, next) {
+    const expected = tokenOf(c);
+    if (!expected) {
+      return problemResponse(problem(503, "no API token is configured: set SPILLWAY_TOKEN (`wrangler secret put SPILLWAY_TOKEN`, or in the environment for `spillway serve`)"));
+    }
+    const header = c.req.header("authorization") ?? "";
+    const match = /^Bearer\s+(.+)$/i.exec(header);
+    if (!match || !constantTimeEqual(match[1]!.trim(), expected)) {
+      return problemResponse(problem(401, "missing or wrong bearer token in the Authorization header"), { "www-authenticate": 'Bearer realm="spillway"' });
+    }
+    await next();
+  };
+}

@@ -1,0 +1,56 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { UnknownPolicyError } from "../core/policy.js";
+import { ValidationError } from "../core/validation.js";
+import { StoreUnavailableError } from "../limiter.js";
+
+export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
+/** An RFC 9457 problem body; extra members (`field`, `violated-policies`) ride along. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  [extension: string]: unknown;
+}
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  413: "Content Too Large",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+};
+
+export function problem(status: number, detail: string, extensions: Record<string, unknown> = {}): Problem {
+  return { type: "about:blank", title: TITLES[status] ?? "Error", status, detail, ...extensions };
+}
+
+export function problemResponse(body: Problem, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status: body.status,
+    headers: { "content-type": "application/problem+json", ...headers },
+  });
+}
+
+/** Maps what the service throws to a problem: a user's mistake is a 4xx, never a 500. */
+export function problemFor(error: unknown): Problem {
+  if (error instanceof ValidationError) return problem(400, error.message, { field: error.field });
+  if (error instanceof UnknownPolicyError) return problem(404, error.message, { field: error.field });
+  if (error instanceof StoreUnavailableError) return problem(503, `the limiter store is unavailable and the policy fails closed: ${error.message}`);
+  return problem(500, "internal error");
+}
+
+/** Hono onError handler: logs only what is not the user's fault. */
+export function onError(error: Error, c: Context): Response {
+  const body = problemFor(error);
+  if (body.status >= 500 && body.status !== 503) console.error("spillway: unexpected error", error);
+  if (body.status === 503) console.warn(`spillway: ${body.detail}`);
+  c.status(body.status as ContentfulStatusCode);
+  return problemResponse(body);
+}

@@ -1,0 +1,104 @@
+import { z } from "zod";
+import { describe } from "./core/duration.js";
+import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
+import type { CheckMode, Policy } from "./core/types.js";
+import { ValidationError, integerIn, parseWith } from "./core/validation.js";
+
+/** Keys are 1 … 512 bytes of UTF-8. */
+export const MAX_KEY_BYTES = 512;
+/** Reserve mode only computes a slot, so it may look far ahead. */
+export const MAX_RESERVE_WAIT_MS = 86_400_000;
+/** acquire holds a connection open while it waits: keep that bounded. */
+export const MAX_ACQUIRE_WAIT_MS = 300_000;
+export const MAX_LEASE_MS = 366 * 86_400_000;
+
+const encoder = new TextEncoder();
+
+const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).superRefine((value, ctx) => {
+  const bytes = encoder.encode(value).length;
+  if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
+});
+const leaseId = z.string({ error: "must be a lease id string" }).min(1, { error: "must not be empty" }).max(128, { error: "must be at most 128 characters" });
+
+const checkBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  cost: integerIn(0, 1e9).default(1),
+  mode: z.enum(["reject", "reserve"], { error: 'must be "reject" or "reserve"' }).default("reject"),
+  maxWaitMs: integerIn(0, MAX_RESERVE_WAIT_MS).default(0),
+});
+const keyAndPolicy = z.strictObject({ key, policy: z.unknown() });
+const acquireBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  maxWaitMs: integerIn(0, MAX_ACQUIRE_WAIT_MS).default(0),
+  leaseMs: integerIn(1, MAX_LEASE_MS).optional(),
+});
+const releaseBody = z.strictObject({ key, policy: z.unknown(), leaseId });
+const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: integerIn(1, MAX_LEASE_MS).optional() });
+
+export interface CheckRequest {
+  key: string;
+  policies: Policy[];
+  cost: number;
+  mode: CheckMode;
+  maxWaitMs: number;
+}
+export interface KeyRequest {
+  key: string;
+  policies: Policy[];
+}
+export interface AcquireRequest extends KeyRequest {
+  maxWaitMs: number;
+  leaseMs?: number;
+}
+export interface ReleaseRequest extends KeyRequest {
+  leaseId: string;
+}
+export interface ExtendRequest extends ReleaseRequest {
+  leaseMs?: number;
+}
+
+function object(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new ValidationError("body", `must be a JSON object, got ${describe(body)}`);
+  return body as Record<string, unknown>;
+}
+
+function requirePolicy(body: Record<string, unknown>, catalog: PolicyCatalog): Policy[] {
+  if (body.policy === undefined) throw new ValidationError("policy", "is required: a policy name, a policy object or an array of them");
+  return resolvePolicies(body.policy, catalog, "policy");
+}
+
+/** Lease operations only make sense on concurrency policies. */
+function requireConcurrency(policies: Policy[]): Policy[] {
+  const other = policies.find((policy) => policy.algorithm !== "concurrency");
+  if (other) throw new ValidationError("policy", `"${other.name}" is ${other.algorithm}; acquire, release and extend take concurrency policies (use check for rate limits)`);
+  return policies;
+}
+
+/** Body of POST /v1/check (and the RPC `check`). */
+export function parseCheck(body: unknown, catalog: PolicyCatalog): CheckRequest {
+  const parsed = parseWith(checkBody, object(body), "");
+  return { key: parsed.key, policies: requirePolicy(object(body), catalog), cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
+}
+
+/** Body of POST /v1/peek and /v1/reset. */
+export function parseKeyRequest(body: unknown, catalog: PolicyCatalog): KeyRequest {
+  const parsed = parseWith(keyAndPolicy, object(body), "");
+  return { key: parsed.key, policies: requirePolicy(object(body), catalog) };
+}
+
+export function parseAcquire(body: unknown, catalog: PolicyCatalog): AcquireRequest {
+  const parsed = parseWith(acquireBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), maxWaitMs: parsed.maxWaitMs, leaseMs: parsed.leaseMs };
+}
+
+export function parseRelease(body: unknown, catalog: PolicyCatalog): ReleaseRequest {
+  const parsed = parseWith(releaseBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), leaseId: parsed.leaseId };
+}
+
+export function parseExtend(body: unknown, catalog: PolicyCatalog): ExtendRequest {
+  const parsed = parseWith(extendBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), leaseId: parsed.leaseId, leaseMs: parsed.leaseMs };
+}

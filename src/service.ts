@@ -1,0 +1,62 @@
+import type { SpillwayConfig } from "./config.js";
+import type { AcquireResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+import { type Limiter, StoreUnavailableError, applyFailMode, newLeaseId } from "./limiter.js";
+import { parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
+
+/** A decision with the policies it was made against (the headers need their periods). */
+export interface Checked {
+  decision: Decision;
+  policies: Policy[];
+}
+
+export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
+
+/**
+ * The decision API once, for every transport: the HTTP routes and the service-binding RPC
+ * entrypoint both hand their raw arguments here. Validation errors (ValidationError,
+ * UnknownPolicyError) and StoreUnavailableError (failMode closed) propagate to the caller.
+ */
+export class SpillwayService {
+  constructor(
+    readonly limiter: Limiter,
+    readonly config: SpillwayConfig,
+  ) {}
+
+  async check(body: unknown): Promise<Checked> {
+    const request = parseCheck(body, this.config.catalog);
+    const decision = await applyFailMode(request.policies, () => this.limiter.check(request.key, request.policies, request));
+    return { decision, policies: request.policies };
+  }
+
+  async peek(body: unknown): Promise<Checked> {
+    const request = parseKeyRequest(body, this.config.catalog);
+    const decision = await applyFailMode(request.policies, () => this.limiter.peek(request.key, request.policies));
+    return { decision, policies: request.policies };
+  }
+
+  async reset(body: unknown): Promise<void> {
+    const request = parseKeyRequest(body, this.config.catalog);
+    await this.limiter.reset(request.key, request.policies);
+  }
+
+  async acquire(body: unknown): Promise<AcquireAnswer> {
+    const request = parseAcquire(body, this.config.catalog);
+    try {
+      return await this.limiter.acquire(request.key, request.policies, request);
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || !request.policies.every((policy) => policy.failMode === "open")) throw error;
+      const policy = request.policies[0]!;
+      return { acquired: true, leaseId: `failed-open-${newLeaseId()}`, leaseMs: request.leaseMs ?? policy.leaseMs, limit: policy.limit, remaining: policy.limit, failedOpen: true };
+    }
+  }
+
+  release(body: unknown): Promise<ReleaseResult> {
+    const request = parseRelease(body, this.config.catalog);
+    return this.limiter.release(request.key, request.policies, request.leaseId);
+  }
+
+  extend(body: unknown): Promise<ExtendResult> {
+    const request = parseExtend(body, this.config.catalog);
+    return this.limiter.extend(request.key, request.policies, request.leaseId, request.leaseMs);
+  }
+}

@@ -1,0 +1,92 @@
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
+import type { LimiterObject } from "../worker/limiter-object.js";
+
+export interface RetryOptions {
+  /** Attempts in all, the first included (default 3). */
+  attempts: number;
+  /** First backoff; doubles each time, with full jitter (default 10 ms). */
+  baseDelayMs: number;
+  /** Cap on one backoff (default 100 ms). */
+  maxDelayMs: number;
+}
+
+const DEFAULT_RETRY: RetryOptions = { attempts: 3, baseDelayMs: 10, maxDelayMs: 100 };
+
+interface DurableObjectError {
+  retryable?: boolean;
+  overloaded?: boolean;
+}
+
+/**
+ * Only errors the runtime marks retryable, and not overloaded ones: retrying an overloaded
+ * object makes the overload worse. A retried check may count twice if the first attempt
+ * did land, which errs on the side of denying, never of admitting.
+ */
+export function isRetryable(error: unknown): boolean {
+  const flags = error as DurableObjectError | null;
+  return Boolean(flags?.retryable) && !flags?.overloaded;
+}
+
+/** Runs `call` with capped, jittered exponential backoff on retryable errors. */
+export async function withRetries<T>(call: () => Promise<T>, options: RetryOptions = DEFAULT_RETRY): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await call();
+    } catch (error) {
+      if (!isRetryable(error) || attempt >= options.attempts) throw error;
+      const ceilingMs = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (attempt - 1));
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * ceilingMs));
+    }
+  }
+}
+
+/**
+ * The Worker's store: each key is its own LimiterObject (`getByName(key)`). Errors that
+ * survive the retries become StoreUnavailableError, so the policy's failMode decides.
+ */
+export class DurableObjectStore implements Limiter {
+  readonly kind = "durable-object";
+
+  constructor(
+    private readonly namespace: DurableObjectNamespace<LimiterObject>,
+    private readonly retry: RetryOptions = DEFAULT_RETRY,
+  ) {}
+
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.call(key, (stub) => stub.check([...policies], { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs }));
+  }
+
+  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    return this.call(key, (stub) => stub.peek([...policies]));
+  }
+
+  reset(key: string, policies: readonly Policy[]): Promise<void> {
+    return this.call(key, (stub) => stub.reset([...policies]));
+  }
+
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    // RPC typing turns a union result into a union of promises; the value is a plain AcquireResult.
+    return this.call(key, async (stub) => (await stub.acquire([...policies], { maxWaitMs: options.maxWaitMs, leaseMs: options.leaseMs })) as AcquireResult);
+  }
+
+  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    return this.call(key, (stub) => stub.release([...policies], leaseId));
+  }
+
+  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    return this.call(key, (stub) => stub.extend([...policies], leaseId, leaseMs));
+  }
+
+  async health(): Promise<StoreHealth> {
+    return { ok: true, store: this.kind };
+  }
+
+  private async call<T>(key: string, run: (stub: DurableObjectStub<LimiterObject>) => Promise<T>): Promise<T> {
+    try {
+      return await withRetries(() => run(this.namespace.getByName(key)), this.retry);
+    } catch (error) {
+      throw new StoreUnavailableError(`Durable Object call failed: ${(error as Error).message}`, { cause: error });
+    }
+  }
+}

@@ -1,0 +1,92 @@
+import { DurableObject } from "cloudflare:workers";
+import type { StoredState } from "../core/algorithms.js";
+import type { StateChange } from "../core/decision.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { LocalKey } from "../stores/local-key.js";
+import type { Env } from "./env.js";
+import { StateTable } from "./state-table.js";
+
+/**
+ * One rate-limit key. Its single thread is what an atomic Lua script is for Redis: every
+ * decision reads and writes the in-memory state with no await in between, so concurrent
+ * requests on one key can never over-admit. Every change is written to SQLite before the
+ * answer leaves (the output gate holds it), so an evicted or restarted object remembers
+ * what it admitted. An alarm deletes state once it is equivalent to a fresh key.
+ *
+ * The optional `nowMs` arguments exist for the conformance suite's injected clock; the
+ * Worker never passes them.
+ */
+export class LimiterObject extends DurableObject<Env> {
+  private local!: LocalKey;
+  private table!: StateTable;
+  /** The alarm time we know is set; undefined: none. */
+  private alarmAtMs: number | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    void ctx.blockConcurrencyWhile(async () => {
+      this.table = new StateTable(ctx.storage.sql);
+      this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes));
+      this.alarmAtMs = (await ctx.storage.getAlarm()) ?? undefined;
+    });
+  }
+
+  check(policies: Policy[], options: CheckOptions, nowMs?: number): Decision {
+    return this.local.check(policies, options, nowMs);
+  }
+
+  peek(policies: Policy[], nowMs?: number): Decision {
+    return this.local.peek(policies, nowMs);
+  }
+
+  reset(policies: Policy[]): void {
+    this.local.reset(policies);
+  }
+
+  acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.local.acquire(policies, options);
+  }
+
+  release(policies: Policy[], leaseId: string, nowMs?: number): ReleaseResult {
+    return this.local.release(policies, leaseId, nowMs);
+  }
+
+  extend(policies: Policy[], leaseId: string, leaseMs?: number, nowMs?: number): ExtendResult {
+    return this.local.extend(policies, leaseId, leaseMs, nowMs);
+  }
+
+  /** Number of policy states held (for tests of bounded storage). */
+  storedStates(): number {
+    return this.table.count();
+  }
+
+  override async alarm(): Promise<void> {
+    this.alarmAtMs = undefined;
+    const nowMs = Date.now();
+    for (const name of this.table.deleteFresh(nowMs)) this.local.state.states.delete(name);
+    const nextMs = this.table.lastFreshAtMs();
+    if (nextMs !== undefined) {
+      await this.scheduleAlarm(nextMs);
+    } else if (this.local.queue.size === 0) {
+      // Nothing left: drop the whole database so an idle key costs no storage at all.
+      await this.ctx.storage.deleteAll();
+      this.table.forgetSchema();
+    }
+  }
+
+  private persist(changes: Map<string, StateChange>): void {
+    if (changes.size === 0) return;
+    this.table.write(changes);
+    let latestMs: number | undefined;
+    for (const change of changes.values()) if (change) latestMs = Math.max(latestMs ?? 0, change.freshAtMs);
+    // One alarm at a time: when it fires it reschedules itself for whatever is still live.
+    if (latestMs !== undefined && this.alarmAtMs === undefined) void this.scheduleAlarm(latestMs);
+  }
+
+  private async scheduleAlarm(atMs: number): Promise<void> {
+    this.alarmAtMs = Math.ceil(atMs);
+    await this.ctx.storage.setAlarm(this.alarmAtMs);
+  }
+}
+
+export type { StoredState };

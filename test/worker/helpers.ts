@@ -1,0 +1,19 @@
+import { exports } from "cloudflare:workers";
+
+export const TOKEN = "test-token";
+
+/** POSTs JSON to the Worker under test with the test token. */
+export function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return exports.default.fetch(`http://spillway.test${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+}
+
+let counter = 0;
+/** A key no other test uses (Durable Object state outlives a test). */
+export function uniqueKey(label = "key"): string {
+  counter++;
+  return `${label}-${counter}-${crypto.randomUUID()}`;
+}
