@@ -1,0 +1,94 @@
+import { parseArgs } from "node:util";
+import { ValidationError } from "../core/validation.js";
+
+export type StoreChoice = { kind: "memory" } | { kind: "redis"; url: string } | { kind: "redis-cluster"; urls: string[] };
+
+export interface ServeArgs {
+  configPath: string;
+  port: number;
+  hostname: string;
+  store: StoreChoice;
+}
+
+export const USAGE = `usage: spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
+                      [--redis URL | --redis-cluster URL,URL,... | --store memory]
+
+  --config FILE          spillway.config.json (policies, gateway routes)
+  --port N               port to listen on (default 8787; 0 picks a free one)
+  --host ADDR            address to listen on (default 127.0.0.1)
+  --redis URL            a Redis server (default: $REDIS_URL)
+  --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
+  --store memory         keep state in this process only (one process, lost on restart)
+
+environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
+
+/**
+ * Parses `spillway serve` flags. Every mistake is a ValidationError naming the flag; no
+ * store is chosen silently, because a per-process memory store behind a load balancer
+ * would quietly admit N times the limit.
+ */
+export function parseServeArgs(argv: string[], env: Record<string, string | undefined>): ServeArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        config: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        redis: { type: "string" },
+        "redis-cluster": { type: "string" },
+        store: { type: "string" },
+      },
+    }));
+  } catch (error) {
+    throw new ValidationError("arguments", (error as Error).message);
+  }
+  if (!values.config) throw new ValidationError("--config", "is required: the path of spillway.config.json");
+  return {
+    configPath: values.config,
+    port: parsePort(values.port),
+    hostname: values.host ?? "127.0.0.1",
+    store: parseStore(values, env),
+  };
+}
+
+function parsePort(value: string | undefined): number {
+  if (value === undefined) return 8787;
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65535) throw new ValidationError("--port", `must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
+  return port;
+}
+
+function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: string }, env: Record<string, string | undefined>): StoreChoice {
+  const chosen = [values.redis !== undefined, values["redis-cluster"] !== undefined, values.store !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new ValidationError("--store", "choose one of --redis, --redis-cluster and --store");
+  if (values.store !== undefined) {
+    if (values.store === "memory") return { kind: "memory" };
+    throw new ValidationError("--store", `must be "memory" (use --redis URL or --redis-cluster URLS for Redis), got ${JSON.stringify(values.store)}`);
+  }
+  if (values["redis-cluster"] !== undefined) {
+    const urls = values["redis-cluster"].split(",").map((url) => url.trim()).filter(Boolean);
+    if (urls.length === 0) throw new ValidationError("--redis-cluster", "must list at least one redis:// URL");
+    urls.forEach((url) => checkRedisUrl(url, "--redis-cluster"));
+    return { kind: "redis-cluster", urls };
+  }
+  const url = values.redis ?? env.REDIS_URL;
+  if (url !== undefined) {
+    checkRedisUrl(url, values.redis !== undefined ? "--redis" : "REDIS_URL");
+    return { kind: "redis", url };
+  }
+  throw new ValidationError("--store", "no store chosen: pass --redis URL (or set REDIS_URL), --redis-cluster URLS, or --store memory");
+}
+
+function checkRedisUrl(url: string, field: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
+}

@@ -1,0 +1,41 @@
+-- concurrency.lua — semaphore of `limit` leases (library: no KEYS, no ARGV).
+-- Mirrors src/core/concurrency.ts. State: { entries = { {untilMs, slots, leaseId}, ... } }
+-- sorted by expiry; a lease not released comes back when it expires.
+
+ALGORITHMS["concurrency"] = {
+  earliest = function(state, policy, now_ms, cost)
+    return earliest_fit(state and state.entries or {}, policy.limit, now_ms, cost)
+  end,
+  admit = function(state, policy, now_ms, at_ms, cost, lease)
+    local live = live_entries(state and state.entries or {}, now_ms)
+    local lease_ms = lease.leaseMs or policy.leaseMs
+    return { entries = insert_entry(live, { at_ms + lease_ms, cost, lease.leaseId }) }
+  end,
+  standing = entries_standing,
+  fresh_at = function(state)
+    return last_until_ms(state.entries)
+  end,
+  encode = encode_entries,
+}
+
+-- Removes a lease (releaseLease). Returns the new state and whether the lease was held.
+local function release_lease(state, lease_id, now_ms)
+  local live = live_entries(state and state.entries or {}, now_ms)
+  local kept = {}
+  for _, entry in ipairs(live) do
+    if entry[3] ~= lease_id then kept[#kept + 1] = entry end
+  end
+  return { entries = kept }, #kept < #live
+end
+
+-- Moves a held lease's expiry to now_ms + lease_ms (extendLease).
+local function extend_lease(state, lease_id, now_ms, lease_ms)
+  local live = live_entries(state and state.entries or {}, now_ms)
+  local held = nil
+  local others = {}
+  for _, entry in ipairs(live) do
+    if held == nil and entry[3] == lease_id then held = entry else others[#others + 1] = entry end
+  end
+  if not held then return { entries = live }, false end
+  return { entries = insert_entry(others, { now_ms + lease_ms, held[2], lease_id }) }, true
+end
