@@ -1,0 +1,218 @@
+import { describe } from "../core/duration.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
+import type { StoreHealth } from "../limiter.js";
+import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
+import { functionOption, integerOption } from "./options.js";
+import { type PolicyRef, type PolicySpec, type RemoteLimiter, policyToWire } from "./target.js";
+
+// No Node-only imports here: these adapters run in Workers as well as in Node.
+
+type WirePolicy = string | PolicySpec | Array<string | PolicySpec>;
+
+export interface HttpLimiterOptions {
+  /** Base URL of a Spillway server (`https://limits.example.com`); `/v1/…` is appended. */
+  url: string;
+  /** The server's SPILLWAY_TOKEN, sent as `Authorization: Bearer …`. */
+  token: string;
+  /** Give up on a call after this long, in ms (default 5 000), plus the call's own maxWaitMs for acquire. */
+  timeoutMs?: number;
+  /** The fetch to use (default: the global one), e.g. a service binding's `fetch`. */
+  fetch?: typeof fetch;
+}
+
+/**
+ * The Spillway HTTP API (SPEC §3) as a Limiter. 503, other 5xx, network errors and timeouts
+ * throw LimiterUnavailableError; 400/401/404/413 throw LimiterRequestError with the server's detail.
+ *
+ * @example
+ * const limiter = httpLimiter({ url: "https://limits.example.com", token: env.SPILLWAY_TOKEN });
+ * const throttle = createThrottle({ limiter, key: "github", policy: "github-rest" });
+ */
+export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
+  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+  let base: URL;
+  try {
+    base = new URL(options.url);
+    if (base.protocol !== "http:" && base.protocol !== "https:") throw new Error("not http");
+  } catch {
+    throw new TypeError(`url: must be an http(s) URL, got ${describe(options.url)}`);
+  }
+  if (typeof options.token !== "string" || options.token === "") throw new TypeError(`token: must be a non-empty string, got ${describe(options.token)}`);
+  const timeoutMs = integerOption("timeoutMs", options.timeoutMs, 1, 600_000, 5_000);
+  const fetchImpl = functionOption<typeof fetch>("fetch", options.fetch, undefined) ?? ((input, init) => globalThis.fetch(input, init));
+  const root = base.href.endsWith("/") ? base.href : `${base.href}/`;
+
+  async function call(method: "GET" | "POST", path: string, body: unknown, okStatuses: number[], extraWaitMs = 0): Promise<unknown> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs + extraWaitMs);
+    let response: Response;
+    try {
+      response = await fetchImpl(new URL(path, root), {
+        method,
+        headers: { authorization: `Bearer ${options.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: controller.signal,
+      });
+    } catch (error) {
+      clearTimeout(timer);
+      const why = controller.signal.aborted ? `no answer within ${timeoutMs + extraWaitMs} ms` : String((error as Error)?.message ?? error);
+      throw new LimiterUnavailableError(`limiter at ${base.host} unreachable: ${why}`, { cause: error });
+    }
+    try {
+      const text = await response.text();
+      if (okStatuses.includes(response.status)) return text === "" ? undefined : parseJson(text);
+      const detail = problemDetail(text) ?? response.statusText ?? "";
+      if (response.status >= 500) throw new LimiterUnavailableError(`limiter at ${base.host} answered ${response.status}: ${detail}`, { status: response.status });
+      throw new LimiterRequestError(response.status, detail);
+    } catch (error) {
+      if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError) throw error;
+      throw new LimiterUnavailableError(`limiter at ${base.host} sent an unreadable answer: ${String((error as Error)?.message ?? error)}`, { cause: error });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    kind: "http",
+    resolvesPolicyNames: true,
+    async check(key, policy, check) {
+      return asDecision(await call("POST", "v1/check", { key, policy: policyToWire(policy), ...checkBody(check) }, [200, 429]));
+    },
+    async peek(key, policy) {
+      return asDecision(await call("POST", "v1/peek", { key, policy: policyToWire(policy) }, [200]));
+    },
+    async reset(key, policy) {
+      await call("POST", "v1/reset", { key, policy: policyToWire(policy) }, [200, 204]);
+    },
+    async acquire(key, policy, acquire) {
+      const body = { key, policy: policyToWire(policy), ...acquireBody(acquire) };
+      return asAcquireResult(await call("POST", "v1/acquire", body, [200, 429], acquire.maxWaitMs));
+    },
+    async release(key, policy, leaseId) {
+      return asShape<ReleaseResult>(await call("POST", "v1/release", { key, policy: policyToWire(policy), leaseId }, [200]), "released");
+    },
+    async extend(key, policy, leaseId, leaseMs) {
+      // Not in SPEC §3's table yet: the route mirrors the RPC method and the Limiter interface.
+      const body = { key, policy: policyToWire(policy), leaseId, ...(leaseMs === undefined ? {} : { leaseMs }) };
+      return asShape<ExtendResult>(await call("POST", "v1/extend", body, [200]), "extended");
+    },
+    async health(): Promise<StoreHealth> {
+      try {
+        const answer = (await call("GET", "healthz", undefined, [200])) as Partial<StoreHealth> | undefined;
+        return { ok: answer?.ok === true, store: `http:${answer?.store ?? "unknown"}` };
+      } catch (error) {
+        return { ok: false, store: "http", detail: (error as Error).message };
+      }
+    },
+  };
+}
+
+/** The service binding's RPC surface (SPEC §6): the HTTP API's bodies as arguments, its answers as results. */
+export interface SpillwayBinding {
+  check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"]; maxWaitMs?: number }): Promise<Decision>;
+  peek(request: { key: string; policy: WirePolicy }): Promise<Decision>;
+  reset(request: { key: string; policy: WirePolicy }): Promise<void>;
+  acquire(request: { key: string; policy: WirePolicy; maxWaitMs?: number; leaseMs?: number }): Promise<AcquireResult>;
+  release(request: { key: string; policy: WirePolicy; leaseId: string }): Promise<ReleaseResult>;
+  extend(request: { key: string; policy: WirePolicy; leaseId: string; leaseMs?: number }): Promise<ExtendResult>;
+}
+
+/**
+ * A Spillway service binding (`[[services]]` with the RPC entrypoint) as a Limiter. The
+ * binding is the capability, so no token. Errors that say the store or the binding is
+ * unavailable (or that workerd marks retryable) become LimiterUnavailableError; other
+ * errors from the entrypoint are bad input and become LimiterRequestError (status 400).
+ *
+ * @example const throttle = createThrottle({ limiter: bindingLimiter(env.SPILLWAY), key: "openai", policy: "openai-rpm" });
+ */
+export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
+  if (typeof binding !== "object" || binding === null || typeof binding.check !== "function") {
+    throw new TypeError(`binding: must be a Spillway service binding with RPC methods check, peek, reset, acquire, release, extend, got ${describe(binding)}`);
+  }
+  const rpc = async <T>(run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (error) {
+      throw rpcError(error);
+    }
+  };
+  return {
+    kind: "binding",
+    resolvesPolicyNames: true,
+    check: (key, policy, check) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), ...checkBody(check) }))),
+    peek: (key, policy) => rpc(async () => asDecision(await binding.peek({ key, policy: policyToWire(policy) }))),
+    reset: (key, policy) => rpc(() => binding.reset({ key, policy: policyToWire(policy) })),
+    acquire: (key, policy, acquire) => rpc(async () => asAcquireResult(await binding.acquire({ key, policy: policyToWire(policy), ...acquireBody(acquire) }))),
+    release: (key, policy, leaseId) => rpc(async () => asShape<ReleaseResult>(await binding.release({ key, policy: policyToWire(policy), leaseId }), "released")),
+    extend: (key, policy, leaseId, leaseMs) =>
+      rpc(async () => asShape<ExtendResult>(await binding.extend({ key, policy: policyToWire(policy), leaseId, ...(leaseMs === undefined ? {} : { leaseMs }) }), "extended")),
+    async health() {
+      try {
+        await binding.peek({ key: "spillway:health", policy: { name: "health", limit: 1, period: 1000 } });
+        return { ok: true, store: "binding" };
+      } catch (error) {
+        return { ok: false, store: "binding", detail: (error as Error).message };
+      }
+    },
+  };
+}
+
+/**
+ * workerd keeps an RPC error's message but not a custom class name, and marks errors thrown
+ * by the callee's own code with `remote: true`. So: anything that failed on the way (no
+ * `remote`), that workerd marks `retryable`, or that says the store is unavailable means no
+ * decision was made; what the entrypoint threw on purpose otherwise is bad input.
+ */
+function rpcError(error: unknown): Error {
+  if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError) return error;
+  const found = error as { name?: unknown; message?: unknown; retryable?: unknown; remote?: unknown } | null;
+  const message = String(found?.message ?? error);
+  const saysUnavailable = found?.name === "StoreUnavailableError" || /unavailable|overloaded/i.test(message);
+  if (found?.remote !== true || found.retryable === true || saysUnavailable) {
+    return new LimiterUnavailableError(`limiter binding unavailable: ${message}`, { cause: error });
+  }
+  return new LimiterRequestError(400, message, { cause: error });
+}
+
+function checkBody(options: CheckOptions): { cost: number; mode: CheckOptions["mode"]; maxWaitMs: number } {
+  return { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs };
+}
+
+function acquireBody(options: AcquireOptions): { maxWaitMs: number; leaseMs?: number } {
+  return options.leaseMs === undefined ? { maxWaitMs: options.maxWaitMs } : { maxWaitMs: options.maxWaitMs, leaseMs: options.leaseMs };
+}
+
+function parseJson(text: string): unknown {
+  return JSON.parse(text) as unknown;
+}
+
+function problemDetail(text: string): string | undefined {
+  try {
+    const problem = JSON.parse(text) as { detail?: unknown; title?: unknown };
+    if (typeof problem.detail === "string") return problem.detail;
+    if (typeof problem.title === "string") return problem.title;
+  } catch {
+    // Not a problem body: fall back to the status text.
+  }
+  return text.slice(0, 200) || undefined;
+}
+
+/** A limiter's answer must at least say whether it allowed, or the client cannot act on it. */
+function asDecision(value: unknown): Decision {
+  const decision = value as Partial<Decision> | null;
+  if (typeof decision?.allowed !== "boolean") throw new LimiterUnavailableError(`limiter sent something that is not a decision: ${describe(value)}`);
+  return { ...decision, waitMs: typeof decision.waitMs === "number" ? decision.waitMs : 0 } as Decision;
+}
+
+function asAcquireResult(value: unknown): AcquireResult {
+  const result = value as Partial<{ acquired: boolean; leaseId: string }> | null;
+  if (typeof result?.acquired !== "boolean" || (result.acquired && typeof result.leaseId !== "string")) {
+    throw new LimiterUnavailableError(`limiter sent something that is not an acquire result: ${describe(value)}`);
+  }
+  return value as AcquireResult;
+}
+
+function asShape<T>(value: unknown, flag: string): T {
+  if (typeof (value as Record<string, unknown> | null)?.[flag] !== "boolean") throw new LimiterUnavailableError(`limiter sent an answer without "${flag}": ${describe(value)}`);
+  return value as T;
+}

@@ -1,0 +1,66 @@
+-- acquire.lua — one attempt of a waiter to take a lease from every concurrency policy
+-- of the stack, FIFO: a newcomer only tries when nobody waits, a queued waiter only
+-- when it is the head.
+-- KEYS[1]    waiter queue of the user key (zset)
+-- KEYS[2]    waiters of the user key (hash)
+-- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[3]    pub/sub channel that wakes waiters
+-- ARGV[4]    N, the number of policies
+-- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
+-- ARGV[5+6N] waiterId, which becomes the lease id
+-- ARGV[6+6N] leaseMs override, or ""
+-- ARGV[7+6N] "1" to join the queue when no lease is free, "0" to answer at once
+-- ARGV[8+6N] waiterTtlMs: the waiter is dropped when it has not polled for this long
+-- Returns JSON: {"status":"acquired",leaseId,leaseMs,limit,remaining}
+--             | {"status":"denied",retryAfterMs} | {"status":"queued",nowMs,nextExpiryMs}
+local ctx = read_context()
+local arg = ctx.nextArg
+local waiter_id = ARGV[arg]
+local lease_ms = optional_number(ARGV[arg + 1])
+local may_wait = ARGV[arg + 2] == "1"
+local ttl_ms = tonumber(ARGV[arg + 3])
+
+local function try_acquire()
+  local decision, changes = decide(ctx, { cost = 1, mode = "reject", maxWaitMs = 0, leaseId = waiter_id, leaseMs = lease_ms, queued = {} })
+  write_changes(ctx, changes)
+  if not decision.allowed then return nil, decision.retryAfterMs end
+  return json_object({
+    { "status", "acquired" }, { "leaseId", waiter_id }, { "leaseMs", decision.leaseMs or lease_ms or 0 },
+    { "limit", decision.limit }, { "remaining", decision.remaining },
+  })
+end
+
+local function denied(retry_after_ms)
+  return json_object({ { "status", "denied" }, { "retryAfterMs", retry_after_ms } })
+end
+
+local function queued()
+  return json_object({ { "status", "queued" }, { "nowMs", ctx.nowMs }, { "nextExpiryMs", next_lease_expiry_ms(ctx) } })
+end
+
+prune_waiters(ctx)
+if not redis.call("ZSCORE", ctx.queueKey, waiter_id) then
+  if redis.call("ZCARD", ctx.queueKey) == 0 then
+    local acquired, retry_after_ms = try_acquire()
+    if acquired then return acquired end
+    if not may_wait then return denied(retry_after_ms) end
+  elseif not may_wait then
+    return denied(lease_retry_after_ms(ctx))
+  end
+  enqueue_waiter(ctx, waiter_id, ttl_ms)
+  return queued()
+end
+
+touch_waiter(ctx, waiter_id, ttl_ms)
+if head_waiter(ctx) == waiter_id then
+  local acquired = try_acquire()
+  if acquired then
+    remove_waiter(ctx, waiter_id)
+    -- The next waiter may fit too (several leases freed at once): let it try.
+    wake_head(ctx)
+    return acquired
+  end
+end
+return queued()

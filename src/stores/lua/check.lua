@@ -1,0 +1,30 @@
+-- check.lua — decides one request (check, reserve or peek) against a stack of policies
+-- on one key, all-or-nothing, in one atomic step.
+-- KEYS[1]    waiter queue of the user key (zset)
+-- KEYS[2]    waiters of the user key (hash)
+-- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[3]    pub/sub channel that wakes waiters
+-- ARGV[4]    N, the number of policies
+-- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
+-- ARGV[5+6N] cost (0 peeks)
+-- ARGV[6+6N] mode: "reject" or "reserve"
+-- ARGV[7+6N] maxWaitMs (reserve)
+-- ARGV[8+6N] leaseId for concurrency policies, or ""
+-- ARGV[9+6N] leaseMs override, or ""
+-- Returns the decision as JSON (SPEC §2).
+local ctx = read_context()
+local arg = ctx.nextArg
+local input = {
+  cost = tonumber(ARGV[arg]),
+  mode = ARGV[arg + 1],
+  maxWaitMs = tonumber(ARGV[arg + 2]),
+  leaseId = optional_string(ARGV[arg + 3]),
+  leaseMs = optional_number(ARGV[arg + 4]),
+}
+-- Checks may not pass a concurrency policy that somebody waits for (FIFO).
+input.queued = prune_waiters(ctx)
+local decision, changes = decide(ctx, input)
+write_changes(ctx, changes)
+return encode_decision(decision)

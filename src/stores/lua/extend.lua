@@ -1,0 +1,29 @@
+-- extend.lua — moves a held lease's expiry to now + leaseMs in every concurrency policy.
+-- KEYS[1]    waiter queue of the user key (zset)
+-- KEYS[2]    waiters of the user key (hash)
+-- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[3]    pub/sub channel that wakes waiters
+-- ARGV[4]    N, the number of policies
+-- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
+-- ARGV[5+6N] leaseId
+-- ARGV[6+6N] leaseMs
+-- Returns JSON {"extended": true|false, "leaseMs"}.
+local ctx = read_context()
+local lease_id = ARGV[ctx.nextArg]
+local lease_ms = tonumber(ARGV[ctx.nextArg + 1])
+local extended = false
+for i, policy in ipairs(ctx.policies) do
+  if policy.algorithm == "concurrency" then
+    local stored = ctx.stored[i]
+    local state = nil
+    if stored and stored.algorithm == "concurrency" then state = stored.state end
+    local next_state, was_held = extend_lease(state, lease_id, ctx.nowMs, lease_ms)
+    if was_held then
+      extended = true
+      write_state(ctx, i, next_state)
+    end
+  end
+end
+return json_object({ { "extended", extended }, { "leaseMs", lease_ms } })

@@ -1,0 +1,134 @@
+import type { Cluster, Redis } from "ioredis";
+import type { AcquireResult } from "../core/types.js";
+import { StoreUnavailableError, newLeaseId } from "../limiter.js";
+import { withTimeout } from "./redis-errors.js";
+import type { RedisClient } from "./redis-scripts.js";
+
+/** How long a first waiter waits for its subscription before relying on polls alone. */
+const SUBSCRIBE_WAIT_MS = 1000;
+
+/** What one `acquire.lua` attempt answered. */
+export type AcquireAttempt =
+  | { status: "acquired"; leaseId: string; leaseMs: number; limit: number; remaining: number }
+  | { status: "denied"; retryAfterMs: number | null }
+  | { status: "queued"; nowMs: number; nextExpiryMs: number | null };
+
+export interface WaitCalls {
+  /** One attempt of `waiterId`; `mayWait` lets it join the queue. */
+  attempt(waiterId: string, mayWait: boolean): Promise<AcquireAttempt>;
+  /** Leaves the queue; answers retryAfterMs. */
+  leave(waiterId: string): Promise<number>;
+}
+
+export interface LeaseWaitersOptions {
+  client: RedisClient;
+  /** Channel the scripts PUBLISH the head waiter's id on. */
+  channel: string;
+  /** Fallback poll: a waiter retries at least this often, in case a wake-up is lost. */
+  pollIntervalMs: number;
+}
+
+/**
+ * FIFO waiting for leases across processes. The order lives in Redis (acquire.lua); this
+ * class only decides *when* a waiter tries again: at once when a script publishes its id
+ * (a release, a reset, the head leaving or taking its lease), when the next held lease
+ * expires, and otherwise every pollIntervalMs, which also keeps its queue record alive.
+ * No busy polling: one timer per waiter, one subscriber connection per store.
+ */
+export class LeaseWaiters {
+  private readonly pokes = new Map<string, () => void>();
+  private subscriber: RedisClient | undefined;
+  private subscribed: Promise<unknown> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: LeaseWaitersOptions) {}
+
+  async acquire(calls: WaitCalls, maxWaitMs: number): Promise<AcquireResult> {
+    const waiterId = newLeaseId();
+    const mayWait = maxWaitMs > 0;
+    const deadlineMs = performance.now() + maxWaitMs;
+    let poked = false;
+    let wakeUp: (() => void) | undefined;
+    this.pokes.set(waiterId, () => {
+      poked = true;
+      wakeUp?.();
+    });
+    try {
+      if (mayWait) await this.subscribe();
+      let result = await calls.attempt(waiterId, mayWait);
+      let lastError: unknown;
+      while (result.status === "queued" && !this.closed) {
+        const leftMs = deadlineMs - performance.now();
+        if (leftMs <= 0) break;
+        const untilExpiryMs = result.nextExpiryMs === null ? Number.POSITIVE_INFINITY : Math.max(0, Math.ceil(result.nextExpiryMs - result.nowMs)) + 1;
+        if (!poked) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, Math.min(leftMs, this.options.pollIntervalMs, untilExpiryMs));
+            wakeUp = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        poked = false;
+        wakeUp = undefined;
+        if (this.closed || performance.now() >= deadlineMs) break;
+        try {
+          result = await calls.attempt(waiterId, true);
+          lastError = undefined;
+        } catch (error) {
+          // Redis is away for a moment: keep our place and try again until the deadline.
+          if (!(error instanceof StoreUnavailableError)) throw error;
+          lastError = error;
+        }
+      }
+      if (result.status === "acquired") {
+        const { status: _status, ...lease } = result;
+        return { acquired: true, ...lease };
+      }
+      if (result.status === "denied") return { acquired: false, retryAfterMs: result.retryAfterMs };
+      if (this.closed) return { acquired: false, retryAfterMs: null };
+      try {
+        return { acquired: false, retryAfterMs: await calls.leave(waiterId) };
+      } catch (error) {
+        throw lastError ?? error;
+      }
+    } finally {
+      this.pokes.delete(waiterId);
+    }
+  }
+
+  /** Ends every wait (the store is closing) and drops the subscriber connection. */
+  close(): void {
+    this.closed = true;
+    for (const poke of this.pokes.values()) poke();
+    this.subscriber?.disconnect();
+    this.subscriber = undefined;
+  }
+
+  /**
+   * Subscribes once per store. Waits a bounded time only: if the subscriber cannot
+   * connect, the fallback poll still serves waiters, just later.
+   */
+  private async subscribe(): Promise<void> {
+    if (!this.subscribed) {
+      const { client, channel } = this.options;
+      // A subscriber may queue its SUBSCRIBE until connected; ioredis resubscribes on reconnect.
+      const subscriber: RedisClient =
+        "isCluster" in client && client.isCluster ? (client as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (client as Redis).duplicate({ enableOfflineQueue: true });
+      subscriber.on("error", () => {});
+      subscriber.on("message", (_channel: string, waiterId: string) => this.pokes.get(waiterId)?.());
+      this.subscriber = subscriber;
+      const subscribed = subscriber.subscribe(channel);
+      this.subscribed = subscribed;
+      subscribed.catch(() => {
+        // Start over on the next wait rather than keep a subscriber that gave up.
+        if (this.subscribed !== subscribed) return;
+        this.subscribed = undefined;
+        this.subscriber = undefined;
+        subscriber.disconnect();
+      });
+    }
+    await withTimeout(this.subscribed, SUBSCRIBE_WAIT_MS, "SUBSCRIBE").catch(() => {});
+  }
+}

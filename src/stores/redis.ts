@@ -1,0 +1,200 @@
+import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
+import { withTimeout } from "./redis-errors.js";
+import { DEFAULT_KEY_PREFIX, keyLayout, validateKeyPrefix } from "./redis-keys.js";
+import { type RedisClient, SCRIPTS, type ScriptName, evalScript } from "./redis-scripts.js";
+import { type AcquireAttempt, LeaseWaiters } from "./redis-waiters.js";
+
+export { StoreFaultError } from "./redis-errors.js";
+export { escapeUserKey, keyLayout } from "./redis-keys.js";
+export { SCRIPTS } from "./redis-scripts.js";
+
+export interface RedisStoreOptions {
+  /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
+  client?: RedisClient;
+  /** Or a URL to connect to (`redis://host:6379/0`). */
+  url?: string;
+  /** Or the startup nodes of a Redis Cluster (`["redis://10.0.0.1:7000", ...]`). */
+  clusterNodes?: readonly (string | ClusterNode)[];
+  /** Prefix of every key (default "spillway:"); must not contain braces. */
+  keyPrefix?: string;
+  /**
+   * Whose clock decides (default "server": Redis's TIME, so many Node processes agree).
+   * "client" passes `clockMs()` in: for Redis services that forbid TIME in scripts, and tests.
+   */
+  clock?: "server" | "client";
+  /** The client clock (default Date.now); used only with `clock: "client"`. */
+  clockMs?: () => number;
+  /** Client clock only: keys live this much longer than their state, to absorb clock skew (default 1000). */
+  clientExpirySlackMs?: number;
+  /** Per-call timeout in ms (default 50): past it the call throws StoreUnavailableError. */
+  timeoutMs?: number;
+  /** Lease waiters retry at least this often, in case a wake-up message is lost (default 250). */
+  pollIntervalMs?: number;
+  /** Where availability changes are logged (default console.warn). */
+  log?: (line: string) => void;
+}
+
+export const DEFAULT_TIMEOUT_MS = 50;
+export const DEFAULT_POLL_INTERVAL_MS = 250;
+
+/**
+ * ioredis settings for a limiter: fail fast instead of queueing while Redis is down (no
+ * unbounded offline queue), never resend a command that already timed out for its caller
+ * (it would consume quota nobody was told about), and reconnect quickly and forever.
+ */
+export const REDIS_CLIENT_OPTIONS = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+  connectTimeout: 1000,
+  retryStrategy: (attempt: number) => Math.min(attempt * 50, 250),
+} satisfies RedisOptions;
+
+/**
+ * The Redis store: every decision is one EVALSHA of a Lua script that mirrors `src/core`,
+ * on a standalone Redis or a Redis Cluster (all keys of a user key share one hash tag).
+ *
+ * @example
+ * const limiter = new RedisStore({ url: "redis://127.0.0.1:6379" });
+ * await limiter.ready();
+ * const decision = await limiter.check("user:1", [perMinute], { cost: 1, mode: "reject", maxWaitMs: 0 });
+ */
+export class RedisStore implements Limiter {
+  readonly kind: "redis" | "redis-cluster";
+  readonly client: RedisClient;
+  private readonly ownsClient: boolean;
+  private readonly keyPrefix: string;
+  private readonly clockMs: (() => number) | undefined;
+  private readonly expirySlackMs: number;
+  private readonly timeoutMs: number;
+  private readonly waiterTtlMs: number;
+  private readonly channel: string;
+  private readonly waiters: LeaseWaiters;
+  private readonly log: (line: string) => void;
+  private available = true;
+
+  constructor(options: RedisStoreOptions) {
+    this.ownsClient = !options.client;
+    this.client = options.client ?? createClient(options);
+    if (this.ownsClient) this.client.on("error", () => {}); // reported through health() and the log instead
+    this.kind = isCluster(this.client) ? "redis-cluster" : "redis";
+    this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
+    this.clockMs = options.clock === "client" ? (options.clockMs ?? Date.now) : undefined;
+    this.expirySlackMs = positiveNumber("clientExpirySlackMs", options.clientExpirySlackMs ?? 1000, 0);
+    this.timeoutMs = positiveNumber("timeoutMs", options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1);
+    const pollIntervalMs = positiveNumber("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 1);
+    // A waiter that stopped polling (its process died) is dropped after a few missed polls.
+    this.waiterTtlMs = Math.max(1000, 4 * pollIntervalMs);
+    this.channel = `${this.keyPrefix}wake`;
+    this.waiters = new LeaseWaiters({ client: this.client, channel: this.channel, pollIntervalMs });
+    this.log = options.log ?? ((line) => console.warn(line));
+  }
+
+  /** Resolves true once connected (at most `timeoutMs` of waiting), false if not yet. */
+  async ready(timeoutMs = 2000): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.client.status !== "ready") {
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    return true;
+  }
+
+  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : "";
+    const args = [options.cost, options.mode, options.maxWaitMs, leaseId, ""];
+    return (await this.run("check", key, policies, args)) as Decision;
+  }
+
+  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+  }
+
+  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    await this.run("reset", key, policies, []);
+  }
+
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    const leaseMs = options.leaseMs ?? "";
+    return this.waiters.acquire(
+      {
+        attempt: async (waiterId, mayWait) => (await this.run("acquire", key, policies, [waiterId, leaseMs, mayWait ? "1" : "0", this.waiterTtlMs])) as AcquireAttempt,
+        leave: async (waiterId) => ((await this.run("leave", key, policies, [waiterId])) as { retryAfterMs: number }).retryAfterMs,
+      },
+      options.maxWaitMs,
+    );
+  }
+
+  async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    return (await this.run("release", key, policies, [leaseId])) as ReleaseResult;
+  }
+
+  async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    const leases = policies.filter((policy) => policy.algorithm === "concurrency");
+    const lengthMs = leaseMs ?? Math.min(...(leases.length > 0 ? leases : policies).map((policy) => policy.leaseMs));
+    return (await this.run("extend", key, policies, [leaseId, lengthMs])) as ExtendResult;
+  }
+
+  async health(): Promise<StoreHealth> {
+    try {
+      await withTimeout(this.client.ping(), Math.max(this.timeoutMs, 250), "PING");
+      return { ok: true, store: this.kind };
+    } catch (error) {
+      return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}` };
+    }
+  }
+
+  async close(): Promise<void> {
+    this.waiters.close();
+    if (!this.ownsClient) return;
+    await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
+  }
+
+  /** Runs one entry script for (key, stack): exactly one round trip, bounded by timeoutMs. */
+  private async run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
+    if (policies.length === 0) throw new TypeError("policies must name at least one policy");
+    const layout = keyLayout(this.keyPrefix, key);
+    const keys = [layout.queueKey, layout.waitersKey, ...policies.map((policy) => layout.stateKey(policy.name))];
+    const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", this.channel, policies.length];
+    for (const policy of policies) args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
+    args.push(...extraArgs);
+    try {
+      const reply = await withTimeout(evalScript(this.client, SCRIPTS[name], keys, args), this.timeoutMs, name);
+      this.markAvailable(true);
+      return typeof reply === "string" ? (JSON.parse(reply) as unknown) : reply;
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
+      throw error;
+    }
+  }
+
+  /** Logs changes of availability once, not once per call. */
+  private markAvailable(available: boolean, detail = ""): void {
+    if (available === this.available) return;
+    this.available = available;
+    this.log(available ? `spillway: ${this.kind} store available again` : `spillway: ${this.kind} store unavailable: ${detail}`);
+  }
+}
+
+function isCluster(client: RedisClient): client is Cluster {
+  return "isCluster" in client && client.isCluster === true;
+}
+
+function createClient(options: RedisStoreOptions): RedisClient {
+  if (options.clusterNodes) {
+    return new Cluster([...options.clusterNodes], {
+      enableOfflineQueue: false,
+      clusterRetryStrategy: REDIS_CLIENT_OPTIONS.retryStrategy,
+      redisOptions: REDIS_CLIENT_OPTIONS,
+    });
+  }
+  if (!options.url) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
+  return new Redis(options.url, REDIS_CLIENT_OPTIONS);
+}
+
+function positiveNumber(name: string, value: number, min: number): number {
+  if (!Number.isFinite(value) || value < min) throw new TypeError(`${name} must be a number ≥ ${min}, got ${value}`);
+  return value;
+}

@@ -1,0 +1,126 @@
+import fc from "fast-check";
+import { liveState } from "../../src/core/algorithms.js";
+import type { DecideInput } from "../../src/core/decision.js";
+import { KeyState } from "../../src/core/key-state.js";
+import { parsePolicy } from "../../src/core/policy.js";
+import type { AlgorithmName, Decision, Policy } from "../../src/core/types.js";
+import { snapshot } from "./core-helpers.js";
+
+/** Property runs stay small so the whole unit project stays fast. */
+export const RUNS = { numRuns: 150 } as const;
+
+/** The largest cost a policy can ever admit at once. */
+export function capacityOf(policy: Policy): number {
+  return policy.algorithm === "gcra" || policy.algorithm === "token-bucket" ? policy.burst : policy.limit;
+}
+
+/** Small random policies: small limits and periods make collisions and refills frequent. */
+export function policyArb(algorithm: AlgorithmName, name = "p"): fc.Arbitrary<Policy> {
+  const limit = fc.integer({ min: 1, max: 6 });
+  const periodMs = fc.integer({ min: 1, max: 60 });
+  if (algorithm === "concurrency") {
+    return fc.record({ limit: fc.integer({ min: 1, max: 4 }), leaseMs: fc.integer({ min: 1, max: 60 }) }).map(({ limit, leaseMs }) => parsePolicy({ name, algorithm, limit, lease: leaseMs }, "policy"));
+  }
+  if (algorithm === "gcra" || algorithm === "token-bucket") {
+    return fc
+      .record({ limit, periodMs, burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }) })
+      .map(({ limit, periodMs, burst }) => parsePolicy({ name, algorithm, limit, period: periodMs, ...(burst === undefined ? {} : { burst }) }, "policy"));
+  }
+  return fc.record({ limit, periodMs }).map(({ limit, periodMs }) => parsePolicy({ name, algorithm, limit, period: periodMs }, "policy"));
+}
+
+export const ALL_ALGORITHMS: readonly AlgorithmName[] = ["gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "concurrency"];
+
+/** 1 to 3 policies of any algorithms, named s0, s1, s2. */
+export const stackArb: fc.Arbitrary<Policy[]> = fc
+  .array(fc.constantFrom(...ALL_ALGORITHMS), { minLength: 1, maxLength: 3 })
+  .chain((algorithms) => fc.tuple(...algorithms.map((algorithm, index) => policyArb(algorithm, `s${index}`))));
+
+/** One request of a trace. Gaps are often 0 so that bursts happen at one instant. */
+export interface TraceStep {
+  gapMs: number;
+  cost: number;
+  mode: "reject" | "reserve";
+  maxWaitMs: number;
+}
+
+export function stepArb(maxCost: number, maxGapMs: number): fc.Arbitrary<TraceStep> {
+  return fc.record({
+    gapMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: maxGapMs })),
+    // Cost 0 peeks; maxCost + 1 is above capacity.
+    cost: fc.oneof({ arbitrary: fc.constant(1), weight: 3 }, { arbitrary: fc.integer({ min: 0, max: maxCost + 1 }), weight: 2 }),
+    mode: fc.constantFrom("reject" as const, "reserve" as const),
+    maxWaitMs: fc.integer({ min: 0, max: 3 * maxGapMs }),
+  });
+}
+
+/** A policy with a random trace sized to it. */
+export function policyTraceArb(algorithm: AlgorithmName, options: { reserve?: boolean } = {}): fc.Arbitrary<{ policy: Policy; steps: TraceStep[] }> {
+  return policyArb(algorithm).chain((policy) =>
+    fc.record({
+      policy: fc.constant(policy),
+      steps: fc.array(stepArb(capacityOf(policy), 2 * Math.max(policy.periodMs, policy.leaseMs === 30_000 ? 1 : policy.leaseMs)), { maxLength: 40 }).map((steps) =>
+        options.reserve === false ? steps.map((step) => ({ ...step, mode: "reject" as const })) : steps,
+      ),
+    }),
+  );
+}
+
+export function stackTraceArb(): fc.Arbitrary<{ policies: Policy[]; steps: TraceStep[] }> {
+  return stackArb.chain((policies) => {
+    const maxCost = Math.max(...policies.map(capacityOf));
+    const maxGapMs = 2 * Math.max(...policies.map((p) => (p.algorithm === "concurrency" ? p.leaseMs : p.periodMs)));
+    return fc.record({ policies: fc.constant(policies), steps: fc.array(stepArb(maxCost, maxGapMs), { maxLength: 40 }) });
+  });
+}
+
+/** An admitted request at the time its caller acts: now + waitMs. */
+export interface Admission {
+  atMs: number;
+  cost: number;
+}
+
+export interface StepRecord {
+  nowMs: number;
+  input: DecideInput;
+  decision: Decision;
+  /** Whether any stored state changed. */
+  stateChanged: boolean;
+  /** Names of the policies the decision wrote. */
+  written: string[];
+}
+
+export interface TraceRun {
+  records: StepRecord[];
+  admissions: Admission[];
+  /** Per policy: the scheduled times of admissions made while its state was fresh (token-bucket refill grids start there). */
+  freshStartsMs: Map<string, number[]>;
+  key: KeyState;
+}
+
+export function inputOf(step: TraceStep): DecideInput {
+  return { cost: step.cost, mode: step.mode, maxWaitMs: step.maxWaitMs };
+}
+
+/** Runs a trace on a fresh key starting at `startMs`, recording everything the properties look at. */
+export function runTrace(policies: readonly Policy[], steps: readonly TraceStep[], startMs = 0): TraceRun {
+  const key = new KeyState();
+  const run: TraceRun = { records: [], admissions: [], freshStartsMs: new Map(policies.map((p) => [p.name, []])), key };
+  let nowMs = startMs;
+  steps.forEach((step, index) => {
+    nowMs += step.gapMs;
+    const wasFresh = policies.map((policy) => liveState(key.states.get(policy.name), policy, nowMs) === undefined);
+    const before = snapshot(key);
+    const input: DecideInput = { ...inputOf(step), leaseId: `lease-${index}` };
+    const { decision, changes } = key.check(policies, nowMs, input);
+    run.records.push({ nowMs, input, decision, stateChanged: snapshot(key) !== before, written: [...changes.keys()] });
+    if (decision.allowed && step.cost > 0) {
+      const atMs = nowMs + decision.waitMs;
+      run.admissions.push({ atMs, cost: step.cost });
+      policies.forEach((policy, i) => {
+        if (wasFresh[i]) run.freshStartsMs.get(policy.name)!.push(atMs);
+      });
+    }
+  });
+  return run;
+}
