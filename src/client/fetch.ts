@@ -106,11 +106,13 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
         continue;
       }
       const hintMs = waitHintMs(response.headers);
+      // Waits beyond maxDelayMs are not ours to impose: that answer goes back to the caller instead.
+      const pauseMs = hintMs !== undefined && hintMs > 0 && hintMs <= maxDelayMs ? hintMs : undefined;
       if (!retryStatuses.has(response.status)) {
-        if (hintMs !== undefined && hintMs > 0) await pause(hintMs, false);
+        if (pauseMs !== undefined) await pause(pauseMs, false);
         return response;
       }
-      if (hintMs !== undefined && hintMs <= maxDelayMs) await pause(hintMs, shareRetryAfter);
+      if (pauseMs !== undefined) await pause(pauseMs, shareRetryAfter);
       if (!mayRetry) return response;
       const delayMs = hintMs === undefined ? backoffMs(attempt) : jitteredMs(hintMs);
       if (delayMs > maxDelayMs || Date.now() - startMs + delayMs > maxTotalMs) return response;

@@ -17,7 +17,7 @@ const TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
 // RFC 9110 §5.6.7: IMF-fixdate, and the obsolete RFC 850 and asctime forms a recipient must accept.
 const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ([a-z]{3}) (\\d{4}) ${TIME} gmt$`);
 const RFC_850 = new RegExp(`^${LONG_DAY}, (\\d{2})-([a-z]{3})-(\\d{2}) ${TIME} gmt$`);
-const ASCTIME = new RegExp(`^${DAY} ([a-z]{3}) ([ \\d]\\d) ${TIME} (\\d{4})$`);
+const ASCTIME = new RegExp(`^${DAY} ([a-z]{3}) (\\d{1,2}) ${TIME} (\\d{4})$`);
 
 /**
  * Parses an HTTP-date in any of its three forms to epoch ms. Date.parse is not used: it
@@ -31,7 +31,7 @@ export function parseHttpDate(value: string): number | undefined {
   let match = IMF_FIXDATE.exec(text);
   if (match) parts = [match[1]!, match[2]!, match[3]!, match[4]!, match[5]!, match[6]!];
   else if ((match = RFC_850.exec(text))) {
-    // Two-digit years: RFC 9110 says read one more than 50 years ahead as the past century.
+    // Two-digit years: RFC 9110 reads a year more than 50 years ahead as the past century; a fixed pivot at 70 is that rule until 2020 + 50.
     const twoDigits = Number(match[3]);
     const year = twoDigits + (twoDigits < 70 ? 2000 : 1900);
     parts = [match[1]!, match[2]!, String(year), match[4]!, match[5]!, match[6]!];

@@ -35,11 +35,22 @@ export function releaseLease(state: ConcurrencyState | undefined, leaseId: strin
   return { state: { entries: kept }, released: kept.length < live.length };
 }
 
-/** Moves a held lease's expiry to nowMs + leaseMs. */
-export function extendLease(state: ConcurrencyState | undefined, leaseId: string, nowMs: number, leaseMs: number): { state: ConcurrencyState; extended: boolean } {
+/**
+ * Moves a held lease's expiry to nowMs + leaseMs. Live leases above `limit` mean a reserved
+ * lease is waiting for one of them to expire; lengthening any lease then could hand its slot
+ * to two holders, so it is refused (shortening is always safe).
+ */
+export function extendLease(
+  state: ConcurrencyState | undefined,
+  leaseId: string,
+  nowMs: number,
+  leaseMs: number,
+  limit: number,
+): { state: ConcurrencyState; extended: boolean; refused: boolean } {
   const live = liveEntries(state?.entries ?? [], nowMs);
   const held = live.find((entry) => entry[2] === leaseId);
-  if (!held) return { state: { entries: live }, extended: false };
+  if (!held) return { state: { entries: live }, extended: false, refused: false };
+  if (nowMs + leaseMs > held[0] && totalCost(live) > limit) return { state: { entries: live }, extended: false, refused: true };
   const others = live.filter((entry) => entry !== held);
-  return { state: { entries: insertEntry(others, [nowMs + leaseMs, held[1], leaseId]) }, extended: true };
+  return { state: { entries: insertEntry(others, [nowMs + leaseMs, held[1], leaseId]) }, extended: true, refused: false };
 }

@@ -57,6 +57,9 @@ export function decide(
   let atMs = Math.max(nowMs, ...evaluated.map((item) => item.earliestMs ?? nowMs));
   if (atMs - nowMs <= EPSILON_MS) atMs = nowMs;
   const waitMs = ceilMs(atMs - nowMs);
+  // The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
+  // fractional earliest moment: recording it earlier would let the next slot come too soon.
+  const slotMs = nowMs + waitMs;
   const fitsNow = !never && !blocked && waitMs === 0;
   const fitsReserved = !never && !blocked && input.mode === "reserve" && waitMs <= input.maxWaitMs;
   // A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
@@ -71,7 +74,7 @@ export function decide(
     let state = item.state;
     if (admit) {
       const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
-      state = algorithm.admit(state, item.policy, nowMs, atMs, input.cost, lease);
+      state = algorithm.admit(state, item.policy, nowMs, slotMs, input.cost, lease);
       changes.set(item.policy.name, { stored: wrapState(item.policy, state), freshAtMs: algorithm.freshAtMs(state, item.policy) });
     }
     const standing = algorithm.standing(state, item.policy, nowMs);

@@ -41,12 +41,16 @@ export class KeyState {
     return { released, changes };
   }
 
-  /** Moves the expiry of `leaseId` to nowMs + leaseMs in every concurrency policy of the stack. */
+  /**
+   * Moves the expiry of `leaseId` to nowMs + leaseMs in every concurrency policy of the stack,
+   * all-or-nothing: if one policy refuses (a reserved lease waits for a slot), none is extended.
+   */
   extend(policies: readonly Policy[], leaseId: string, nowMs: number, leaseMs: number): { extended: boolean; changes: Map<string, StateChange> } {
-    let extended = false;
+    const results = concurrencyPolicies(policies).map((policy) => ({ policy, result: extendLease(this.concurrencyState(policy), leaseId, nowMs, leaseMs, policy.limit) }));
     const changes = new Map<string, StateChange>();
-    for (const policy of concurrencyPolicies(policies)) {
-      const result = extendLease(this.concurrencyState(policy), leaseId, nowMs, leaseMs);
+    if (results.some(({ result }) => result.refused)) return { extended: false, changes };
+    let extended = false;
+    for (const { policy, result } of results) {
       extended ||= result.extended;
       if (result.extended) changes.set(policy.name, { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntil(result.state) });
     }

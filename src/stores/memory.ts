@@ -18,14 +18,13 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   readonly kind = "memory";
   private readonly keys = new Map<string, { local: LocalKey; policies: Map<string, Policy> }>();
-  private readonly sweepTimer: ReturnType<typeof setInterval>;
+  private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;
+  private readonly sweepIntervalMs: number;
 
   constructor(options: MemoryStoreOptions = {}) {
     this.clockMs = options.clockMs ?? Date.now;
-    this.sweepTimer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 10_000);
-    // A sweep timer must not keep a Node process alive.
-    (this.sweepTimer as { unref?: () => void }).unref?.();
+    this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   }
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
@@ -59,7 +58,8 @@ export class MemoryStore implements Limiter {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.sweepTimer);
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
     for (const { local } of this.keys.values()) local.queue.close();
     this.keys.clear();
   }
@@ -79,7 +79,19 @@ export class MemoryStore implements Limiter {
     }
   }
 
+  /**
+   * Started on first use, not in the constructor: Workers forbid timers at global scope,
+   * where a store is typically built.
+   */
+  private startSweeping(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setInterval(() => this.sweep(), this.sweepIntervalMs);
+    // A sweep timer must not keep a Node process alive.
+    (this.sweepTimer as { unref?: () => void }).unref?.();
+  }
+
   private entry(key: string, policies: readonly Policy[]): LocalKey {
+    this.startSweeping();
     let found = this.keys.get(key);
     if (!found) {
       found = { local: new LocalKey([], () => {}, this.clockMs), policies: new Map() };

@@ -60,15 +60,39 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith("NOSCRIPT");
 }
 
+/** Reloads in flight, per script: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
+const reloading = new WeakMap<RedisClient, Map<string, Promise<unknown>>>();
+
 /**
  * Runs a script in one round trip: EVALSHA, and EVAL only when the server answers
  * NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), which also caches it again.
+ * Concurrent callers that meet NOSCRIPT together send the script text once: the first
+ * one EVALs, the rest retry EVALSHA once that has loaded it (and EVAL themselves only if
+ * their key lives on another Cluster node that still lacks it).
  */
 export async function evalScript(client: RedisClient, script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
   try {
     return await client.evalsha(script.sha, keys.length, ...keys, ...args);
   } catch (error) {
     if (!isNoScript(error)) throw error;
-    return await client.eval(script.text, keys.length, ...keys, ...args);
+  }
+  let pending = reloading.get(client);
+  if (!pending) reloading.set(client, (pending = new Map()));
+  const inFlight = pending.get(script.sha);
+  if (inFlight) {
+    await inFlight.catch(() => {});
+    try {
+      return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return await client.eval(script.text, keys.length, ...keys, ...args);
+    }
+  }
+  const evaluation = client.eval(script.text, keys.length, ...keys, ...args);
+  pending.set(script.sha, evaluation);
+  try {
+    return await evaluation;
+  } finally {
+    pending.delete(script.sha);
   }
 }

@@ -1,9 +1,10 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { createApp } from "../http/app.js";
+import { gatewayFor } from "../gateway/worker.js";
 import type { Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import type { AcquireAnswer } from "../service.js";
 import type { Env } from "./env.js";
-import { serviceFor, tokenOf } from "./service.js";
+import { appFor } from "./index.js";
+import { serviceFor } from "./service.js";
 
 /**
  * Service-binding RPC: other Workers call `env.SPILLWAY.check({ key, policy })` with the
@@ -15,7 +16,7 @@ import { serviceFor, tokenOf } from "./service.js";
 export class SpillwayRpc extends WorkerEntrypoint<Env> {
   override async fetch(request: Request): Promise<Response> {
     // `fetch` over the binding reaches the same HTTP app (and so needs the token).
-    return createApp({ service: serviceFor(this.env), tokenOf }).fetch(request, this.env, this.ctx);
+    return createApp({ service: serviceFor(this.env), tokenOf, fallback: gatewayFor(this.env) }).fetch(request, this.env, this.ctx);
   }
 
   async check(request: unknown): Promise<Decision> {

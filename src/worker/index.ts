@@ -1,3 +1,4 @@
+import type { Hono } from "hono";
 import { createApp } from "../http/app.js";
 import type { Env } from "./env.js";
 import { serviceFor, tokenOf } from "./service.js";
@@ -5,8 +6,20 @@ import { serviceFor, tokenOf } from "./service.js";
 export { LimiterObject } from "./limiter-object.js";
 export { SpillwayRpc } from "./entrypoint.js";
 
+const apps = new WeakMap<object, Hono>();
+
+/** The app is built once per binding, not per request (routing tables are not free). */
+export function appFor(env: Env): Hono {
+  let app = apps.get(env.LIMITER);
+  if (!app) {
+    app = createApp({ service: serviceFor(env), tokenOf });
+    apps.set(env.LIMITER, app);
+  }
+  return app;
+}
+
 export default {
   fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-    return createApp({ service: serviceFor(env), tokenOf }).fetch(request, env, ctx);
+    return appFor(env).fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<Env>;

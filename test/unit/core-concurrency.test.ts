@@ -60,6 +60,24 @@ describe("concurrency: leases", () => {
     expect(key.check(stack, 10_000, acquire("d")).decision).toMatchObject({ allowed: false, retryAfterMs: 5000 });
   });
 
+  it("refuses to lengthen leases while a reserved lease waits for a slot, all-or-nothing across the stack", () => {
+    const wide = policyOf({ name: "wide", algorithm: "concurrency", limit: 5, lease: "10s" });
+    const both = [wide, policy];
+    const key = new KeyState();
+    key.check(both, 0, acquire("a"));
+    key.check(both, 0, acquire("b"));
+    // c is promised a's slot at 10 000; making a (or b) last longer would give that slot twice.
+    expect(key.check(both, 1000, { ...reserve(1, 9000), leaseId: "c" }).decision).toMatchObject({ allowed: true, waitMs: 9000 });
+    const before = snapshot(key);
+    expect(key.extend(both, "a", 2000, 10_000)).toMatchObject({ extended: false, changes: new Map() });
+    expect(key.extend(both, "b", 2000, 10_000).extended).toBe(false);
+    expect(snapshot(key)).toBe(before);
+    // Shortening never takes a promised slot.
+    expect(key.extend(both, "a", 2000, 1000).extended).toBe(true);
+    // Once the reservation no longer over-books the slots, extending works again.
+    expect(key.extend(both, "b", 3000, 10_000).extended).toBe(true);
+  });
+
   it("cannot extend or release an expired lease", () => {
     const key = new KeyState();
     key.check(stack, 0, acquire("a"));

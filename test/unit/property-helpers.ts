@@ -7,7 +7,12 @@ import type { AlgorithmName, Decision, Policy } from "../../src/core/types.js";
 import { snapshot } from "./core-helpers.js";
 
 /** Property runs stay small so the whole unit project stays fast. */
-export const RUNS = { numRuns: 150 } as const;
+export const RUNS = { numRuns: Number(process.env.RUNS ?? 150) } as const;
+
+/** The span a policy's rule is about: its period, or a concurrency policy's lease. */
+export function horizonMs(policy: Policy): number {
+  return policy.algorithm === "concurrency" ? policy.leaseMs : policy.periodMs;
+}
 
 /** The largest cost a policy can ever admit at once. */
 export function capacityOf(policy: Policy): number {
@@ -23,7 +28,8 @@ export function policyArb(algorithm: AlgorithmName, name = "p"): fc.Arbitrary<Po
   }
   if (algorithm === "gcra" || algorithm === "token-bucket") {
     return fc
-      .record({ limit, periodMs, burst: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }) })
+      // burst 1 is the tightest spacing, where rounding a slot shows first.
+      .record({ limit, periodMs, burst: fc.oneof(fc.constant(undefined), fc.constant(1), fc.integer({ min: 1, max: 8 })) })
       .map(({ limit, periodMs, burst }) => parsePolicy({ name, algorithm, limit, period: periodMs, ...(burst === undefined ? {} : { burst }) }, "policy"));
   }
   return fc.record({ limit, periodMs }).map(({ limit, periodMs }) => parsePolicy({ name, algorithm, limit, period: periodMs }, "policy"));
@@ -59,7 +65,7 @@ export function policyTraceArb(algorithm: AlgorithmName, options: { reserve?: bo
   return policyArb(algorithm).chain((policy) =>
     fc.record({
       policy: fc.constant(policy),
-      steps: fc.array(stepArb(capacityOf(policy), 2 * Math.max(policy.periodMs, policy.leaseMs === 30_000 ? 1 : policy.leaseMs)), { maxLength: 40 }).map((steps) =>
+      steps: fc.array(stepArb(capacityOf(policy), 2 * horizonMs(policy)), { maxLength: 40 }).map((steps) =>
         options.reserve === false ? steps.map((step) => ({ ...step, mode: "reject" as const })) : steps,
       ),
     }),
@@ -69,7 +75,7 @@ export function policyTraceArb(algorithm: AlgorithmName, options: { reserve?: bo
 export function stackTraceArb(): fc.Arbitrary<{ policies: Policy[]; steps: TraceStep[] }> {
   return stackArb.chain((policies) => {
     const maxCost = Math.max(...policies.map(capacityOf));
-    const maxGapMs = 2 * Math.max(...policies.map((p) => (p.algorithm === "concurrency" ? p.leaseMs : p.periodMs)));
+    const maxGapMs = 2 * Math.max(...policies.map(horizonMs));
     return fc.record({ policies: fc.constant(policies), steps: fc.array(stepArb(maxCost, maxGapMs), { maxLength: 40 }) });
   });
 }

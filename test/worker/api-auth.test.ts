@@ -23,7 +23,7 @@ describe("/v1 auth", () => {
     const app = createApp({ service, tokenOf: () => undefined });
     const response = await app.request("/v1/check", { method: "POST", headers: { authorization: "Bearer anything" }, body });
     expect(response.status).toBe(503);
-    expect((await response.json()).detail).toContain("SPILLWAY_TOKEN");
+    expect(((await response.json()) as { detail: string }).detail).toContain("SPILLWAY_TOKEN");
   });
 
   it("leaves /healthz open and accepts the right token", async () => {

@@ -48,7 +48,7 @@ describe("bad input answers 400 problem+json naming the field", () => {
   it("an unknown policy name is a 404 naming it", async () => {
     const response = await post("/v1/check", { key: "k", policy: "no-such-policy" });
     expect(response.status).toBe(404);
-    expect((await response.json()).detail).toContain("no-such-policy");
+    expect(((await response.json()) as { detail: string }).detail).toContain("no-such-policy");
   });
 
   it("a body over 64 KiB is a 413", async () => {

@@ -15,6 +15,14 @@ local function floor_count(count)
   return math.max(0, math.floor(count + 1e-9))
 end
 
+-- JavaScript's Math.round: the nearest integer, ties towards +infinity. floor(x + 0.5)
+-- is not the same (0.49999999999999994 + 0.5 rounds up to 1 in floating point).
+local function js_round(value)
+  local floor = math.floor(value)
+  if value - floor >= 0.5 then return floor + 1 end
+  return floor
+end
+
 -- Algorithm tables, filled by the per-algorithm files: earliest, admit, standing, fresh_at.
 local ALGORITHMS = {}
 

@@ -28,14 +28,24 @@ local function release_lease(state, lease_id, now_ms)
   return { entries = kept }, #kept < #live
 end
 
--- Moves a held lease's expiry to now_ms + lease_ms (extendLease).
-local function extend_lease(state, lease_id, now_ms, lease_ms)
+-- Moves a held lease's expiry to now_ms + lease_ms (extendLease). Live leases above `limit`
+-- mean a reserved lease waits for one of them to expire; lengthening any lease then could
+-- hand its slot to two holders, so it is refused (shortening is always safe).
+-- Returns the new state, whether it was extended, and whether it was refused.
+local function extend_lease(state, lease_id, now_ms, lease_ms, limit)
   local live = live_entries(state and state.entries or {}, now_ms)
   local held = nil
+  for _, entry in ipairs(live) do
+    if entry[3] == lease_id then
+      held = entry
+      break
+    end
+  end
+  if not held then return { entries = live }, false, false end
+  if now_ms + lease_ms > held[1] and total_cost(live) > limit then return { entries = live }, false, true end
   local others = {}
   for _, entry in ipairs(live) do
-    if held == nil and entry[3] == lease_id then held = entry else others[#others + 1] = entry end
+    if entry ~= held then others[#others + 1] = entry end
   end
-  if not held then return { entries = live }, false end
-  return { entries = insert_entry(others, { now_ms + lease_ms, held[2], lease_id }) }, true
+  return { entries = insert_entry(others, { now_ms + lease_ms, held[2], lease_id }) }, true, false
 end

@@ -48,6 +48,9 @@ local function decide(ctx, input)
 
   if at_ms - now_ms <= EPSILON_MS then at_ms = now_ms end
   local wait_ms = ceil_ms(at_ms - now_ms)
+  -- The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
+  -- fractional earliest moment: recording it earlier would let the next slot come too soon.
+  local slot_ms = now_ms + wait_ms
   local fits_now = not never and not blocked and wait_ms == 0
   local fits_reserved = not never and not blocked and input.mode == "reserve" and wait_ms <= input.maxWaitMs
   -- A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
@@ -73,7 +76,7 @@ local function decide(ctx, input)
     if admit then
       local lease = nil
       if policy.algorithm == "concurrency" then lease = { leaseId = input.leaseId, leaseMs = input.leaseMs } end
-      state = algorithm.admit(state, policy, now_ms, at_ms, input.cost, lease)
+      state = algorithm.admit(state, policy, now_ms, slot_ms, input.cost, lease)
       changes[i] = state
     end
     local remaining, reset_ms = algorithm.standing(state, policy, now_ms)

@@ -1,4 +1,5 @@
--- extend.lua — moves a held lease's expiry to now + leaseMs in every concurrency policy.
+-- extend.lua — moves a held lease's expiry to now + leaseMs in every concurrency policy
+-- of the stack, all-or-nothing.
 -- KEYS[1]    waiter queue of the user key (zset)
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
@@ -13,17 +14,23 @@
 local ctx = read_context()
 local lease_id = ARGV[ctx.nextArg]
 local lease_ms = tonumber(ARGV[ctx.nextArg + 1])
-local extended = false
+-- All-or-nothing (KeyState.extend): if one policy refuses, no lease is extended.
+local results = {}
 for i, policy in ipairs(ctx.policies) do
   if policy.algorithm == "concurrency" then
     local stored = ctx.stored[i]
     local state = nil
     if stored and stored.algorithm == "concurrency" then state = stored.state end
-    local next_state, was_held = extend_lease(state, lease_id, ctx.nowMs, lease_ms)
-    if was_held then
-      extended = true
-      write_state(ctx, i, next_state)
-    end
+    local next_state, was_held, refused = extend_lease(state, lease_id, ctx.nowMs, lease_ms, policy.limit)
+    if refused then return json_object({ { "extended", false }, { "leaseMs", lease_ms } }) end
+    results[#results + 1] = { index = i, state = next_state, extended = was_held }
+  end
+end
+local extended = false
+for _, result in ipairs(results) do
+  if result.extended then
+    extended = true
+    write_state(ctx, result.index, result.state)
   end
 end
 return json_object({ { "extended", extended }, { "leaseMs", lease_ms } })

@@ -1,23 +1,26 @@
 -- gcra.lua — Generic Cell Rate Algorithm (library: no KEYS, no ARGV).
 -- Mirrors src/core/gcra.ts. State: { tatMs }. Emission interval T = periodMs / limit.
+-- The backlog is counted in whole units of 1/limit ms (tat - now = units / limit), so
+-- fractional intervals never accumulate rounding error.
+
+local function gcra_backlog_units(state, policy, now_ms)
+  if not state then return 0 end
+  return math.max(0, js_round((state.tatMs - now_ms) * policy.limit))
+end
 
 ALGORITHMS["gcra"] = {
   earliest = function(state, policy, now_ms, cost)
     if cost > policy.burst then return nil end
-    local interval_ms = policy.periodMs / policy.limit
-    local tat_ms = state and state.tatMs or now_ms
-    return math.max(now_ms, tat_ms + cost * interval_ms - policy.burst * interval_ms)
+    local wait_units = gcra_backlog_units(state, policy, now_ms) + (cost - policy.burst) * policy.periodMs
+    return now_ms + math.max(0, wait_units) / policy.limit
   end,
   admit = function(state, policy, now_ms, at_ms, cost)
-    local interval_ms = policy.periodMs / policy.limit
-    local tat_ms = state and state.tatMs or at_ms
-    return { tatMs = math.max(tat_ms, at_ms) + cost * interval_ms }
+    -- max(tat, at) + cost*T, rebuilt from the slot so rounding never accumulates.
+    return { tatMs = at_ms + (gcra_backlog_units(state, policy, at_ms) + cost * policy.periodMs) / policy.limit }
   end,
   standing = function(state, policy, now_ms)
-    if not state then return policy.burst, 0 end
-    local interval_ms = policy.periodMs / policy.limit
-    local backlog_ms = math.max(0, state.tatMs - now_ms)
-    return floor_count(policy.burst - backlog_ms / interval_ms), backlog_ms
+    local units = gcra_backlog_units(state, policy, now_ms)
+    return floor_count((policy.burst * policy.periodMs - units) / policy.periodMs), units / policy.limit
   end,
   fresh_at = function(state)
     return state.tatMs

@@ -7,9 +7,9 @@
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
--- Returns "OK".
+-- Returns JSON {"reset": true}.
 local ctx = read_context()
 for _, policy in ipairs(ctx.policies) do redis.call("DEL", policy.key) end
 prune_waiters(ctx)
 wake_head(ctx)
-return "OK"
+return json_object({ { "reset", true } })

@@ -1,0 +1,177 @@
+import { z } from "zod";
+import type { SpillwayConfig } from "../config.js";
+import { describe } from "../core/duration.js";
+import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
+import type { Policy } from "../core/types.js";
+import { ValidationError, integerIn, parseWith } from "../core/validation.js";
+import { type IpRange, parseIpRange } from "./ip.js";
+import { type KeySource, parseKeySource } from "./keys.js";
+import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./routes.js";
+
+/** A delayed request holds a connection open: keep that bounded (as acquire's wait is). */
+export const MAX_DELAY_MS = 300_000;
+export const MAX_ROUTES = 256;
+/** The state name under which an origin's Retry-After pauses a key (see feedback.ts). */
+export const ORIGIN_PAUSE_POLICY = "origin-retry-after";
+
+/**
+ * Every top-level field of `spillway.config.json`. Unknown fields are refused so that a
+ * typo (`"rotues"`) fails at start instead of silently running without a gateway.
+ */
+export const CONFIG_FIELDS = ["$schema", "policies", "legacyHeaders", "origin", "routes", "trustProxy", "allow", "deny", "originFeedback"] as const;
+
+/** One validated route of the gateway. */
+export interface GatewayRoute {
+  /** `routes.0`: where the route sits in the config, for logs. */
+  field: string;
+  /** The path pattern as written, for logs. */
+  path: string;
+  pattern: PathPattern;
+  /** Undefined: every method. */
+  methods?: ReadonlySet<string>;
+  key: KeySource;
+  /** Used when the request does not carry `key` (else the request is a 400). */
+  fallbackKey?: KeySource;
+  policies: Policy[];
+  onLimit: "reject" | "delay";
+  /** delay only: the longest a request is held for its reserved slot. */
+  maxDelayMs: number;
+  /** Never blocks; reports what would have happened in headers and logs. */
+  dryRun: boolean;
+}
+
+export interface AccessList {
+  ips: IpRange[];
+  keys: ReadonlySet<string>;
+}
+
+/** The validated gateway part of a config (SPEC §5). */
+export interface GatewayConfig {
+  /** Base URL requests are forwarded to; its path (if any) prefixes the request's path. */
+  origin: URL;
+  routes: GatewayRoute[];
+  /** Proxies whose X-Forwarded-For is believed; empty: the header is never read. */
+  trustProxy: IpRange[];
+  /** Never limited. */
+  allow: AccessList;
+  /** Always refused (403). */
+  deny: AccessList;
+  /** An origin 429 with Retry-After pauses that key for every caller until then. */
+  originFeedback: boolean;
+  legacyHeaders: boolean;
+}
+
+const rule = (text: string) => ({ error: text });
+const listSchema = z.strictObject({
+  ips: z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")).default([]),
+  keys: z.array(z.string(rule("must be a key string")).min(1, rule("must not be empty")), rule("must be an array of keys")).default([]),
+});
+
+const topLevelSchema = z.strictObject({
+  $schema: z.string().optional(),
+  // Validated by parseConfig; listed so they are known fields.
+  policies: z.unknown().optional(),
+  legacyHeaders: z.unknown().optional(),
+  origin: z.string(rule('must be an http(s) URL like "https://api.example.com"')).optional(),
+  routes: z.array(z.unknown(), rule("must be an array of routes")).max(MAX_ROUTES, rule(`may hold at most ${MAX_ROUTES} routes`)).optional(),
+  trustProxy: z.array(z.string(rule("must be an IP address or CIDR string")), rule('must be an array of proxy addresses or CIDR ranges, like ["10.0.0.0/8"]')).default([]),
+  allow: listSchema.default({ ips: [], keys: [] }),
+  deny: listSchema.default({ ips: [], keys: [] }),
+  originFeedback: z.boolean(rule("must be true or false")).default(false),
+});
+
+const routeSchema = z.strictObject({
+  match: z.strictObject(
+    {
+      path: z.string(rule('must be a path pattern like "/search/*"')),
+      methods: z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).min(1, rule("must name at least one method")).optional(),
+    },
+    rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
+  ),
+  key: z.string(rule("must be a key source string")),
+  fallbackKey: z.string(rule("must be a key source string")).optional(),
+  policies: z.unknown().optional(),
+  onLimit: z.enum(["reject", "delay"], rule('must be "reject" or "delay"')).default("reject"),
+  maxDelayMs: integerIn(0, MAX_DELAY_MS).default(0),
+  dryRun: z.boolean(rule("must be true or false")).default(false),
+});
+
+/** Turns an error sentence from a small parser into a ValidationError naming the field. */
+function orThrow<T>(result: T | string, field: string): T {
+  if (typeof result === "string") throw new ValidationError(field, result);
+  return result;
+}
+
+function parseOrigin(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValidationError("origin", `must be an absolute http(s) URL like "https://api.example.com", got ${describe(text)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("origin", `must use http or https, got ${describe(text)}`);
+  if (url.search || url.hash) throw new ValidationError("origin", `must not carry a query or fragment (the request's own are forwarded), got ${describe(text)}`);
+  if (url.username || url.password) throw new ValidationError("origin", "must not carry credentials: the request's own Authorization is forwarded");
+  return url;
+}
+
+function parseRoute(input: unknown, index: number, config: SpillwayConfig): GatewayRoute {
+  const field = `routes.${index}`;
+  const raw = parseWith(routeSchema, input, field);
+  const methods = raw.match.methods?.map((method, i) => {
+    const upper = method.toUpperCase();
+    if (!(HTTP_METHODS as readonly string[]).includes(upper)) throw new ValidationError(`${field}.match.methods.${i}`, `must be one of ${HTTP_METHODS.join(", ")}, got ${describe(method)}`);
+    return upper;
+  });
+  let policies: Policy[];
+  try {
+    policies = resolvePolicies(raw.policies, config.catalog, `${field}.policies`);
+  } catch (error) {
+    // A route naming a policy the config lacks is a config error like any other.
+    if (error instanceof UnknownPolicyError) throw new ValidationError(error.field, error.message.slice(error.field.length + 2));
+    throw error;
+  }
+  const pause = policies.find((policy) => policy.name === ORIGIN_PAUSE_POLICY);
+  if (pause) throw new ValidationError(`${field}.policies`, `"${ORIGIN_PAUSE_POLICY}" is reserved for origin feedback; rename the policy`);
+  if (raw.onLimit === "delay" && raw.maxDelayMs === 0) throw new ValidationError(`${field}.maxDelayMs`, 'must be above 0 when onLimit is "delay" (how long a request may be held), got 0');
+  if (raw.onLimit === "reject" && raw.maxDelayMs > 0) throw new ValidationError(`${field}.maxDelayMs`, `is only used with onLimit "delay", got ${raw.maxDelayMs} with "reject"`);
+  return {
+    field,
+    path: raw.match.path,
+    pattern: orThrow(parsePathPattern(raw.match.path), `${field}.match.path`),
+    methods: methodSet(methods),
+    key: orThrow(parseKeySource(raw.key), `${field}.key`),
+    fallbackKey: raw.fallbackKey === undefined ? undefined : orThrow(parseKeySource(raw.fallbackKey), `${field}.fallbackKey`),
+    policies,
+    onLimit: raw.onLimit,
+    maxDelayMs: raw.maxDelayMs,
+    dryRun: raw.dryRun,
+  };
+}
+
+const parseRanges = (items: readonly string[], field: string) => items.map((item, i) => orThrow(parseIpRange(item), `${field}.${i}`));
+
+/**
+ * Validates the gateway part of a config: one validator for the Worker (at load, so a bad
+ * config fails the deploy) and Node (at start). Returns undefined when the config has no
+ * `origin` (Spillway then serves only /v1 and /healthz). Errors name the field:
+ * `routes.0.key: must be one of "ip", ... got "ipv6"`.
+ *
+ * @example const gateway = parseGatewayConfig(parseConfig(JSON.parse(text)));
+ */
+export function parseGatewayConfig(config: SpillwayConfig): GatewayConfig | undefined {
+  const raw = parseWith(topLevelSchema, config.raw, "");
+  if (raw.origin === undefined) {
+    if (raw.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
+    return undefined;
+  }
+  return {
+    origin: parseOrigin(raw.origin),
+    routes: (raw.routes ?? []).map((route, index) => parseRoute(route, index, config)),
+    trustProxy: parseRanges(raw.trustProxy, "trustProxy"),
+    allow: { ips: parseRanges(raw.allow.ips, "allow.ips"), keys: new Set(raw.allow.keys) },
+    deny: { ips: parseRanges(raw.deny.ips, "deny.ips"), keys: new Set(raw.deny.keys) },
+    originFeedback: raw.originFeedback,
+    legacyHeaders: config.legacyHeaders,
+  };
+}

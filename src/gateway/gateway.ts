@@ -1,0 +1,129 @@
+import { type Context, Hono } from "hono";
+import type { SpillwayConfig } from "../config.js";
+import { rateLimitHeaders } from "../core/headers.js";
+import { ValidationError } from "../core/validation.js";
+import { onError, problem, problemResponse } from "../http/problems.js";
+import type { Limiter } from "../limiter.js";
+import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
+import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
+import { anyRangeContains, resolveClientIp } from "./ip.js";
+import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
+import { DRY_RUN_HEADER, type HeldLease, type LogFn, defaultLog, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
+import { type FetchOrigin, badGateway, clientResponse, originRequest, originUrlFor } from "./proxy.js";
+import { findRoute, normalizedPath, pathSegments } from "./routes.js";
+
+export interface GatewayOptions {
+  /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
+  config: SpillwayConfig;
+  /** The gateway part, when already validated (default: parsed from `config`). */
+  gateway?: GatewayConfig;
+  limiter: Limiter;
+  /**
+   * Who connected to us, as the runtime knows it: CF-Connecting-IP on Workers, the socket
+   * address on Node. Never a client-sent header: X-Forwarded-For is read only through `trustProxy`.
+   */
+  clientIpOf: (c: Context) => string | undefined;
+  /** How requests reach the origin (default: global fetch). */
+  fetchOrigin?: FetchOrigin;
+  log?: LogFn;
+}
+
+/** What a Worker's waitUntil is for: background work (a lease release) that must not be cut. */
+function deferOf(c: Context): (promise: Promise<unknown>) => void {
+  try {
+    const ctx = c.executionCtx;
+    return (promise) => ctx.waitUntil(promise.catch(() => {}));
+  } catch {
+    // Node has no ExecutionContext: the process outlives the request anyway.
+    return (promise) => void promise.catch(() => {});
+  }
+}
+
+const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));
+
+/**
+ * The gateway of SPEC §5 as a Hono app, mounted by createApp as its `fallback`: every
+ * request that is not /v1 or /healthz is matched against the routes, limited by its key,
+ * and streamed to the origin and back. Requests no route matches pass through unlimited.
+ *
+ * @example
+ * const fallback = createGateway({ config, limiter, clientIpOf: (c) => c.req.header("cf-connecting-ip") });
+ * export default createApp({ service, tokenOf, fallback });
+ */
+export function createGateway(options: GatewayOptions): Hono {
+  const parsed = options.gateway ?? parseGatewayConfig(options.config);
+  if (!parsed) throw new ValidationError("origin", "is required for the gateway: the URL requests are forwarded to");
+  const gateway: GatewayConfig = parsed;
+  const { limiter, clientIpOf } = options;
+  const fetchOrigin = options.fetchOrigin ?? ((request: Request) => fetch(request));
+  const log = options.log ?? defaultLog;
+
+  async function forward(request: Request, url: URL, extra: Record<string, string>, lease: HeldLease | undefined, key?: RequestKey, defer?: (p: Promise<unknown>) => void): Promise<Response> {
+    let origin: Response;
+    try {
+      origin = await fetchOrigin(originRequest(request, originUrlFor(gateway.origin, url)));
+    } catch (error) {
+      await lease?.release();
+      // A client that went away reads no answer; do not report its abort as an origin fault.
+      if (request.signal.aborted) return new Response(null, { status: 499 });
+      return badGateway(gateway.origin, error);
+    }
+    if (gateway.originFeedback && key && origin.status === 429) {
+      const pauseMs = retryAfterMsOf(origin.headers.get("retry-after"), Date.now());
+      if (pauseMs !== undefined) defer?.(pauseKey(limiter, key.storeKey, pauseMs));
+    }
+    if (!lease) return clientResponse(origin, extra);
+    if (!origin.body) {
+      await lease.release();
+      return clientResponse(origin, extra);
+    }
+    return clientResponse(origin, extra, onBodyDone(origin.body, () => void lease.release()));
+  }
+
+  async function limited(c: Context, route: GatewayRoute, key: RequestKey, url: URL): Promise<Response> {
+    const request = c.req.raw;
+    const defer = deferOf(c);
+    let pausedInDryRun = false;
+    if (gateway.originFeedback) {
+      const pausedMs = await pausedForMs(limiter, key.storeKey);
+      if (pausedMs > 0) {
+        const decision = pausedDecision(pausedMs);
+        if (!route.dryRun) return quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders }));
+        pausedInDryRun = true;
+        log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
+      }
+    }
+    const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: gateway.legacyHeaders };
+    const outcome = await limitRequest(limiter, key.storeKey, plan, { signal: request.signal, label: route.field, log, defer });
+    if (!outcome.admitted) return outcome.response;
+    if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
+    return forward(request, url, outcome.headers, outcome.lease, key, defer);
+  }
+
+  async function handle(c: Context): Promise<Response> {
+    const request = c.req.raw;
+    // Request smuggling: a message framed two ways is refused (Node's parser already does so).
+    if (request.headers.has("transfer-encoding") && request.headers.has("content-length")) {
+      return problemResponse(problem(400, "the request has both Transfer-Encoding and Content-Length"));
+    }
+    const url = new URL(request.url);
+    const clientIp = resolveClientIp(clientIpOf(c), request.headers.get("x-forwarded-for"), gateway.trustProxy);
+    if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return forbidden("the client address is on the deny list");
+    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, url, {}, undefined);
+    const segments = pathSegments(url.pathname);
+    const route = findRoute(gateway.routes, request.method, segments);
+    if (!route) return forward(request, url, {}, undefined);
+
+    const facts = { clientIp, headers: request.headers, url, path: normalizedPath(segments) };
+    const key = (await keyOf(route.key, facts)) ?? (route.fallbackKey ? await keyOf(route.fallbackKey, facts) : undefined);
+    if (!key) return problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`));
+    if (gateway.deny.keys.has(key.value)) return forbidden("the key is on the deny list");
+    if (gateway.allow.keys.has(key.value)) return forward(request, url, {}, undefined);
+    return limited(c, route, key, url);
+  }
+
+  const app = new Hono();
+  app.onError(onError);
+  app.all("*", handle);
+  return app;
+}

@@ -1,0 +1,177 @@
+import { rateLimitHeaders } from "../core/headers.js";
+import { concurrencyPolicies } from "../core/key-state.js";
+import type { Decision, Policy } from "../core/types.js";
+import { FAILED_OPEN_HEADER } from "../http/api.js";
+import { QUOTA_EXCEEDED_TYPE, problem, problemResponse } from "../http/problems.js";
+import { type Limiter, applyFailMode } from "../limiter.js";
+
+/** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done). */
+export const DRY_RUN_HEADER = "Spillway-Dry-Run";
+
+/** How one route (or one rateLimit() middleware) limits. */
+export interface LimitPlan {
+  policies: readonly Policy[];
+  onLimit: "reject" | "delay";
+  /** delay only: the longest a request is held for its reserved slot. */
+  maxDelayMs: number;
+  dryRun: boolean;
+  legacyHeaders: boolean;
+}
+
+/** A concurrency lease held for the life of an exchange. `release` is idempotent and never throws. */
+export interface HeldLease {
+  release(): Promise<void>;
+}
+
+export type LimitOutcome =
+  | { admitted: false; response: Response }
+  | { admitted: true; headers: Record<string, string>; lease?: HeldLease };
+
+/** Structured log lines (dry-run denials, lease errors). Default: one JSON line on stdout. */
+export type LogFn = (entry: Record<string, unknown>) => void;
+export const defaultLog: LogFn = (entry) => console.log(JSON.stringify({ spillway: true, ...entry }));
+
+export interface LimitContext {
+  /** Aborted when the client goes away (a delayed request is then dropped). */
+  signal?: AbortSignal;
+  /** Where the request came from, for logs (`routes.0`). */
+  label: string;
+  log: LogFn;
+  /** Keeps a background promise alive (a Worker's waitUntil); default: let it run. */
+  defer?: (promise: Promise<unknown>) => void;
+}
+
+/** The 429 of SPEC §5: Retry-After, the RateLimit fields and a quota-exceeded problem body. */
+export function quotaExceededResponse(decision: Decision, headers: Record<string, string>): Response {
+  const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
+  const detail = `rate limit exceeded (${violated.join(", ")}); retry after ${headers["Retry-After"] ?? "?"} s`;
+  const body = problem(429, detail, {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: "Request cannot be satisfied as assigned quota has been exceeded",
+    "violated-policies": violated,
+  });
+  return problemResponse(body, headers);
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<boolean>((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+/**
+ * Holds a lease: releases it once, and while the exchange lasts longer than half the lease,
+ * extends it, so a long download keeps its slot instead of losing it to expiry mid-stream.
+ */
+function holdLease(limiter: Limiter, key: string, policies: readonly Policy[], decision: Decision, context: LimitContext): HeldLease {
+  const leased = concurrencyPolicies(policies);
+  const leaseId = decision.leaseId!;
+  const leaseMs = decision.leaseMs ?? Math.min(...leased.map((policy) => policy.leaseMs));
+  const extendTimer = setInterval(() => {
+    const extending = limiter.extend(key, leased, leaseId).catch((error: unknown) => context.log({ event: "lease-extend-failed", route: context.label, error: String(error) }));
+    context.defer?.(extending);
+  }, Math.max(1000, leaseMs / 2));
+  (extendTimer as { unref?: () => void }).unref?.();
+  let released: Promise<void> | undefined;
+  return {
+    release() {
+      if (!released) {
+        clearInterval(extendTimer);
+        released = limiter.release(key, leased, leaseId).then(
+          () => undefined,
+          (error: unknown) => context.log({ event: "lease-release-failed", route: context.label, error: String(error) }),
+        );
+        context.defer?.(released);
+      }
+      return released;
+    },
+  };
+}
+
+/**
+ * Decides one request against a plan: the shared core of the gateway and rateLimit().
+ * - reject: a denied request gets the 429; nothing is consumed.
+ * - delay: the request is admitted for the earliest slot within maxDelayMs and held until then.
+ * - dryRun: checked like reject (admissions count), but a denial only shows in headers and logs;
+ *   a store failure is logged and the request passes.
+ * A store failure otherwise propagates (failMode closed → the app answers 503).
+ */
+export async function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
+  const { policies } = plan;
+  const reserve = plan.onLimit === "delay" && !plan.dryRun;
+  const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  let decision: Decision;
+  try {
+    decision = await applyFailMode(policies, () => limiter.check(key, policies, options));
+  } catch (error) {
+    if (!plan.dryRun) throw error;
+    context.log({ event: "dry-run-check-failed", route: context.label, error: String(error) });
+    return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" } };
+  }
+  const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
+  if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
+  const lease = decision.allowed && decision.leaseId ? holdLease(limiter, key, policies, decision, context) : undefined;
+
+  if (plan.dryRun) {
+    headers[DRY_RUN_HEADER] = decision.allowed ? "allowed" : "denied";
+    if (!decision.allowed) {
+      // A 2xx with Retry-After would tell well-behaved clients to back off for nothing.
+      delete headers["Retry-After"];
+      const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
+      context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: decision.retryAfterMs });
+    }
+    return { admitted: true, headers, lease };
+  }
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+  if (decision.waitMs > 0 && !(await sleep(decision.waitMs, context.signal))) {
+    // The client left while it waited: its slot is spent, its lease is not kept.
+    await lease?.release();
+    return { admitted: false, response: new Response(null, { status: 499 }) };
+  }
+  return { admitted: true, headers, lease };
+}
+
+/**
+ * Wraps a body so `onDone` runs exactly once when it ends, errors or is cancelled (the
+ * client went away). Chunks pass through as they come: nothing is buffered.
+ */
+export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let done = false;
+  const finish = () => {
+    if (done) return;
+    done = true;
+    onDone();
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        try {
+          const chunk = await reader.read();
+          if (chunk.done) {
+            controller.close();
+            finish();
+          } else {
+            controller.enqueue(chunk.value);
+          }
+        } catch (error) {
+          controller.error(error);
+          finish();
+        }
+      },
+      async cancel(reason) {
+        finish();
+        await reader.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}

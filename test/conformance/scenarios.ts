@@ -1,0 +1,174 @@
+/**
+ * The conformance table: one list of scenarios that every store must decide identically
+ * (the pure core, the memory store, the Durable Object, Redis standalone and Cluster).
+ * The expected answer of each step is whatever the pure core answers; `expect` fields
+ * are extra sanity checks so that the core itself can fail.
+ *
+ * Pure TypeScript with core imports only: it must also load inside workerd.
+ */
+import { KeyState } from "../../src/core/key-state.js";
+import { parsePolicy } from "../../src/core/policy.js";
+import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+
+/** What a store must offer the runner: every call carries the (injected) time. */
+export interface ConformanceAdapter {
+  check(key: string, policies: readonly Policy[], options: CheckOptions, nowMs: number): Promise<Decision>;
+  peek(key: string, policies: readonly Policy[], nowMs: number): Promise<Decision>;
+  reset(key: string, policies: readonly Policy[], nowMs: number): Promise<void>;
+  /** Always called with maxWaitMs 0: waiting is real-time and tested per store. */
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions, nowMs: number): Promise<AcquireResult>;
+  release(key: string, policies: readonly Policy[], leaseId: string, nowMs: number): Promise<ReleaseResult>;
+  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs: number): Promise<ExtendResult>;
+}
+
+interface StepBase {
+  /** Time from the scenario's start, in ms. */
+  atMs: number;
+  /** Labels of the scenario's policies to stack (default: all, in table order). */
+  use?: string[];
+  /** User key (default "k"). */
+  key?: string;
+}
+
+export type Step =
+  | (StepBase & { op: "check"; cost?: number; mode?: CheckMode; maxWaitMs?: number; as?: string; expect?: Partial<Decision> })
+  | (StepBase & { op: "peek"; expect?: Partial<Decision> })
+  | (StepBase & { op: "reset" })
+  | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
+  | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
+  | (StepBase & { op: "extend"; lease: string; leaseMs?: number; expect?: Partial<ExtendResult> });
+
+export interface Scenario {
+  name: string;
+  /** Policy inputs (SPEC §1 JSON) by label; two labels may share a policy name (redefinition). */
+  policies: Record<string, Record<string, unknown>>;
+  steps: Step[];
+}
+
+/** Scenario time 0: a day boundary, so aligned windows start there. */
+export const BASE_MS = 1_699_920_000_000;
+
+export interface Outcome {
+  step: number;
+  op: Step["op"];
+  /** JSON-normalized result; lease ids replaced by "lease:<label or n>". */
+  result: unknown;
+}
+
+export function policiesOf(scenario: Scenario, use?: string[]): Policy[] {
+  return (use ?? Object.keys(scenario.policies)).map((label) => {
+    const input = scenario.policies[label];
+    if (!input) throw new Error(`${scenario.name}: no policy labelled ${label}`);
+    return parsePolicy(input, `policies.${label}`);
+  });
+}
+
+/**
+ * Runs one scenario against a store and returns what it answered, step by step, in a form
+ * two stores can be compared with (`toEqual`). Keys are prefixed with `keyPrefix` so that
+ * runs sharing a store do not meet.
+ */
+export async function runScenario(scenario: Scenario, adapter: ConformanceAdapter, keyPrefix = ""): Promise<Outcome[]> {
+  const leases = new Map<string, string>(); // label → real lease id
+  const names = new Map<string, string>(); // real lease id → stable name
+  const outcomes: Outcome[] = [];
+  const remember = (leaseId: string | undefined, label: string | undefined) => {
+    if (!leaseId) return;
+    if (label) leases.set(label, leaseId);
+    if (!names.has(leaseId)) names.set(leaseId, `lease:${label ?? names.size}`);
+  };
+  for (const [index, step] of scenario.steps.entries()) {
+    const key = `${keyPrefix}${step.key ?? "k"}`;
+    const policies = policiesOf(scenario, step.use);
+    const nowMs = BASE_MS + step.atMs;
+    let result: unknown;
+    switch (step.op) {
+      case "check": {
+        const decision = await adapter.check(key, policies, { cost: step.cost ?? 1, mode: step.mode ?? "reject", maxWaitMs: step.maxWaitMs ?? 0 }, nowMs);
+        remember(decision.leaseId, step.as);
+        result = decision;
+        break;
+      }
+      case "peek":
+        result = await adapter.peek(key, policies, nowMs);
+        break;
+      case "reset":
+        await adapter.reset(key, policies, nowMs);
+        result = null;
+        break;
+      case "acquire": {
+        const acquired = await adapter.acquire(key, policies, { maxWaitMs: 0, leaseMs: step.leaseMs }, nowMs);
+        if (acquired.acquired) remember(acquired.leaseId, step.as);
+        result = acquired;
+        break;
+      }
+      case "release":
+        result = await adapter.release(key, policies, leases.get(step.lease) ?? `unknown-${step.lease}`, nowMs);
+        break;
+      case "extend":
+        result = await adapter.extend(key, policies, leases.get(step.lease) ?? `unknown-${step.lease}`, step.leaseMs, nowMs);
+        break;
+    }
+    outcomes.push({ step: index, op: step.op, result: normalize(result, names) });
+  }
+  return outcomes;
+}
+
+/** JSON round trip (drops undefined, turns -0 into 0) with lease ids named stably. */
+function normalize(value: unknown, names: Map<string, string>): unknown {
+  return JSON.parse(JSON.stringify(value ?? null, (field, item: unknown) => (field === "leaseId" && typeof item === "string" ? (names.get(item) ?? "lease:?") : item)));
+}
+
+/** Steps whose `expect` did not match what the store answered (for the core's own test). */
+export function unmetExpectations(scenario: Scenario, outcomes: Outcome[]): string[] {
+  const problems: string[] = [];
+  scenario.steps.forEach((step, index) => {
+    if (!("expect" in step) || !step.expect) return;
+    const actual = outcomes[index]?.result as Record<string, unknown> | null;
+    for (const [field, expected] of Object.entries(step.expect)) {
+      const got = actual?.[field];
+      if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): ${field} = ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
+    }
+  });
+  return problems;
+}
+
+/** The reference: KeyState (the pure core) per key, with deterministic lease ids. */
+export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyState } {
+  const keys = new Map<string, KeyState>();
+  let leaseCount = 0;
+  const stateOf = (key: string) => {
+    let state = keys.get(key);
+    if (!state) keys.set(key, (state = new KeyState()));
+    return state;
+  };
+  const hasConcurrency = (policies: readonly Policy[]) => policies.some((policy) => policy.algorithm === "concurrency");
+  return {
+    stateOf,
+    async check(key, policies, options, nowMs) {
+      const leaseId = hasConcurrency(policies) && options.cost > 0 ? `core-${++leaseCount}` : undefined;
+      return stateOf(key).check(policies, nowMs, { ...options, leaseId }).decision;
+    },
+    async peek(key, policies, nowMs) {
+      return stateOf(key).check(policies, nowMs, { cost: 0, mode: "reject", maxWaitMs: 0 }).decision;
+    },
+    async reset(key, policies) {
+      stateOf(key).reset(policies);
+    },
+    async acquire(key, policies, options, nowMs) {
+      const leaseId = `core-${++leaseCount}`;
+      const { decision } = stateOf(key).check(policies, nowMs, { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs: options.leaseMs });
+      if (!decision.allowed) return { acquired: false, retryAfterMs: decision.retryAfterMs };
+      return { acquired: true, leaseId, leaseMs: decision.leaseMs ?? options.leaseMs ?? 0, limit: decision.limit, remaining: decision.remaining };
+    },
+    async release(key, policies, leaseId, nowMs) {
+      return { released: stateOf(key).release(policies, leaseId, nowMs).released };
+    },
+    async extend(key, policies, leaseId, leaseMs, nowMs) {
+      const lengthMs = leaseMs ?? Math.min(...policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.leaseMs));
+      return { extended: stateOf(key).extend(policies, leaseId, nowMs, lengthMs).extended, leaseMs: lengthMs };
+    },
+  };
+}
+
+export { SCENARIOS } from "./scenario-table.js";

@@ -1,0 +1,107 @@
+import { Cluster } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parsePolicy } from "../../src/core/policy.js";
+import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
+import { translateRedisError } from "../../src/stores/redis-errors.js";
+import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
+import { SCRIPTS, evalScript } from "../../src/stores/redis-scripts.js";
+import { type RedisClusterServers, startRedisCluster } from "./redis-server.js";
+
+/** Keys built to break naive hash tags and encodings. */
+const TRICKY_KEYS = [
+  "plain",
+  "{plain}",
+  "}plain{",
+  "{",
+  "}",
+  "{}",
+  "a{b}c",
+  "%7Bplain%7D",
+  "%",
+  "nul\u0000byte",
+  "nul\u0000byte\u0000",
+  "\u0000",
+  "lone \uD800 high",
+  "lone \uD801 high",
+  "lone \uDC00 low",
+  "pair \uD83D\uDE00 ok",
+  "ü".repeat(256), // 512 UTF-8 bytes
+  "😀".repeat(128), // 512 UTF-8 bytes
+  "spillway:{plain}:g",
+];
+
+const limitOne = parsePolicy({ name: "g", algorithm: "fixed-window", limit: 1, period: "1h" }, "policy");
+const second = parsePolicy({ name: "h", algorithm: "gcra", limit: 5, period: "1m" }, "policy");
+
+describe("keys", () => {
+  it("escaping is injective and leaves no braces", () => {
+    const escaped = TRICKY_KEYS.map(escapeUserKey);
+    expect(new Set(escaped).size).toBe(TRICKY_KEYS.length);
+    for (const text of escaped) expect(text).not.toMatch(/[{}]/);
+    // No two different JS strings share UTF-8 bytes after escaping (lone surrogates are spelled out).
+    const bytes = escaped.map((text) => Buffer.from(text, "utf8").toString("hex"));
+    expect(new Set(bytes).size).toBe(TRICKY_KEYS.length);
+  });
+
+  it("refuses a key prefix with braces", () => {
+    expect(() => new RedisStore({ url: "redis://127.0.0.1:1", keyPrefix: "a{b}:" })).toThrow(TypeError);
+  });
+});
+
+describe("Redis Cluster specifics", () => {
+  let servers: RedisClusterServers;
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    servers = await startRedisCluster(3);
+    cluster = new Cluster(servers.startupNodes, { enableOfflineQueue: false, redisOptions: REDIS_CLIENT_OPTIONS });
+    await new Promise((resolve) => cluster.once("ready", resolve));
+  });
+
+  afterAll(async () => {
+    cluster?.disconnect();
+    await servers?.stop();
+  });
+
+  it("puts every key of a user key in the slot of its escaped tag", async () => {
+    const node = cluster.nodes("master")[0]!;
+    for (const userKey of TRICKY_KEYS) {
+      const layout = keyLayout("spillway:", userKey);
+      const expected = await node.cluster("KEYSLOT", escapeUserKey(userKey));
+      for (const key of [layout.queueKey, layout.waitersKey, layout.stateKey("g"), layout.stateKey("h")]) {
+        expect(await node.cluster("KEYSLOT", key), JSON.stringify(userKey)).toBe(expected);
+      }
+    }
+  });
+
+  it("decides stacked policies for tricky keys without collisions", async () => {
+    const store = new RedisStore({ client: cluster, keyPrefix: "tricky:", timeoutMs: 1000 });
+    for (const userKey of TRICKY_KEYS) {
+      expect((await store.check(userKey, [limitOne, second], { cost: 1, mode: "reject", maxWaitMs: 0 })).allowed, JSON.stringify(userKey)).toBe(true);
+    }
+    for (const userKey of TRICKY_KEYS) {
+      const decision = await store.peek(userKey, [limitOne, second]);
+      expect(decision.allowed, JSON.stringify(userKey)).toBe(false);
+      expect(decision.policies.map((result) => result.remaining)).toEqual([0, 4]);
+    }
+  });
+
+  it("a CROSSSLOT reply is a StoreFaultError and never admits, even with failMode open", async () => {
+    const open = parsePolicy({ name: "g", algorithm: "gcra", limit: 5, period: "1m", failMode: "open" }, "policy");
+    const a = keyLayout("x:", "user-a");
+    const b = keyLayout("x:", "user-b");
+    expect(await cluster.nodes("master")[0]!.cluster("KEYSLOT", a.stateKey("g"))).not.toBe(await cluster.nodes("master")[0]!.cluster("KEYSLOT", b.stateKey("g")));
+    const args = ["", "", "x:wake", 1, "g", "gcra", 5, 60000, 5, 30000, 1, "reject", 0, "", ""];
+    let caught: unknown;
+    try {
+      await evalScript(cluster, SCRIPTS.check, [a.queueKey, a.waitersKey, b.stateKey("g")], args);
+    } catch (error) {
+      caught = translateRedisError(error, "check");
+    }
+    expect(caught).toBeInstanceOf(StoreFaultError);
+    expect(caught).not.toBeInstanceOf(StoreUnavailableError);
+    expect(String((caught as Error).message)).toMatch(/CROSSSLOT/);
+    await expect(applyFailMode([open], () => Promise.reject(caught))).rejects.toBeInstanceOf(StoreFaultError);
+  });
+});

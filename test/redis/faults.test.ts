@@ -1,0 +1,146 @@
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { parsePolicy } from "../../src/core/policy.js";
+import type { Decision, Policy } from "../../src/core/types.js";
+import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { RedisStore } from "../../src/stores/redis.js";
+import { type RedisServer, startRedis } from "./redis-server.js";
+
+const TIMEOUT_MS = 50;
+const open = parsePolicy({ name: "open", algorithm: "gcra", limit: 1_000_000, period: "1s", failMode: "open" }, "policy");
+const closed = parsePolicy({ name: "closed", algorithm: "sliding-window", limit: 1_000_000, period: "1s" }, "policy");
+const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+
+type Outcome = { kind: "decided" | "failed-open" | "unavailable" | "other"; policy: string; latencyMs: number; atMs: number; error?: unknown };
+
+/** Calls like the HTTP layer does: applyFailMode around a check. */
+async function decideOnce(store: RedisStore, policies: Policy[], startMs: number): Promise<Outcome> {
+  const begin = performance.now();
+  const policy = policies[0]!.name;
+  try {
+    const decision: Decision = await applyFailMode(policies, () => store.check(`load-${policy}`, policies, reject));
+    return { kind: decision.failedOpen ? "failed-open" : "decided", policy, latencyMs: performance.now() - begin, atMs: begin - startMs };
+  } catch (error) {
+    const kind = error instanceof StoreUnavailableError ? "unavailable" : "other";
+    return { kind, policy, latencyMs: performance.now() - begin, atMs: begin - startMs, error };
+  }
+}
+
+describe("Redis faults", () => {
+  let server: RedisServer;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  beforeEach(() => {
+    unhandled.length = 0;
+    process.on("unhandledRejection", onUnhandled);
+  });
+  afterEach(() => {
+    process.off("unhandledRejection", onUnhandled);
+  });
+
+  it("kill under load: every answer follows failMode within the timeout, then recovers within 1 s", async () => {
+    const logged: string[] = [];
+    const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: (line) => logged.push(line) });
+    expect(await store.ready()).toBe(true);
+    const outcomes: Outcome[] = [];
+    const startMs = performance.now();
+    let running = true;
+    const worker = async (policies: Policy[]) => {
+      while (running) {
+        outcomes.push(await decideOnce(store, policies, startMs));
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    };
+    const workers = Array.from({ length: 40 }, (_, index) => worker(index % 2 ? [open] : [closed]));
+
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await server.kill();
+    const killedAtMs = performance.now() - startMs;
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await store.health()).ok).toBe(false);
+    await server.restart();
+    const restartedAtMs = performance.now() - startMs;
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    running = false;
+    await Promise.all(workers);
+
+    expect(outcomes.filter((outcome) => outcome.kind === "other").map((outcome) => String(outcome.error))).toEqual([]);
+    const during = outcomes.filter((outcome) => outcome.atMs > killedAtMs + 5 && outcome.atMs < restartedAtMs);
+    expect(during.length).toBeGreaterThan(100);
+    for (const outcome of during) {
+      // Never a decision from nowhere: open policies admit and say so, closed ones are unavailable.
+      expect(outcome.kind).toBe(outcome.policy === "open" ? "failed-open" : "unavailable");
+    }
+    const slowest = Math.max(...outcomes.map((outcome) => outcome.latencyMs));
+    expect(slowest).toBeLessThan(TIMEOUT_MS + 40);
+    // Back within 1 s of the restart, for both policies.
+    for (const policy of ["open", "closed"]) {
+      const firstDecided = outcomes.find((outcome) => outcome.policy === policy && outcome.kind === "decided" && outcome.atMs > restartedAtMs);
+      expect(firstDecided, policy).toBeDefined();
+      expect(firstDecided!.atMs - restartedAtMs).toBeLessThan(1000);
+    }
+    // And correct: a fresh key counts from its full limit again.
+    const three = parsePolicy({ name: "three", algorithm: "fixed-window", limit: 3, period: "1h" }, "policy");
+    const answers = [];
+    for (let i = 0; i < 4; i++) answers.push((await store.check("after-restart", [three], reject)).allowed);
+    expect(answers).toEqual([true, true, true, false]);
+    expect((await store.health()).ok).toBe(true);
+    expect(logged.some((line) => line.includes("unavailable"))).toBe(true);
+    expect(logged.some((line) => line.includes("available again"))).toBe(true);
+    expect(unhandled).toEqual([]);
+    await store.close();
+  });
+
+  it("fails fast while Redis is down: no offline queue, no hanging calls", async () => {
+    const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: () => {} });
+    expect(await store.ready()).toBe(true);
+    await server.kill();
+    const begin = performance.now();
+    const results = await Promise.allSettled(Array.from({ length: 500 }, () => store.check("down", [closed], reject)));
+    expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 100);
+    expect(results.every((result) => result.status === "rejected" && result.reason instanceof StoreUnavailableError)).toBe(true);
+    await server.restart();
+    await store.close();
+    expect(unhandled).toEqual([]);
+  });
+
+  it("SCRIPT FLUSH mid-run: no caller sees an error and nothing is counted twice", async () => {
+    // The default 50 ms timeout: a reload must not make callers late either.
+    const store = new RedisStore({ url: server.url });
+    expect(await store.ready()).toBe(true);
+    const admin = new Redis(server.url);
+    const counter = parsePolicy({ name: "count", algorithm: "fixed-window", limit: 100_000, period: "1h" }, "policy");
+    let flushing = true;
+    let flushes = 0;
+    const flusher = (async () => {
+      while (flushing) {
+        await admin.script("FLUSH");
+        flushes++;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    const failures: unknown[] = [];
+    const waves = 40;
+    const perWave = 50;
+    for (let wave = 0; wave < waves; wave++) {
+      const results = await Promise.allSettled(Array.from({ length: perWave }, () => store.check("flushed", [counter], reject)));
+      for (const result of results) if (result.status === "rejected") failures.push(result.reason);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    flushing = false;
+    await flusher;
+    expect(failures).toEqual([]);
+    expect(flushes).toBeGreaterThan(10);
+    expect((await store.peek("flushed", [counter])).remaining).toBe(100_000 - waves * perWave);
+    admin.disconnect();
+    await store.close();
+    expect(unhandled).toEqual([]);
+  });
+});

@@ -1,0 +1,133 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+/** True when a TCP port on 127.0.0.1 can be bound right now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A free loopback port. Cluster nodes also need port + 10000 (the cluster bus), so the
+ * search stays below 55535 and checks both.
+ */
+export async function freePort(withBusPort = false): Promise<number> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 35000);
+    if ((await portIsFree(port)) && (!withBusPort || (await portIsFree(port + 10000)))) return port;
+  }
+  throw new Error("no free loopback port found");
+}
+
+export interface RedisServer {
+  port: number;
+  url: string;
+  process: ChildProcess;
+  /** SIGKILL (a crash) and wait for the exit. */
+  kill(): Promise<void>;
+  /** Starts again on the same port (empty: no persistence). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function cli(port: number, ...args: string[]): Promise<string> {
+  const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
+  return stdout.trim();
+}
+
+async function waitForPing(port: number, child: ChildProcess): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if (child.exitCode !== null) throw new Error(`redis-server on port ${port} exited with ${child.exitCode}`);
+    try {
+      if ((await cli(port, "ping")) === "PONG") return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`redis-server on port ${port} did not answer PING`);
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+/**
+ * Starts `redis-server` on a free loopback port, without persistence, as a child of this
+ * process (so it is stopped by its pid, never by name).
+ */
+export async function startRedis(extraArgs: string[] = [], port?: number): Promise<RedisServer> {
+  const chosenPort = port ?? (await freePort(extraArgs.includes("--cluster-enabled")));
+  const dir = mkdtempSync(join(tmpdir(), "spillway-redis-"));
+  const launch = async () => {
+    const child = spawn("redis-server", ["--port", String(chosenPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs], {
+      stdio: "ignore",
+    });
+    await waitForPing(chosenPort, child);
+    return child;
+  };
+  const server: RedisServer = {
+    port: chosenPort,
+    url: `redis://127.0.0.1:${chosenPort}`,
+    process: await launch(),
+    async kill() {
+      server.process.kill("SIGKILL");
+      await exited(server.process);
+    },
+    async restart() {
+      server.process = await launch();
+    },
+    async stop() {
+      server.process.kill("SIGTERM");
+      const timer = setTimeout(() => server.process.kill("SIGKILL"), 2000);
+      await exited(server.process);
+      clearTimeout(timer);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
+
+export interface RedisClusterServers {
+  nodes: RedisServer[];
+  /** Startup nodes for ioredis: [{ host, port }]. */
+  startupNodes: { host: string; port: number }[];
+  stop(): Promise<void>;
+}
+
+/** Starts `masters` cluster-enabled servers and joins them into a cluster (no replicas). */
+export async function startRedisCluster(masters = 3): Promise<RedisClusterServers> {
+  const nodes: RedisServer[] = [];
+  try {
+    for (let i = 0; i < masters; i++) {
+      nodes.push(await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", "2000"]));
+    }
+    await run("redis-cli", ["--cluster", "create", ...nodes.map((node) => `127.0.0.1:${node.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    for (let attempt = 0; ; attempt++) {
+      const states = await Promise.all(nodes.map((node) => cli(node.port, "cluster", "info")));
+      if (states.every((info) => info.includes("cluster_state:ok"))) break;
+      if (attempt > 200) throw new Error("cluster did not reach cluster_state:ok");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  } catch (error) {
+    await Promise.all(nodes.map((node) => node.stop()));
+    throw error;
+  }
+  return {
+    nodes,
+    startupNodes: nodes.map((node) => ({ host: "127.0.0.1", port: node.port })),
+    stop: async () => {
+      await Promise.all(nodes.map((node) => node.stop()));
+    },
+  };
+}

@@ -1,0 +1,203 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { CheckOptions, Decision, Policy } from "../../src/core/types.js";
+import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { LimiterUnavailableError, MaxWaitExceededError, createThrottle } from "../../src/client/index.js";
+
+const slidingLog = (limit: number, period: number | string) => ({ name: "upstream", algorithm: "sliding-log" as const, limit, period });
+
+/** A MemoryStore whose checks are counted (and can be slowed down, like a network). */
+function countingStore(delayMs = 0): { store: MemoryStore; checks: CheckOptions[] } {
+  const store = new MemoryStore();
+  const checks: CheckOptions[] = [];
+  const check = store.check.bind(store);
+  store.check = async (key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> => {
+    checks.push(options);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    return check(key, policies, options);
+  };
+  return { store, checks };
+}
+
+describe("throttle with a fake clock", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("spaces calls to their slots with one round trip each and no polling", async () => {
+    const { store, checks } = countingStore();
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(2, 1000) });
+    const startedAt: number[] = [];
+    const calls = Array.from({ length: 5 }, (_, index) => throttle.run(() => startedAt.push(Date.now() - 1_000_000) && index));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(startedAt).toEqual([0, 0]);
+    // Three callers wait, each on one timer (plus the store's sweep interval).
+    expect(vi.getTimerCount()).toBe(3 + 1);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(await Promise.all(calls)).toEqual([0, 1, 2, 3, 4]);
+    expect(startedAt).toEqual([0, 0, 1000, 1000, 2000]);
+    expect(checks).toHaveLength(5);
+    expect(checks.every((check) => check.mode === "reserve" && check.cost === 1)).toBe(true);
+  });
+
+  it("throws MaxWaitExceededError with retryAfterMs when the slot is too far, consuming nothing", async () => {
+    const store = new MemoryStore();
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000), maxWaitMs: 500 });
+    await throttle.wait();
+    const refused = await throttle.wait().catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(MaxWaitExceededError);
+    expect(refused).toMatchObject({ retryAfterMs: 1000, maxWaitMs: 500 });
+    // Nothing was booked: a call with a longer wait gets the very slot the refused one would have had.
+    const ticket = throttle.wait({ maxWaitMs: 2000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect((await ticket).waitedMs).toBe(1000);
+  });
+
+  it("refuses at once when the cost can never fit", async () => {
+    const throttle = createThrottle({ limiter: new MemoryStore(), key: "api", policy: slidingLog(2, 1000) });
+    await expect(throttle.wait({ cost: 3 })).rejects.toMatchObject({ name: "MaxWaitExceededError", retryAfterMs: null });
+  });
+
+  it("does not touch the limiter when the signal is already aborted", async () => {
+    const { store, checks } = countingStore();
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000) });
+    const reason = new Error("cancelled");
+    await expect(throttle.wait({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+    expect(checks).toHaveLength(0);
+  });
+
+  it("hands an aborted waiter's slot to the next caller instead of booking a new one", async () => {
+    const { store, checks } = countingStore();
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000) });
+    await throttle.wait();
+    const controller = new AbortController();
+    const aborted = throttle.wait({ signal: controller.signal });
+    const abortedResult = aborted.catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(200);
+    controller.abort(new Error("user left"));
+    expect(await abortedResult).toMatchObject({ message: "user left" });
+
+    await vi.advanceTimersByTimeAsync(100);
+    const next = throttle.wait();
+    await vi.advanceTimersByTimeAsync(700);
+    const ticket = await next;
+    expect(ticket).toMatchObject({ handedOver: true, waitedMs: 700 });
+    expect(checks).toHaveLength(2);
+    // The slot after it is the one after the aborted booking: nothing was lost or doubled.
+    const third = throttle.wait();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await third).toMatchObject({ handedOver: false, waitedMs: 1000 });
+  });
+
+  it("gives back a slot whose answer arrives after the abort", async () => {
+    const { store, checks } = countingStore(50);
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000) });
+    const first = throttle.wait();
+    await vi.advanceTimersByTimeAsync(50);
+    await first;
+    const controller = new AbortController();
+    const aborted = throttle.wait({ signal: controller.signal }).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(10);
+    controller.abort(new Error("gone"));
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await aborted).toMatchObject({ message: "gone" });
+    // The booking (at +1000 from the first) went to a spare, not into thin air.
+    const next = throttle.wait();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await next).toMatchObject({ handedOver: true, waitedMs: 940 });
+    expect(checks).toHaveLength(2);
+  });
+
+  it("drops a handed-over slot once its time has passed", async () => {
+    const { store, checks } = countingStore();
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000) });
+    await throttle.wait();
+    const controller = new AbortController();
+    const aborted = throttle.wait({ signal: controller.signal }).catch(() => undefined);
+    controller.abort();
+    await aborted;
+    await vi.advanceTimersByTimeAsync(1500);
+    const late = throttle.wait();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await late).toMatchObject({ handedOver: false });
+    expect(checks).toHaveLength(3);
+  });
+
+  it("pauses locally, and with shared: true every caller of the key", async () => {
+    const store = new MemoryStore();
+    const policy = { name: "upstream", algorithm: "gcra" as const, limit: 4, period: 1000 };
+    const mine = createThrottle({ limiter: store, key: "api", policy });
+    const theirs = createThrottle({ limiter: store, key: "api", policy });
+    await mine.pause(1500);
+    expect(mine.pausedUntilMs).toBe(1_001_500);
+    const local = mine.wait();
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(await local).toMatchObject({ waitedMs: 1500 });
+
+    await mine.pause(2500, { shared: true });
+    const other = theirs.wait({ maxWaitMs: 10_000 });
+    await vi.advanceTimersByTimeAsync(10_000);
+    const waitedMs = (await other).waitedMs;
+    expect(waitedMs).toBeGreaterThanOrEqual(2500);
+    expect(waitedMs).toBeLessThanOrEqual(2500 + 250);
+  });
+
+  it("wraps a function, keeping its arguments and result", async () => {
+    const throttle = createThrottle({ limiter: new MemoryStore(), key: "api", policy: slidingLog(10, "1s") });
+    const add = throttle.wrap(async (a: number, b: number) => a + b);
+    await expect(add(2, 3)).resolves.toBe(5);
+    expect(() => throttle.wrap(add, { cost: 0 })).toThrow(/^cost: must be an integer from 1/);
+  });
+});
+
+describe("throttle errors", () => {
+  it("names bad options at construction", () => {
+    const limiter = new MemoryStore();
+    const policy = slidingLog(1, 1000);
+    expect(() => createThrottle({ limiter, key: "", policy })).toThrow(/^key: must be a string of 1 to 512 UTF-8 bytes, got ""/);
+    expect(() => createThrottle({ limiter, key: "x".repeat(513), policy })).toThrow(TypeError);
+    expect(() => createThrottle({ limiter, key: "api", policy, maxWaitMs: -1 })).toThrow(/^maxWaitMs: must be an integer from 0 to 2147483647, got -1/);
+    expect(() => createThrottle({ limiter, key: "api", policy: { ...policy, limit: -1 } })).toThrow(/^policy\.limit: must be a positive integer/);
+    expect(() => createThrottle({ limiter, key: "api", policy: "per-minute" })).toThrow(/^policy: a policy name needs a limiter that knows the config/);
+    expect(() => createThrottle({ limiter, key: "api", policy: [policy, policy] })).toThrow(/^policy: stacks "upstream" twice/);
+    expect(() => createThrottle({ limiter, key: "api", policy: { name: "c", algorithm: "concurrency", limit: 2 } })).toThrow(/use createSemaphore/);
+    expect(() => createThrottle({ limiter: {} as Limiter, key: "api", policy })).toThrow(/^limiter: must be a Limiter/);
+  });
+
+  it("surfaces a store that is down as LimiterUnavailableError, never as a pass", async () => {
+    const store = new MemoryStore();
+    store.check = async () => {
+      throw new StoreUnavailableError("redis: connection refused");
+    };
+    const throttle = createThrottle({ limiter: store, key: "api", policy: slidingLog(1, 1000) });
+    const error = await throttle.wait().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(LimiterUnavailableError);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).message).toMatch(/connection refused/);
+  });
+
+  it("lets a failMode: open policy through, and says so", async () => {
+    const store = new MemoryStore();
+    store.check = async () => {
+      throw new StoreUnavailableError("down");
+    };
+    const throttle = createThrottle({ limiter: store, key: "api", policy: { ...slidingLog(1, 1000), failMode: "open" } });
+    expect((await throttle.wait()).decision.failedOpen).toBe(true);
+  });
+});
+
+describe("throttle on a real store and a real clock", () => {
+  it("never lets more than the limit into any window", async () => {
+    const periodMs = 300;
+    const throttle = createThrottle({ limiter: new MemoryStore(), key: "api", policy: slidingLog(3, periodMs) });
+    const startMs = performance.now();
+    const times = await Promise.all(Array.from({ length: 9 }, () => throttle.run(() => performance.now() - startMs)));
+    times.sort((a, b) => a - b);
+    for (let i = 3; i < times.length; i++) expect(times[i]! - times[i - 3]!).toBeGreaterThanOrEqual(periodMs - 2);
+    // And no slower than the limit needs: the ninth call starts in the third window.
+    expect(times[8]!).toBeLessThan(2 * periodMs + 100);
+  });
+});

@@ -1,0 +1,104 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseConfig } from "../../src/config.js";
+import type { LogFn } from "../../src/gateway/limit.js";
+import { createNodeGateway } from "../../src/gateway/node.js";
+import type { Limiter } from "../../src/limiter.js";
+import { startServer } from "../../src/node/server.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+
+export interface Running {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** A real origin on loopback, answering with `handler`. */
+export async function startOrigin(handler: http.RequestListener): Promise<Running & { server: http.Server }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    server,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export interface GatewayUnderTest extends Running {
+  limiter: Limiter;
+  logs: Record<string, unknown>[];
+}
+
+/** `spillway serve` in-process: startServer with the Node gateway for `raw` (a config object). */
+export async function startGateway(raw: Record<string, unknown>, limiter: Limiter = new MemoryStore()): Promise<GatewayUnderTest> {
+  const config = parseConfig(raw);
+  const logs: Record<string, unknown>[] = [];
+  const log: LogFn = (entry) => logs.push(entry);
+  const fallback = createNodeGateway({ config, limiter, log });
+  const server = await startServer({ config, limiter, port: 0, fallback, token: "test-token", drainTimeoutMs: 100 });
+  return { url: server.url, port: server.port, limiter, logs, close: () => server.close() };
+}
+
+/** A raw HTTP/1.1 exchange on a fresh socket: what was sent is exactly `text`. */
+export async function rawExchange(port: number, text: string): Promise<string> {
+  const net = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(text));
+    let answer = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (data) => {
+      answer += data;
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(answer));
+    setTimeout(() => socket.end(), 2000);
+  });
+}
+
+/** node:http request that lets a test set any header (fetch refuses Connection, Keep-Alive, TE...). */
+export function request(
+  url: string,
+  options: { method?: string; headers?: http.OutgoingHttpHeaders; body?: string | Buffer } = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; rawHeaders: string[]; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(url, { method: options.method ?? "GET", headers: options.headers, agent: false }, (incoming) => {
+      const chunks: Buffer[] = [];
+      incoming.on("data", (chunk: Buffer) => chunks.push(chunk));
+      incoming.on("end", () => resolve({ status: incoming.statusCode ?? 0, headers: incoming.headers, rawHeaders: incoming.rawHeaders, body: Buffer.concat(chunks) }));
+      incoming.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end(options.body);
+  });
+}
+
+/** Polls until `condition` holds (background work like a lease release), failing after `timeoutMs`. */
+export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A promise with its resolve function, for lock-step streaming tests. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+export const policies = [
+  { name: "three", algorithm: "fixed-window", limit: 3, period: "1h" },
+  { name: "slot", algorithm: "concurrency", limit: 1, lease: "30s" },
+  { name: "spaced", algorithm: "gcra", limit: 5, period: "1s", burst: 1 },
+  { name: "big", algorithm: "fixed-window", limit: 10000, period: "1h" },
+];
