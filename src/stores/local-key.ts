@@ -47,7 +47,15 @@ export class LocalKey {
     this.queue.wake();
   }
 
-  acquire(policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+  /**
+   * Takes a lease, waiting FIFO up to maxWaitMs. With an injected `nowMs` (tests) it only
+   * tries once, at that time, and never passes a queued waiter.
+   */
+  acquire(policies: readonly Policy[], options: AcquireOptions, nowMs?: number): Promise<AcquireResult> {
+    if (nowMs !== undefined) {
+      if (this.queue.size > 0) return Promise.resolve({ acquired: false, retryAfterMs: 1 });
+      return Promise.resolve(this.tryAcquire(policies, options.leaseMs, nowMs));
+    }
     return this.queue.acquire(policies, options.maxWaitMs, options.leaseMs);
   }
 
@@ -74,8 +82,7 @@ export class LocalKey {
     });
   }
 
-  private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined): AcquireResult {
-    const nowMs = this.clockMs();
+  private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined, nowMs = this.clockMs()): AcquireResult {
     const leaseId = newLeaseId();
     const { decision, changes } = this.state.check(policies, nowMs, { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs });
     this.persist(changes);

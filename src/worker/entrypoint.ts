@@ -1,5 +1,4 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { gatewayFor } from "../gateway/worker.js";
 import type { Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import type { AcquireAnswer } from "../service.js";
 import type { Env } from "./env.js";
@@ -16,7 +15,7 @@ import { serviceFor } from "./service.js";
 export class SpillwayRpc extends WorkerEntrypoint<Env> {
   override async fetch(request: Request): Promise<Response> {
     // `fetch` over the binding reaches the same HTTP app (and so needs the token).
-    return createApp({ service: serviceFor(this.env), tokenOf, fallback: gatewayFor(this.env) }).fetch(request, this.env, this.ctx);
+    return appFor(this.env).fetch(request, this.env, this.ctx);
   }
 
   async check(request: unknown): Promise<Decision> {

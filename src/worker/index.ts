@@ -1,4 +1,5 @@
 import type { Hono } from "hono";
+import { gatewayFor } from "../gateway/worker.js";
 import { createApp } from "../http/app.js";
 import type { Env } from "./env.js";
 import { serviceFor, tokenOf } from "./service.js";
@@ -8,11 +9,14 @@ export { SpillwayRpc } from "./entrypoint.js";
 
 const apps = new WeakMap<object, Hono>();
 
-/** The app is built once per binding, not per request (routing tables are not free). */
+/**
+ * The app (the /v1 API, and the gateway when the config has routes) is built once per
+ * binding, not per request: routing tables are not free.
+ */
 export function appFor(env: Env): Hono {
   let app = apps.get(env.LIMITER);
   if (!app) {
-    app = createApp({ service: serviceFor(env), tokenOf });
+    app = createApp({ service: serviceFor(env), tokenOf, fallback: gatewayFor(env) });
     apps.set(env.LIMITER, app);
   }
   return app;

@@ -21,6 +21,11 @@ export class LimiterObject extends DurableObject<Env> {
   private table!: StateTable;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
+  /**
+   * Set once a caller injects a clock (the conformance suite). Real-time alarms would then
+   * fire at meaningless moments, so none are scheduled while it is set.
+   */
+  private injectedClock = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -32,10 +37,12 @@ export class LimiterObject extends DurableObject<Env> {
   }
 
   check(policies: Policy[], options: CheckOptions, nowMs?: number): Decision {
+    this.noteClock(nowMs);
     return this.local.check(policies, options, nowMs);
   }
 
   peek(policies: Policy[], nowMs?: number): Decision {
+    this.noteClock(nowMs);
     return this.local.peek(policies, nowMs);
   }
 
@@ -43,15 +50,18 @@ export class LimiterObject extends DurableObject<Env> {
     this.local.reset(policies);
   }
 
-  acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult> {
-    return this.local.acquire(policies, options);
+  acquire(policies: Policy[], options: AcquireOptions, nowMs?: number): Promise<AcquireResult> {
+    this.noteClock(nowMs);
+    return this.local.acquire(policies, options, nowMs);
   }
 
   release(policies: Policy[], leaseId: string, nowMs?: number): ReleaseResult {
+    this.noteClock(nowMs);
     return this.local.release(policies, leaseId, nowMs);
   }
 
   extend(policies: Policy[], leaseId: string, leaseMs?: number, nowMs?: number): ExtendResult {
+    this.noteClock(nowMs);
     return this.local.extend(policies, leaseId, leaseMs, nowMs);
   }
 
@@ -83,7 +93,12 @@ export class LimiterObject extends DurableObject<Env> {
     if (latestMs !== undefined && this.alarmAtMs === undefined) void this.scheduleAlarm(latestMs);
   }
 
+  private noteClock(nowMs: number | undefined): void {
+    if (nowMs !== undefined) this.injectedClock = true;
+  }
+
   private async scheduleAlarm(atMs: number): Promise<void> {
+    if (this.injectedClock) return;
     this.alarmAtMs = Math.ceil(atMs);
     await this.ctx.storage.setAlarm(this.alarmAtMs);
   }

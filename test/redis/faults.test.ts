@@ -123,16 +123,16 @@ describe("Redis faults", () => {
       while (flushing) {
         await admin.script("FLUSH");
         flushes++;
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setTimeout(resolve, 20));
       }
     })();
     const failures: unknown[] = [];
-    const waves = 40;
+    const waves = 60;
     const perWave = 50;
     for (let wave = 0; wave < waves; wave++) {
       const results = await Promise.allSettled(Array.from({ length: perWave }, () => store.check("flushed", [counter], reject)));
       for (const result of results) if (result.status === "rejected") failures.push(result.reason);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     flushing = false;
     await flusher;

@@ -108,8 +108,11 @@ export function inputOf(step: TraceStep): DecideInput {
   return { cost: step.cost, mode: step.mode, maxWaitMs: step.maxWaitMs };
 }
 
-/** Runs a trace on a fresh key starting at `startMs`, recording everything the properties look at. */
-export function runTrace(policies: readonly Policy[], steps: readonly TraceStep[], startMs = 0): TraceRun {
+/**
+ * Runs a trace on a fresh key starting at `startMs`, recording everything the properties
+ * look at. `afterStep` sees each decision with the key as it stands right after it.
+ */
+export function runTrace(policies: readonly Policy[], steps: readonly TraceStep[], startMs = 0, afterStep?: (record: StepRecord, key: KeyState) => void): TraceRun {
   const key = new KeyState();
   const run: TraceRun = { records: [], admissions: [], freshStartsMs: new Map(policies.map((p) => [p.name, []])), key };
   let nowMs = startMs;
@@ -119,7 +122,9 @@ export function runTrace(policies: readonly Policy[], steps: readonly TraceStep[
     const before = snapshot(key);
     const input: DecideInput = { ...inputOf(step), leaseId: `lease-${index}` };
     const { decision, changes } = key.check(policies, nowMs, input);
-    run.records.push({ nowMs, input, decision, stateChanged: snapshot(key) !== before, written: [...changes.keys()] });
+    const record: StepRecord = { nowMs, input, decision, stateChanged: snapshot(key) !== before, written: [...changes.keys()] };
+    run.records.push(record);
+    afterStep?.(record, key);
     if (decision.allowed && step.cost > 0) {
       const atMs = nowMs + decision.waitMs;
       run.admissions.push({ atMs, cost: step.cost });
