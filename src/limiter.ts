@@ -38,6 +38,19 @@ export class StoreUnavailableError extends Error {
 }
 
 /**
+ * The store answered, but with an error that neither retrying nor failing open may hide
+ * (CROSSSLOT, WRONGTYPE, a script error): a bug or a misconfiguration. It is deliberately
+ * *not* a StoreUnavailableError, so `applyFailMode` rethrows it and no traffic is ever
+ * admitted because of it. The HTTP layer answers 503.
+ */
+export class StoreFaultError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreFaultError";
+  }
+}
+
+/**
  * Runs a decision and applies the policies' failMode when the store is unreachable:
  * admit (and say so) only when every policy of the stack is `failMode: "open"`;
  * otherwise rethrow, which the HTTP layer answers with 503.

@@ -3,6 +3,10 @@ import { StoreUnavailableError } from "../limiter.js";
 /**
  * The earliest slot (or lease) is further away than the caller agreed to wait.
  * Nothing was consumed: reserve mode and FIFO acquire both refuse all-or-nothing.
+ *
+ * @example
+ * try { await throttle.wait({ maxWaitMs: 1000 }); }
+ * catch (error) { if (error instanceof MaxWaitExceededError) queueForLater(error.retryAfterMs); else throw error; }
  */
 export class MaxWaitExceededError extends Error {
   /** When the same request could be admitted, in ms from the refusal; null if it never can (cost above capacity). */
@@ -23,6 +27,8 @@ export class MaxWaitExceededError extends Error {
  * The limiter could not be reached or answered 503 / 5xx: no decision was made.
  * It is a StoreUnavailableError, so server code that applies `failMode` treats a remote
  * limiter like a local store. A client never treats it as "allowed".
+ *
+ * @example if (error instanceof LimiterUnavailableError) return new Response("try later", { status: 503 });
  */
 export class LimiterUnavailableError extends StoreUnavailableError {
   /** HTTP status when the limiter answered (503, 5xx); undefined for network errors and timeouts. */
@@ -35,7 +41,11 @@ export class LimiterUnavailableError extends StoreUnavailableError {
   }
 }
 
-/** The limiter refused the request itself: bad input (400), bad token (401), unknown policy (404), body too large (413). */
+/**
+ * The limiter refused the request itself: bad input (400), bad token (401), unknown policy (404), body too large (413).
+ *
+ * @example if (error instanceof LimiterRequestError && error.status === 404) console.error(error.detail);
+ */
 export class LimiterRequestError extends Error {
   readonly status: number;
   /** The problem detail (RFC 9457) the limiter sent, which names the bad field. */
@@ -49,7 +59,11 @@ export class LimiterRequestError extends Error {
   }
 }
 
-/** A lease could not be extended: it expired (or was released) before the call, so the work is no longer protected. */
+/**
+ * A lease could not be extended: it expired (or was released) before the call, so the work is no longer protected.
+ *
+ * @example try { await lease.extend(); } catch (error) { if (error instanceof LeaseLostError) abortWork(); }
+ */
 export class LeaseLostError extends Error {
   readonly leaseId: string;
 

@@ -30,6 +30,10 @@ const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.
 /**
  * A held place in a distributed semaphore. Release it with `release()` or `await using`;
  * if the holder dies, the store expires it after `leaseMs`.
+ *
+ * @example
+ * const lease = await semaphore.acquire();
+ * try { await longJob(() => lease.extend()); } finally { await lease.release(); }
  */
 export class Lease {
   private releasedFlag = false;
@@ -86,7 +90,9 @@ export class Lease {
 
 /**
  * A semaphore shared through a limiter: at most `limit` leases at once across every
- * process that uses the key, granted in FIFO order by the store.
+ * process that uses the key, granted in FIFO order by the store. Build one with createSemaphore().
+ *
+ * @example await semaphore.run(async (lease) => copyFiles({ onProgress: () => lease.extend() }));
  */
 export class Semaphore {
   readonly key: string;

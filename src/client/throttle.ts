@@ -47,7 +47,9 @@ const MAX_DRAIN_STEPS = 32;
 /**
  * Spaces calls to fit a rate limit, shared through a limiter. Each call costs one round trip
  * (a reserve-mode check that books the earliest slot within maxWaitMs), then one timer until
- * that slot: no polling. Denied slots consume nothing.
+ * that slot: no polling. Denied slots consume nothing. Build one with createThrottle().
+ *
+ * @example const { waitedMs } = await throttle.wait({ cost: 2, signal: AbortSignal.timeout(10_000) });
  */
 export class Throttle {
   readonly key: string;

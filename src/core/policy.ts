@@ -35,19 +35,21 @@ const policySchema = z.strictObject({
 export function parsePolicy(input: unknown, field: string): Policy {
   const raw = parseWith(policySchema, input, field);
   const at = (sub: string) => `${field}.${sub}`;
+  // Errors quote durations as the user wrote them ("1s"), not as resolved (1000).
+  const written = input as { period?: unknown; lease?: unknown };
   const isConcurrency = raw.algorithm === "concurrency";
   if (!isConcurrency && raw.period === undefined) {
     throw new ValidationError(at("period"), `is required for ${raw.algorithm}, got nothing`);
   }
   if (isConcurrency && raw.period !== undefined) {
-    throw new ValidationError(at("period"), `is not used by concurrency (use lease), got ${describe(raw.period)}`);
+    throw new ValidationError(at("period"), `is not used by concurrency (use lease), got ${describe(written.period)}`);
   }
   const usesBurst = raw.algorithm === "gcra" || raw.algorithm === "token-bucket";
   if (!usesBurst && raw.burst !== undefined) {
     throw new ValidationError(at("burst"), `is only used by gcra and token-bucket, got ${raw.burst}`);
   }
   if (!isConcurrency && raw.lease !== undefined) {
-    throw new ValidationError(at("lease"), `is only used by concurrency, got ${describe(raw.lease)}`);
+    throw new ValidationError(at("lease"), `is only used by concurrency, got ${describe(written.lease)}`);
   }
   if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ValidationError(at("limit"), `sliding-log keeps one entry per admission, so it must be at most ${MAX_SLIDING_LOG_LIMIT} (use sliding-window for more), got ${raw.limit}`);

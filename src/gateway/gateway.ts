@@ -9,7 +9,7 @@ import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } fr
 import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
 import { DRY_RUN_HEADER, type HeldLease, type LogFn, defaultLog, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
-import { type FetchOrigin, badGateway, clientResponse, originRequest, originUrlFor } from "./proxy.js";
+import { type FetchOrigin, badGateway, clientResponse, globalFetchOrigin, originRequest, originUrlFor } from "./proxy.js";
 import { findRoute, normalizedPath, pathSegments } from "./routes.js";
 
 export interface GatewayOptions {
@@ -28,15 +28,26 @@ export interface GatewayOptions {
   log?: LogFn;
 }
 
-/** What a Worker's waitUntil is for: background work (a lease release) that must not be cut. */
-function deferOf(c: Context): (promise: Promise<unknown>) => void {
-  try {
-    const ctx = c.executionCtx;
-    return (promise) => ctx.waitUntil(promise.catch(() => {}));
-  } catch {
-    // Node has no ExecutionContext: the process outlives the request anyway.
-    return (promise) => void promise.catch(() => {});
-  }
+/**
+ * What a Worker's waitUntil is for: background work (a lease release) that must not be cut.
+ * Looked up only when needed: on Node, Hono's executionCtx throws, and an Error per request
+ * is measurable.
+ */
+export function deferOf(c: Context): (promise: Promise<unknown>) => void {
+  let waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  return (promise) => {
+    const quiet = promise.catch(() => {});
+    if (!waitUntil) {
+      try {
+        const ctx = c.executionCtx;
+        waitUntil = (p) => ctx.waitUntil(p);
+      } catch {
+        // Node has no ExecutionContext: the process outlives the request anyway.
+        waitUntil = () => {};
+      }
+    }
+    waitUntil(quiet);
+  };
 }
 
 const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));
@@ -55,7 +66,7 @@ export function createGateway(options: GatewayOptions): Hono {
   if (!parsed) throw new ValidationError("origin", "is required for the gateway: the URL requests are forwarded to");
   const gateway: GatewayConfig = parsed;
   const { limiter, clientIpOf } = options;
-  const fetchOrigin = options.fetchOrigin ?? ((request: Request) => fetch(request));
+  const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
   const log = options.log ?? defaultLog;
 
   async function forward(request: Request, url: URL, extra: Record<string, string>, lease: HeldLease | undefined, key?: RequestKey, defer?: (p: Promise<unknown>) => void): Promise<Response> {

@@ -103,7 +103,8 @@ export async function keyOf(source: KeySource, facts: RequestFacts): Promise<Req
 /** Long values (a JWT in a header) are hashed: stores take keys of at most 512 bytes. */
 async function storeKeyOf(namespace: string, value: string): Promise<string> {
   const key = `${namespace}:${value}`;
-  if (encoder.encode(key).length <= MAX_KEY_BYTES) return key;
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most keys need no encoding to know they fit.
+  if (key.length * 3 <= MAX_KEY_BYTES || encoder.encode(key).length <= MAX_KEY_BYTES) return key;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(value)));
   const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
   return `${namespace}#sha256:${hex}`;

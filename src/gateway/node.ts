@@ -37,7 +37,7 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
     new Promise<Response>((resolve, reject) => {
       const url = new URL(request.url);
       const secure = url.protocol === "https:";
-      const headers: Record<string, string | string[]> = {};
+      const headers: Record<string, string> = {};
       request.headers.forEach((value, name) => {
         headers[name] = value;
       });

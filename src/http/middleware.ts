@@ -4,6 +4,7 @@ import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../gateway/config.js";
+import { deferOf } from "../gateway/gateway.js";
 import { type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, onBodyDone } from "../gateway/limit.js";
 import type { Limiter } from "../limiter.js";
 import { MAX_KEY_BYTES } from "../requests.js";
@@ -108,14 +109,7 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     const key = await keyOf(c);
     if (typeof key !== "string" || key === "") return problemResponse(problem(400, "the request carries no rate-limit key"));
     if (encoder.encode(key).length > MAX_KEY_BYTES) return problemResponse(problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`));
-    let defer: ((promise: Promise<unknown>) => void) | undefined;
-    try {
-      const ctx = c.executionCtx;
-      defer = (promise) => ctx.waitUntil(promise);
-    } catch {
-      defer = undefined;
-    }
-    const outcome = await limitRequest(limiter, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer });
+    const outcome = await limitRequest(limiter, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
     if (!outcome.admitted) return outcome.response;
     try {
       await next();

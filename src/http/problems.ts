@@ -2,7 +2,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
 import { ValidationError } from "../core/validation.js";
-import { StoreUnavailableError } from "../limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
 
 export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
@@ -43,14 +43,16 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof ValidationError) return problem(400, error.message, { field: error.field });
   if (error instanceof UnknownPolicyError) return problem(404, error.message, { field: error.field });
   if (error instanceof StoreUnavailableError) return problem(503, `the limiter store is unavailable and the policy fails closed: ${error.message}`);
+  // Never admit on a store fault, whatever the failMode; it is logged as an error.
+  if (error instanceof StoreFaultError) return problem(503, "the limiter store answered with an error; nothing was admitted");
   return problem(500, "internal error");
 }
 
 /** Hono onError handler: logs only what is not the user's fault. */
 export function onError(error: Error, c: Context): Response {
   const body = problemFor(error);
-  if (body.status >= 500 && body.status !== 503) console.error("spillway: unexpected error", error);
-  if (body.status === 503) console.warn(`spillway: ${body.detail}`);
+  if (error instanceof StoreFaultError || (body.status >= 500 && body.status !== 503)) console.error("spillway: store or internal error", error);
+  else if (body.status === 503) console.warn(`spillway: ${body.detail}`);
   c.status(body.status as ContentfulStatusCode);
   return problemResponse(body);
 }

@@ -1,13 +1,19 @@
 import type { Limiter } from "../limiter.js";
 import { MemoryStore } from "../stores/memory.js";
+import { RedisStore } from "../stores/redis.js";
 import type { StoreChoice } from "./cli-args.js";
 
-/** Builds the store `spillway serve` was asked for. */
-export async function createStore(choice: StoreChoice): Promise<Limiter> {
-  switch (choice.kind) {
-    case "memory":
-      return new MemoryStore();
-    default:
-      throw new Error(`store ${choice.kind} is not wired yet`);
-  }
+/** How long `spillway serve` waits for Redis at start before serving anyway (failMode applies). */
+const STARTUP_WAIT_MS = 3000;
+
+/**
+ * Builds the store `spillway serve` was asked for. A Redis that is down at start is not
+ * fatal: the server starts, /healthz says so, policies follow their failMode, and the
+ * client keeps reconnecting.
+ */
+export async function createStore(choice: StoreChoice, log: (line: string) => void = console.warn): Promise<Limiter> {
+  if (choice.kind === "memory") return new MemoryStore();
+  const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log }) : new RedisStore({ clusterNodes: choice.urls, log });
+  if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: ${choice.kind} is not reachable yet; serving with failMode until it is`);
+  return store;
 }

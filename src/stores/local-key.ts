@@ -67,7 +67,8 @@ export class LocalKey {
   }
 
   extend(policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs = this.clockMs()): ExtendResult {
-    const lengthMs = leaseMs ?? Math.min(...concurrencyPolicies(policies).map((policy) => policy.leaseMs));
+    // The smallest lease of the stack, as every store answers (policies always carry a leaseMs).
+    const lengthMs = leaseMs ?? Math.min(...policies.map((policy) => policy.leaseMs));
     const { extended, changes } = this.state.extend(policies, leaseId, nowMs, lengthMs);
     this.persist(changes);
     return { extended, leaseMs: lengthMs };

@@ -1,17 +1,6 @@
-import { StoreUnavailableError } from "../limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
 
-/**
- * Redis answered, but with an error that neither retrying nor failing open may hide:
- * CROSSSLOT, WRONGTYPE, a script error. It means a bug or a misconfiguration, so it is
- * deliberately *not* a StoreUnavailableError: `applyFailMode` rethrows it and no traffic
- * is ever admitted because of it.
- */
-export class StoreFaultError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = "StoreFaultError";
-  }
-}
+export { StoreFaultError };
 
 /** Reply errors that mean "this node can't serve right now": failMode applies. */
 const TRANSIENT_REPLIES = /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|BUSY|MOVED|ASK|NOREPLICAS)\b/;
@@ -38,12 +27,17 @@ export function translateRedisError(error: unknown, what: string): Error {
 /**
  * Settles `pending` within `timeoutMs`, or throws StoreUnavailableError. The late answer
  * is swallowed so that it never becomes an unhandled rejection.
+ *
+ * The rejection waits one more turn (setImmediate runs after the poll phase): when this
+ * process itself stalled (GC, CPU), timers fire before sockets are read, and an answer
+ * that Redis sent in time would otherwise be thrown away.
  */
 export async function withTimeout<T>(pending: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   pending.catch(() => {});
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnavailableError(`redis ${what} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const fail = () => reject(new StoreUnavailableError(`redis ${what} did not answer within ${timeoutMs} ms`));
+    timer = setTimeout(() => setImmediate(fail), timeoutMs);
   });
   try {
     return await Promise.race([pending, timeout]);

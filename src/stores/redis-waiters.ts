@@ -39,6 +39,7 @@ export class LeaseWaiters {
   private readonly pokes = new Map<string, () => void>();
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
+  private subscriptionLive = false;
   private closed = false;
 
   constructor(private readonly options: LeaseWaitersOptions) {}
@@ -54,8 +55,11 @@ export class LeaseWaiters {
       wakeUp?.();
     });
     try {
-      if (mayWait) await this.subscribe();
       let result = await calls.attempt(waiterId, mayWait);
+      if (result.status === "queued" && !this.subscriptionLive) {
+        await this.subscribe(Math.min(SUBSCRIBE_WAIT_MS, deadlineMs - performance.now()));
+        poked = true; // a wake-up may have gone by before the subscription was live
+      }
       let lastError: unknown;
       while (result.status === "queued" && !this.closed) {
         const leftMs = deadlineMs - performance.now();
@@ -104,13 +108,14 @@ export class LeaseWaiters {
     for (const poke of this.pokes.values()) poke();
     this.subscriber?.disconnect();
     this.subscriber = undefined;
+    this.subscriptionLive = false;
   }
 
   /**
    * Subscribes once per store. Waits a bounded time only: if the subscriber cannot
    * connect, the fallback poll still serves waiters, just later.
    */
-  private async subscribe(): Promise<void> {
+  private async subscribe(waitMs: number): Promise<void> {
     if (!this.subscribed) {
       const { client, channel } = this.options;
       // A subscriber may queue its SUBSCRIBE until connected; ioredis resubscribes on reconnect.
@@ -121,14 +126,17 @@ export class LeaseWaiters {
       this.subscriber = subscriber;
       const subscribed = subscriber.subscribe(channel);
       this.subscribed = subscribed;
-      subscribed.catch(() => {
+      subscribed.then(() => {
+        if (this.subscribed === subscribed) this.subscriptionLive = true;
+      }, () => {
         // Start over on the next wait rather than keep a subscriber that gave up.
         if (this.subscribed !== subscribed) return;
         this.subscribed = undefined;
         this.subscriber = undefined;
+        this.subscriptionLive = false;
         subscriber.disconnect();
       });
     }
-    await withTimeout(this.subscribed, SUBSCRIBE_WAIT_MS, "SUBSCRIBE").catch(() => {});
+    if (waitMs > 0) await withTimeout(this.subscribed, waitMs, "SUBSCRIBE").catch(() => {});
   }
 }

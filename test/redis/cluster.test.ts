@@ -87,6 +87,25 @@ describe("Redis Cluster specifics", () => {
     }
   });
 
+  it("wakes a lease waiter through the cluster bus (no polling), for keys on every master", async () => {
+    const slots = parsePolicy({ name: "slots", algorithm: "concurrency", limit: 1, lease: "30s" }, "policy");
+    const holderStore = new RedisStore({ client: cluster, keyPrefix: "wake:", timeoutMs: 1000 });
+    const waiterStore = new RedisStore({ client: cluster.duplicate(), keyPrefix: "wake:", timeoutMs: 1000, pollIntervalMs: 10_000 });
+    expect(await waiterStore.ready()).toBe(true);
+    for (const userKey of ["a", "b", "c", "d", "e", "f"]) {
+      const held = await holderStore.acquire(userKey, [slots], { maxWaitMs: 0 });
+      expect(held.acquired).toBe(true);
+      const waiting = waiterStore.acquire(userKey, [slots], { maxWaitMs: 5000 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const releasedAt = performance.now();
+      if (held.acquired) await holderStore.release(userKey, [slots], held.leaseId);
+      expect((await waiting).acquired, userKey).toBe(true);
+      expect(performance.now() - releasedAt, userKey).toBeLessThan(500);
+    }
+    await waiterStore.close();
+    waiterStore.client.disconnect();
+  });
+
   it("a CROSSSLOT reply is a StoreFaultError and never admits, even with failMode open", async () => {
     const open = parsePolicy({ name: "g", algorithm: "gcra", limit: 5, period: "1m", failMode: "open" }, "policy");
     const a = keyLayout("x:", "user-a");

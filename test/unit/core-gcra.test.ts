@@ -139,3 +139,29 @@ describe("gcra: expiry", () => {
     }
   });
 });
+
+describe("gcra: today's clock values", () => {
+  // Doubles near 1.7e12 ms are 2.4e-4 ms apart: a tat of now + k·166.67 cannot be stored exactly.
+  const sixths = policyOf({ algorithm: "gcra", limit: 6, period: "1s" });
+  const nowsMs = Array.from({ length: 20 }, (_, i) => 1_763_728_252_123 + i * 7919);
+
+  it("counts remaining requests and reset exactly whatever the clock reads", () => {
+    for (const nowMs of nowsMs) {
+      const subject = new Subject([sixths]);
+      const burst = subject.checkTimes(6, nowMs).map((d) => [d.remaining, d.resetMs]);
+      expect([nowMs, burst]).toEqual([nowMs, [[5, 167], [4, 334], [3, 500], [2, 667], [1, 834], [0, 1000]]]);
+      expect([nowMs, subject.check(nowMs + 166, peek())]).toMatchObject([nowMs, { remaining: 0, resetMs: 834 }]);
+      expect([nowMs, subject.check(nowMs + 167, peek())]).toMatchObject([nowMs, { remaining: 1, resetMs: 833 }]);
+    }
+  });
+
+  it("admits a request whose slot is exactly now, and the next one T later", () => {
+    for (const nowMs of nowsMs) {
+      const subject = new Subject([sixths]);
+      subject.checkTimes(6, nowMs);
+      expect([nowMs, subject.check(nowMs + 1000, reject(6))]).toMatchObject([nowMs, { allowed: true, remaining: 0, resetMs: 1000 }]);
+      expect([nowMs, subject.check(nowMs + 1166)]).toMatchObject([nowMs, { allowed: false, retryAfterMs: 1 }]);
+      expect([nowMs, subject.check(nowMs + 1167)]).toMatchObject([nowMs, { allowed: true, remaining: 0 }]);
+    }
+  });
+});

@@ -28,3 +28,26 @@ describe("property: gcra", () => {
     );
   });
 });
+
+describe("property: gcra is exact", () => {
+  it("admits exactly when tat + cost·T − burst·T ≤ now, in integer arithmetic, at today's clock values too", () => {
+    fc.assert(
+      fc.property(policyTraceArb("gcra", { reserve: false }), fc.constantFrom(0, 1_700_000_000_000, 1_763_728_252_000), ({ policy, steps }, startMs) => {
+        const { limit, periodMs, burst } = policy;
+        // Times in units of 1/limit ms from the trace's start: T is exactly `periodMs` units.
+        let tatUnits = 0;
+        for (const { nowMs, input, decision } of runTrace([policy], steps, startMs).records) {
+          if (input.cost === 0 || input.cost > burst) continue;
+          const nowUnits = (nowMs - startMs) * limit;
+          const allowed = Math.max(tatUnits, nowUnits) + (input.cost - burst) * periodMs <= nowUnits;
+          expect(decision.allowed).toBe(allowed);
+          if (allowed) tatUnits = Math.max(tatUnits, nowUnits) + input.cost * periodMs;
+          const backlogUnits = Math.max(0, tatUnits - nowUnits);
+          expect(decision.remaining).toBe(Math.max(0, Math.floor((burst * periodMs - backlogUnits) / periodMs)));
+          expect(decision.resetMs).toBe(Math.ceil(backlogUnits / limit));
+        }
+      }),
+      RUNS,
+    );
+  });
+});

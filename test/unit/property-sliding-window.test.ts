@@ -13,3 +13,24 @@ describe("property: sliding-window", () => {
     );
   });
 });
+
+describe("property: sliding-window is exact", () => {
+  it("admits exactly when prev·(1 − elapsed/period) + curr + cost ≤ limit and curr + cost ≤ limit", () => {
+    fc.assert(
+      fc.property(policyTraceArb("sliding-window", { reserve: false }), ({ policy, steps }) => {
+        const { limit, periodMs } = policy;
+        const countByWindow = new Map<number, number>();
+        for (const { nowMs, input, decision } of runTrace([policy], steps).records) {
+          if (input.cost === 0 || input.cost > limit) continue;
+          const windowStartMs = Math.floor(nowMs / periodMs) * periodMs;
+          const current = countByWindow.get(windowStartMs) ?? 0;
+          const previous = countByWindow.get(windowStartMs - periodMs) ?? 0;
+          const estimate = previous * (1 - (nowMs - windowStartMs) / periodMs) + current;
+          expect(decision.allowed).toBe(current + input.cost <= limit && estimate + input.cost <= limit + 1e-9);
+          if (decision.allowed) countByWindow.set(windowStartMs, current + input.cost);
+        }
+      }),
+      RUNS,
+    );
+  });
+});

@@ -25,9 +25,9 @@ export function gatewayApp(raw: Record<string, unknown>) {
     limiter,
     clientIpOf: cloudflareClientIp,
     log,
-    fetchOrigin: async (request) => {
+    fetchOrigin: async ({ url, method, headers, body, signal }) => {
       origin.hits++;
-      return origin.handler(request);
+      return origin.handler(new Request(url, { method, headers, body, signal, duplex: body ? "half" : undefined } as RequestInit));
     },
   });
   const app = createApp({ service: new SpillwayService(limiter, config), tokenOf: () => "test-token", fallback });

@@ -1,9 +1,9 @@
 import { exports } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { type OriginHandler, deferred, uniqueIp } from "./gateway-helpers.js";
+import { type OriginHandler, deferred, uniqueIp, waitFor } from "./gateway-helpers.js";
 
 // The deployed shape: the Worker's own fetch handler with the bundled spillway.config.json
-// (origin http://127.0.0.1:8788, route /api/* keyed by ip, policy "demo": 3 per 10 s).
+// (origin http://127.0.0.1:8788, route /api/* keyed by ip, policy "gateway-demo": GCRA 3 per 10 s).
 // The origin is an outbound mock: global fetch is replaced for the duration of each test.
 let origin: OriginHandler;
 let originRequests: Request[] = [];
@@ -33,8 +33,8 @@ describe("Worker gateway (bundled config)", () => {
       const response = await send("/api/hello?x=1", { ip });
       expect(response.status).toBe(200);
       expect(response.headers.get("x-origin")).toBe("yes");
-      expect(response.headers.get("ratelimit-policy")).toBe('"demo";q=3;w=10');
-      expect(response.headers.get("ratelimit")).toMatch(new RegExp(`^"demo";r=${2 - i};t=\\d+$`));
+      expect(response.headers.get("ratelimit-policy")).toBe('"gateway-demo";q=3;w=10');
+      expect(response.headers.get("ratelimit")).toMatch(new RegExp(`^"gateway-demo";r=${2 - i};t=\\d+$`));
       expect(await response.text()).toBe("from origin");
     }
     expect(originRequests.map((request) => request.url)).toEqual(Array(3).fill("http://127.0.0.1:8788/api/hello?x=1"));
@@ -42,7 +42,7 @@ describe("Worker gateway (bundled config)", () => {
     expect(denied.status).toBe(429);
     expect(Number(denied.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(denied.headers.get("content-type")).toBe("application/problem+json");
-    expect(await denied.json()).toMatchObject({ type: "https://iana.org/assignments/http-problem-types#quota-exceeded", status: 429, "violated-policies": ["demo"] });
+    expect(await denied.json()).toMatchObject({ type: "https://iana.org/assignments/http-problem-types#quota-exceeded", status: 429, "violated-policies": ["gateway-demo"] });
     expect(originRequests).toHaveLength(3);
   });
 
@@ -78,30 +78,31 @@ describe("Worker gateway (bundled config)", () => {
   });
 
   it("streams an upload through without buffering it", async () => {
+    const chunkBytes = 64 * 1024;
     const chunks = 6;
-    const seen = Array.from({ length: chunks }, () => deferred());
+    // The origin runs in the Worker's request context: it reports progress through plain
+    // data (promises cannot be settled across request contexts in workerd).
+    let receivedBytes = 0;
     origin = async (request) => {
       const reader = request.body!.getReader();
-      let total = 0;
-      for (let i = 0; ; i++) {
+      for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
-        total += value.byteLength;
-        seen[Math.min(i, chunks - 1)]!.resolve();
+        receivedBytes += value.byteLength;
       }
-      return new Response(String(total));
+      return new Response(String(receivedBytes));
     };
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const answer = send("/api/upload", { ip: uniqueIp(), method: "POST", body: readable, duplex: "half" } as RequestInit);
     const writer = writable.getWriter();
-    for (const arrival of seen) {
-      await writer.write(new Uint8Array(64 * 1024).fill(7));
+    for (let i = 1; i <= chunks; i++) {
+      await writer.write(new Uint8Array(chunkBytes).fill(i));
       // Lock-step: a buffering gateway would hold chunk n until the upload ends.
-      await arrival.promise;
+      await waitFor(() => receivedBytes >= i * chunkBytes);
     }
     await writer.close();
     const response = await answer;
-    expect(await response.text()).toBe(String(chunks * 64 * 1024));
+    expect(await response.text()).toBe(String(chunks * chunkBytes));
   });
 
   it("streams a download through without buffering it", async () => {
@@ -149,6 +150,6 @@ describe("Worker gateway (bundled config)", () => {
   it("serves the gateway on the RPC entrypoint's fetch too", async () => {
     const response = await exports.SpillwayRpc.fetch("https://spillway.test/api/rpc-fetch", { headers: { "cf-connecting-ip": uniqueIp() } });
     expect(response.status).toBe(200);
-    expect(response.headers.get("ratelimit-policy")).toBe('"demo";q=3;w=10');
+    expect(response.headers.get("ratelimit-policy")).toBe('"gateway-demo";q=3;w=10');
   });
 });
