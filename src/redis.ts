@@ -1,0 +1,9 @@
+/**
+ * `spillway/redis`: the Redis store (standalone or Cluster), one EVALSHA per decision.
+ *
+ * @example
+ * import { RedisStore } from "spillway/redis";
+ * const limiter = new RedisStore({ url: "redis://127.0.0.1:6379" });
+ */
+export { RedisStore, REDIS_CLIENT_OPTIONS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions } from "./stores/redis.js";
+export { StoreFaultError, StoreUnavailableError, type Limiter } from "./limiter.js";
