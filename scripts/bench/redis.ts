@@ -1,75 +1,126 @@
-// Benchmark of the Redis store: decisions per second and latency percentiles for a few
-// workloads, against REDIS_URL or a throwaway redis-server on a free port.
+// bench:redis — Spillway's Redis store side by side with a floor and other limiters, in one
+// run against one local Redis, then end to end over HTTP, then over-admission under
+// contention; writes `## Redis (bench:redis)` of BENCHMARKS.md.
 //
-//   node --experimental-transform-types --no-warnings --import ./scripts/ts-hooks.mjs scripts/bench/redis.ts
-//   REDIS_URL=redis://127.0.0.1:6379 BENCH_SECONDS=5 BENCH_CONCURRENCY=64 node ... scripts/bench/redis.ts
-import { spawn } from "node:child_process";
-import { createServer } from "node:net";
-import { parsePolicy } from "../../src/core/policy.js";
-import type { Policy } from "../../src/core/types.js";
-import { RedisStore } from "../../src/stores/redis.js";
+//   npm run bench:redis                    (a throwaway redis-server on a free port; ~3 min)
+//   BENCH_QUICK=1 npm run bench:redis      (short cells, prints only, writes nothing)
+//   BENCH_CELL_MS=1000 BENCH_HTTP_MS=2000  (shorter cells, still written)
+//   REDIS_URL=redis://127.0.0.1:6379       (an existing server; keys are prefixed bench:<run>:)
+import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-admission.js";
+import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
+import { goalLines, ratioTable } from "./redis-goals.js";
+import { type HttpOptions, httpTable, runHttp } from "./redis-http.js";
+import { startBenchRedis } from "./redis-server.js";
+import { redisUsec, resetRedisStats } from "./redis-stats.js";
+import { type ThroughputOptions, measureCell, runThroughput, throughputTables } from "./redis-throughput.js";
+import { writeBenchmarkSection } from "./load.js";
 
-const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+const QUICK = process.env.BENCH_QUICK === "1";
+const CELL_MS = Number(process.env.BENCH_CELL_MS ?? (QUICK ? 400 : 2500));
+const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? (QUICK ? 1000 : 5000));
+const HTTP_CONCURRENCY = 64;
+const TITLE = "Redis (bench:redis)";
+const log = (line: string) => console.log(line);
 
-const gcra = parsePolicy({ name: "per-second", algorithm: "gcra", limit: 1_000_000, period: "1s" }, "policy");
-const stack: Policy[] = [
-  gcra,
-  parsePolicy({ name: "per-minute", algorithm: "sliding-window", limit: 10_000_000, period: "1m" }, "policy"),
-  parsePolicy({ name: "per-hour", algorithm: "fixed-window", limit: 100_000_000, period: "1h" }, "policy"),
-];
-const log = parsePolicy({ name: "log", algorithm: "sliding-log", limit: 100, period: "1s" }, "policy");
-
-const WORKLOADS: { name: string; policies: Policy[]; key: (client: number, call: number) => string }[] = [
-  { name: "gcra, one hot key", policies: [gcra], key: () => "hot" },
-  { name: "gcra, 10k keys", policies: [gcra], key: (client, call) => `user:${(client * 7919 + call) % 10_000}` },
-  { name: "3 stacked policies, 10k keys", policies: stack, key: (client, call) => `user:${(client * 7919 + call) % 10_000}` },
-  { name: "sliding-log (100/s), 1k keys", policies: [log], key: (client, call) => `user:${(client * 7919 + call) % 1000}` },
-];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+/** Redis µs per call of Spillway's Lua library alone (16 callers, 10,000 keys). */
+async function libraryCost(url: string, runId: string): Promise<number> {
+  const client = await connect(url);
+  const admin = await connect(url);
+  try {
+    const decide = await SPILLWAY_LIBRARY_ONLY.create(client, { limit: 1, periodMs: 1 }, `bench:${runId}:library:`);
+    await measureCell(decide, 16, 10_000, Math.min(CELL_MS, 500));
+    await resetRedisStats(admin);
+    const result = await measureCell(decide, 16, 10_000, CELL_MS);
+    return (await redisUsec(admin)) / (result.calls + result.errors);
+  } finally {
+    client.disconnect();
+    admin.disconnect();
+  }
 }
 
-async function redisUrl(): Promise<{ url: string; stop: () => void }> {
-  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, stop: () => {} };
-  const port = await freePort();
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
+async function main(): Promise<void> {
+  const startedMs = performance.now();
+  const redis = await startBenchRedis();
+  const runId = Date.now().toString(36);
+  try {
+    log(`bench:redis against ${redis.description}, ${CELL_MS} ms per cell${QUICK ? " (quick: nothing is written)" : ""}\n`);
+    const throughput: ThroughputOptions = {
+      url: redis.url,
+      runId,
+      contenders: THROUGHPUT_CONTENDERS,
+      concurrencies: [1, 16, 256],
+      keyCounts: [1, 10_000],
+      cellMs: CELL_MS,
+      warmUpMs: Math.min(500, CELL_MS / 4),
+    };
+    const results = await runThroughput(throughput, log);
+    const libraryUs = await libraryCost(redis.url, runId);
+    log(`\nSpillway's Lua library alone: ${libraryUs.toFixed(1)} µs of Redis time per call\n`);
+
+    const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
+    const httpRows = await runHttp(http, log);
+
+    const admission: AdmissionOptions = {
+      url: redis.url,
+      runId,
+      contenders: ADMISSION_CONTENDERS,
+      clients: 200,
+      requestsPerClient: 5,
+      rounds: QUICK ? 1 : 3,
+      spec: { limit: 100, periodMs: 60_000 },
+    };
+    log("");
+    const admitted = await runAdmission(admission, log);
+
+    const minutes = ((performance.now() - startedMs) / 60_000).toFixed(1);
+    const markdown = [
+      `\`npm run bench:redis\` (scripts/bench/redis.ts), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${minutes} min for the whole run, against ${redis.description}.`,
+      "The load generator, the limiters' Node side and Redis share the project's 2-core machine: read the ratios, not the absolute numbers.",
+      "",
+      "### Goals (issue 3)",
+      "",
+      ...goalLines({ options: throughput, results, admission: admitted, libraryUs }),
+      "",
+      ratioTable(throughput, results).join("\n"),
+      "",
+      "### Decisions against one Redis",
+      "",
+      `Closed loop: \`callers\` concurrent callers, each awaiting its answer before sending again, ${CELL_MS / 1000} s per cell after a ${throughput.warmUpMs / 1000} s warm-up, cells of one key count and caller count run back to back.`,
+      "Every contender has its own ioredis connection with the same settings (Spillway's `REDIS_CLIENT_OPTIONS`) and a limit no request reaches, so every call takes the admit-and-write path on a live state (1e9 per day; GCRA: 1000 per day with a burst of 1e9, whose state stays days ahead).",
+      "10,000 keys are visited round robin. Redis µs/decision is Redis's own time per call (INFO commandstats: the script, including what it calls).",
+      "The floor is the cheapest possible EVALSHA (`return 1`, one key); INCR is the cheapest possible counter.",
+      "Spillway is `RedisStore.check` (one policy, server clock, per-call timeout 2 s); rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
+      "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
+      "",
+      ...throughputTables(throughput, results),
+      `Diagnostic: Spillway's Lua library alone (the check script up to its entry code, then \`return 1\`) costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
+      "",
+      "### End to end over HTTP",
+      "",
+      `runLoad (scripts/bench/load.ts), ${HTTP_CONCURRENCY} requests in flight on keep-alive sockets, ${HTTP_MS / 1000} s per row after a warm-up, POST /v1/check \`{ key, policy: "bench" }\` (GCRA, 1000 per day with a burst of 1e9: a limit no request reaches).`,
+      "Both servers are their own Node process: `spillway serve --redis` (bin/spillway.mjs, the default 50 ms store timeout: a 503 is a decision that took longer) and scripts/bench/redis-bare-server.ts,",
+      "a bare Hono app on @hono/node-server that parses the body and answers the same decision JSON and RateLimit headers with no store, validation or auth.",
+      "",
+      ...httpTable(httpRows),
+      "",
+      "### Over-admission under contention",
+      "",
+      `${admission.clients} clients, each on its own Redis connection, each firing ${admission.requestsPerClient} requests at once at one fresh key; limit ${admission.spec.limit} per ${admission.spec.periodMs / 1000} s; ${admission.rounds} rounds (a fresh key each), never across a window edge.`,
+      "\"May admit\" is the limit, except for GCRA, which may also admit what its rate refills during the burst (limit + ⌊burst time × limit / period⌋).",
+      "The control row is a deliberately racy GET-then-INCR limiter: it shows that the test does catch over-admission.",
+      "",
+      ...admissionTable(admission, admitted),
+    ].join("\n");
+    log(`\n${markdown}`);
+    if (QUICK) {
+      log("\nquick run: BENCHMARKS.md left alone");
+    } else {
+      await writeBenchmarkSection(TITLE, markdown);
+      log(`\nwritten to BENCHMARKS.md (## ${TITLE})`);
+    }
+  } finally {
+    redis.stop();
+  }
 }
 
-function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN;
-}
-
-const { url, stop } = await redisUrl();
-const store = new RedisStore({ url, timeoutMs: 1000, keyPrefix: `bench${Date.now()}:` });
-if (!(await store.ready(5000))) throw new Error(`cannot reach ${url}`);
-console.log(`Redis store at ${url}: ${concurrency} concurrent callers, ${seconds} s per workload\n`);
-console.log("workload                          decisions/s    p50 ms   p99 ms   max ms");
-for (const workload of WORKLOADS) {
-  const latenciesMs: number[] = [];
-  const endAt = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, client) => {
-      for (let call = 0; performance.now() < endAt; call++) {
-        const begin = performance.now();
-        await store.check(workload.key(client, call), workload.policies, { cost: 1, mode: "reject", maxWaitMs: 0 });
-        latenciesMs.push(performance.now() - begin);
-      }
-    }),
-  );
-  latenciesMs.sort((a, b) => a - b);
-  const rate = Math.round(latenciesMs.length / seconds);
-  const cells = [percentile(latenciesMs, 0.5), percentile(latenciesMs, 0.99), latenciesMs[latenciesMs.length - 1] ?? Number.NaN].map((ms) => ms.toFixed(2).padStart(8));
-  console.log(`${workload.name.padEnd(32)} ${String(rate).padStart(12)} ${cells.join(" ")}`);
-}
-await store.close();
-stop();
+await main();

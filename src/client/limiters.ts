@@ -119,9 +119,9 @@ export interface SpillwayBinding {
 
 /**
  * A Spillway service binding (`[[services]]` with the RPC entrypoint) as a Limiter. The
- * binding is the capability, so no token. Errors that say the store or the binding is
- * unavailable (or that workerd marks retryable) become LimiterUnavailableError; other
- * errors from the entrypoint are bad input and become LimiterRequestError (status 400).
+ * binding is the capability, so no token. Errors the entrypoint throws for bad input (they
+ * name the field) become LimiterRequestError (400, or 404 for an unknown policy name); every
+ * other failure (store down, binding unreachable, retryable) becomes LimiterUnavailableError.
  *
  * @example const throttle = createThrottle({ limiter: bindingLimiter(env.SPILLWAY), key: "openai", policy: "openai-rpm" });
  */
@@ -158,20 +158,20 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
 }
 
 /**
- * workerd keeps an RPC error's message but not a custom class name, and marks errors thrown
- * by the callee's own code with `remote: true`. So: anything that failed on the way (no
- * `remote`), that workerd marks `retryable`, or that says the store is unavailable means no
- * decision was made; what the entrypoint threw on purpose otherwise is bad input.
+ * workerd keeps an RPC error's message but not its class, and marks errors thrown by the
+ * callee's own code with `remote: true`. The entrypoint reports bad input as
+ * `<field path>: <rule>` (`policy.limit: must be …`, `policy: no policy named "x" …`), a path
+ * without spaces; store failures read `redis eval failed: …`, `Durable Object call failed: …`.
+ * So a remote error that names a field is bad input; anything else means no decision was made.
  */
 function rpcError(error: unknown): Error {
   if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError) return error;
-  const found = error as { name?: unknown; message?: unknown; retryable?: unknown; remote?: unknown } | null;
+  const found = error as { message?: unknown; retryable?: unknown; remote?: unknown } | null;
   const message = String(found?.message ?? error);
-  const saysUnavailable = found?.name === "StoreUnavailableError" || /unavailable|overloaded/i.test(message);
-  if (found?.remote !== true || found.retryable === true || saysUnavailable) {
-    return new LimiterUnavailableError(`limiter binding unavailable: ${message}`, { cause: error });
+  if (found?.remote === true && found.retryable !== true && /^[\w.-]+: /.test(message)) {
+    return new LimiterRequestError(/: no policy named /.test(message) ? 404 : 400, message, { cause: error });
   }
-  return new LimiterRequestError(400, message, { cause: error });
+  return new LimiterUnavailableError(`limiter binding unavailable: ${message}`, { cause: error });
 }
 
 function checkBody(options: CheckOptions): { cost: number; mode: CheckOptions["mode"]; maxWaitMs: number } {

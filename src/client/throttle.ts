@@ -76,10 +76,11 @@ export class Throttle {
    * Waits for a slot. Throws MaxWaitExceededError (nothing consumed) when the earliest slot
    * is beyond maxWaitMs, and LimiterUnavailableError when the limiter is down.
    *
-   * Abort: before the limiter answers nothing is lost; after, a concurrency lease is
-   * released, and a rate slot (gcra, token-bucket, windows, log) is handed to the next
-   * call of this throttle that can use it in time. Those algorithms have no refund, so the
-   * shared limiter itself does not get the slot back.
+   * Abort: an already-aborted signal consumes nothing. A later abort (answer in flight, or
+   * waiting for the slot) gives the booking back where possible: a concurrency lease is
+   * released; a rate slot (gcra, token-bucket, fixed/sliding window, sliding-log) is handed
+   * to the next call of this throttle that can use it by its time. Those algorithms have no
+   * refund, so the shared limiter itself does not get a rate slot back.
    */
   async wait(options: WaitOptions = {}): Promise<Ticket> {
     const { cost, maxWaitMs, signal } = this.waitOptions(options);
@@ -99,10 +100,13 @@ export class Throttle {
     }
     try {
       await sleep(slot.atMs - Date.now(), signal);
-      // A pause that began while we waited (the server said 429) outranks our booking.
-      while (this.pausedUntil > Date.now()) await sleep(this.pausedUntil - Date.now(), signal);
+      // A pause that began while we waited (the server said 429) outranks our booking, within maxWaitMs.
+      while (this.pausedUntil > Date.now()) {
+        if (this.pausedUntil - startMs > maxWaitMs) throw new MaxWaitExceededError(this.pausedUntil - Date.now(), maxWaitMs);
+        await sleep(this.pausedUntil - Date.now(), signal);
+      }
     } catch (error) {
-      if (signal?.aborted) await this.giveBack(slot);
+      if (signal?.aborted || error instanceof MaxWaitExceededError) await this.giveBack(slot);
       throw error;
     }
     return { waitedMs: Date.now() - startMs, decision: slot.decision, handedOver };

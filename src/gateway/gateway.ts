@@ -8,7 +8,7 @@ import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewa
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
-import { DRY_RUN_HEADER, type HeldLease, type LogFn, defaultLog, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
+import { DRY_RUN_HEADER, type HeldLease, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
 import { type FetchOrigin, badGateway, clientResponse, globalFetchOrigin, originRequest, originUrlFor } from "./proxy.js";
 import { findRoute, normalizedPath, pathSegments } from "./routes.js";
 
@@ -26,28 +26,6 @@ export interface GatewayOptions {
   /** How requests reach the origin (default: global fetch). */
   fetchOrigin?: FetchOrigin;
   log?: LogFn;
-}
-
-/**
- * What a Worker's waitUntil is for: background work (a lease release) that must not be cut.
- * Looked up only when needed: on Node, Hono's executionCtx throws, and an Error per request
- * is measurable.
- */
-export function deferOf(c: Context): (promise: Promise<unknown>) => void {
-  let waitUntil: ((promise: Promise<unknown>) => void) | undefined;
-  return (promise) => {
-    const quiet = promise.catch(() => {});
-    if (!waitUntil) {
-      try {
-        const ctx = c.executionCtx;
-        waitUntil = (p) => ctx.waitUntil(p);
-      } catch {
-        // Node has no ExecutionContext: the process outlives the request anyway.
-        waitUntil = () => {};
-      }
-    }
-    waitUntil(quiet);
-  };
 }
 
 const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));

@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
 import { concurrencyPolicies } from "../core/key-state.js";
 import type { Decision, Policy } from "../core/types.js";
@@ -39,6 +40,28 @@ export interface LimitContext {
   log: LogFn;
   /** Keeps a background promise alive (a Worker's waitUntil); default: let it run. */
   defer?: (promise: Promise<unknown>) => void;
+}
+
+/**
+ * What a Worker's waitUntil is for: background work (a lease release) that must not be cut.
+ * Looked up only when needed: on Node, Hono's executionCtx throws, and an Error per request
+ * is measurable.
+ */
+export function deferOf(c: Context): (promise: Promise<unknown>) => void {
+  let waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  return (promise) => {
+    const quiet = promise.catch(() => {});
+    if (!waitUntil) {
+      try {
+        const ctx = c.executionCtx;
+        waitUntil = (p) => ctx.waitUntil(p);
+      } catch {
+        // Node has no ExecutionContext: the process outlives the request anyway.
+        waitUntil = () => {};
+      }
+    }
+    waitUntil(quiet);
+  };
 }
 
 /** The 429 of SPEC §5: Retry-After, the RateLimit fields and a quota-exceeded problem body. */

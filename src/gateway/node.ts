@@ -4,7 +4,7 @@ import { Readable, pipeline } from "node:stream";
 import type { Context, Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import type { Limiter } from "../limiter.js";
-import { parseGatewayConfig } from "./config.js";
+import { type GatewayConfig, parseGatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
 import type { LogFn } from "./limit.js";
 import type { FetchOrigin } from "./proxy.js";
@@ -86,6 +86,8 @@ function toResponse(incoming: IncomingMessage, method: string): Response {
 
 export interface NodeGatewayOptions {
   config: SpillwayConfig;
+  /** The gateway part, when already validated (e.g. before connecting to Redis). */
+  gateway?: GatewayConfig;
   limiter: Limiter;
   fetchOrigin?: FetchOrigin;
   log?: LogFn;
@@ -98,7 +100,7 @@ export interface NodeGatewayOptions {
  * @example const fallback = createNodeGateway({ config, limiter }); await startServer({ config, limiter, port, fallback });
  */
 export function createNodeGateway(options: NodeGatewayOptions): Hono | undefined {
-  const gateway = parseGatewayConfig(options.config);
+  const gateway = options.gateway ?? parseGatewayConfig(options.config);
   if (!gateway) return undefined;
   return createGateway({ ...options, gateway, clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
 }

@@ -7,6 +7,7 @@ import { bearerAuth } from "./auth.js";
 import { problem, problemResponse } from "./problems.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
+const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
 /** Set on answers a `failMode: "open"` policy admitted while the store was down. */
 export const FAILED_OPEN_HEADER = "Spillway-Failed-Open";
 
@@ -39,14 +40,16 @@ const json = (body: unknown, status = 200) => new Response(JSON.stringify(body),
 export function createApi({ service, tokenOf }: ApiOptions): Hono {
   const api = new Hono();
   const legacy = service.config.legacyHeaders;
-  api.use("*", bearerAuth((c) => tokenOf(c.env)));
-  api.use(
-    "*",
+  // Auth and the body limit guard Spillway's own routes only, so that with a gateway an
+  // origin's /v1/... paths still reach the origin instead of meeting Spillway's 401.
+  const guard = [
+    bearerAuth((c) => tokenOf(c.env)),
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
       onError: () => problemResponse(problem(413, `the body is over ${MAX_BODY_BYTES} bytes`)),
     }),
-  );
+  ] as const;
+  for (const route of API_ROUTES) api.use(route, ...guard);
   api.post("/check", async (c) => decisionResponse(await service.check(await jsonBody(c.req.raw)), legacy, 429));
   // A peek consumes nothing: it answers 200 even when a request would be denied.
   api.post("/peek", async (c) => decisionResponse(await service.peek(await jsonBody(c.req.raw)), legacy, 200));

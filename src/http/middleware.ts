@@ -4,8 +4,7 @@ import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../gateway/config.js";
-import { deferOf } from "../gateway/gateway.js";
-import { type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, onBodyDone } from "../gateway/limit.js";
+import { type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone } from "../gateway/limit.js";
 import type { Limiter } from "../limiter.js";
 import { MAX_KEY_BYTES } from "../requests.js";
 import { problem, problemResponse } from "./problems.js";
@@ -15,7 +14,7 @@ export type PolicyInput = Record<string, unknown>;
 
 export interface RateLimitOptions<E extends Env = Env> {
   /** Where counts live: MemoryStore, DurableObjectStore, RedisStore, or any Limiter. */
-  limiter: Limiter;
+  store: Limiter;
   /** One policy or a stack (all must admit), validated when the middleware is built. */
   policies: PolicyInput | readonly PolicyInput[];
   /**
@@ -43,9 +42,9 @@ function fail(option: string, message: string): never {
 /** Validates the options once, at build time, naming the bad option and its value. */
 function validate<E extends Env>(options: RateLimitOptions<E>): LimitPlan {
   if (options === null || typeof options !== "object") fail("options", `must be an object, got ${describe(options)}`);
-  const limiter = options.limiter as Partial<Limiter> | undefined;
-  if (!limiter || typeof limiter.check !== "function" || typeof limiter.release !== "function") {
-    fail("limiter", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describe(options.limiter)}`);
+  const store = options.store as Partial<Limiter> | undefined;
+  if (!store || typeof store.check !== "function" || typeof store.release !== "function") {
+    fail("store", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describe(options.store)}`);
   }
   if (typeof options.key !== "function") fail("key", `must be a function (c) => string, got ${describe(options.key)}`);
   const onLimit = options.onLimit ?? "reject";
@@ -94,22 +93,22 @@ function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLea
  * Bad options throw a TypeError naming the option when the middleware is built.
  *
  * @example
- * import { rateLimit } from "spillway/hono";
+ * import { MemoryStore, rateLimit } from "spillway/hono";
  * app.use("/api/*", rateLimit({
- *   limiter: new MemoryStore(),
+ *   store: new MemoryStore(),
  *   policies: { name: "per-minute", algorithm: "gcra", limit: 60, period: "1m" },
  *   key: (c) => c.req.header("x-api-key"),
  * }));
  */
 export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): MiddlewareHandler<E> {
   const plan = validate(options);
-  const { limiter, key: keyOf } = options;
+  const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
   return async function spillwayRateLimit(c, next) {
     const key = await keyOf(c);
     if (typeof key !== "string" || key === "") return problemResponse(problem(400, "the request carries no rate-limit key"));
     if (encoder.encode(key).length > MAX_KEY_BYTES) return problemResponse(problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`));
-    const outcome = await limitRequest(limiter, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
+    const outcome = await limitRequest(store, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
     if (!outcome.admitted) return outcome.response;
     try {
       await next();

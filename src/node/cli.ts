@@ -1,6 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
+import { parseGatewayConfig } from "../gateway/config.js";
+import { createNodeGateway } from "../gateway/node.js";
 import { USAGE, parseServeArgs } from "./cli-args.js";
 import { startServer } from "./server.js";
 import { createStore } from "./stores.js";
@@ -22,11 +24,13 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const args = parseServeArgs(rest, process.env);
     const config = parseConfigText(await readConfig(args.configPath), args.configPath);
+    // Validate the gateway part before connecting anywhere: a bad config fails at once.
+    const gateway = parseGatewayConfig(config);
     const limiter = await createStore(args.store);
-    const fallback = await gatewayFor(config, limiter);
+    const fallback = createNodeGateway({ config, gateway, limiter });
     const server = await startServer({ config, limiter, port: args.port, hostname: args.hostname, fallback });
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
-    console.log(`spillway: listening on ${server.url} (store: ${limiter.kind})`);
+    console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await untilSignal();
     console.log("spillway: shutting down (letting in-flight requests finish)");
     await server.close();
@@ -39,11 +43,6 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`spillway: ${(error as Error).message}`);
     return 1;
   }
-}
-
-/** The gateway for configs with routes (wired with the gateway module). */
-async function gatewayFor(_config: unknown, _limiter: unknown): Promise<undefined> {
-  return undefined;
 }
 
 async function readConfig(path: string): Promise<string> {

@@ -149,8 +149,10 @@ describe("bindingLimiter", () => {
     const failing = (error: unknown): SpillwayBinding => ({ ...binding(), check: async () => Promise.reject(error) });
     const check = (rpc: SpillwayBinding) => bindingLimiter(rpc).check("k", "per-second", { cost: 1, mode: "reject", maxWaitMs: 0 });
     await expect(check(failing(new Error("Network connection lost.")))).rejects.toBeInstanceOf(LimiterUnavailableError);
-    await expect(check(failing(Object.assign(new Error("store unavailable: DO overloaded"), { remote: true })))).rejects.toBeInstanceOf(LimiterUnavailableError);
+    await expect(check(failing(Object.assign(new Error("redis eval failed: connect ECONNREFUSED"), { remote: true })))).rejects.toBeInstanceOf(LimiterUnavailableError);
+    await expect(check(failing(Object.assign(new Error("Durable Object call failed: overloaded"), { remote: true, retryable: true })))).rejects.toBeInstanceOf(LimiterUnavailableError);
     await expect(check(failing(Object.assign(new Error("policy.limit: must be a positive integer"), { remote: true })))).rejects.toMatchObject({ name: "LimiterRequestError", status: 400 });
+    await expect(check(failing(Object.assign(new Error('policy: no policy named "nope" in the config'), { remote: true })))).rejects.toMatchObject({ name: "LimiterRequestError", status: 404 });
     expect(() => bindingLimiter({} as SpillwayBinding)).toThrow(/^binding: must be a Spillway service binding/);
   });
 });

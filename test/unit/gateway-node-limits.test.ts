@@ -98,10 +98,10 @@ describe("Node gateway: limits", () => {
     const admitted = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
     expect(results.filter((r) => r.status === 429)).toHaveLength(1);
     expect(admitted).toHaveLength(3);
-    expect(admitted[0]).toBeLessThan(150);
+    // Lower bounds are the point (held until the slot); the upper one only rules out "never".
     expect(admitted[1]).toBeGreaterThanOrEqual(180);
     expect(admitted[2]).toBeGreaterThanOrEqual(380);
-    expect(admitted[2]).toBeLessThan(900);
+    expect(admitted[2]).toBeLessThan(2000);
   });
 
   it("dry run never blocks but reports in headers and logs", async () => {

@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 const options = (overrides: Partial<RateLimitOptions> = {}): RateLimitOptions => ({
-  limiter,
+  store: limiter,
   policies: perMinute,
   key: (c) => c.req.header("x-user"),
   log: () => {},
@@ -28,8 +28,8 @@ const get = (app: Hono, user?: string) => app.request("/api/x", { headers: user 
 
 describe("rateLimit(): validated when built", () => {
   const cases: [string, Partial<RateLimitOptions> | Record<string, unknown>, RegExp][] = [
-    ["no limiter", { limiter: undefined }, /^rateLimit: limiter must be a Limiter/],
-    ["a limiter that is not one", { limiter: {} }, /^rateLimit: limiter must be a Limiter.*got \{\}/],
+    ["no store", { store: undefined }, /^rateLimit: store must be a Limiter/],
+    ["a store that is not one", { store: {} }, /^rateLimit: store must be a Limiter.*got \{\}/],
     ["no key function", { key: "x-user" }, /^rateLimit: key must be a function.*got "x-user"/],
     ["an empty stack", { policies: [] }, /^rateLimit: policies must hold at least one policy/],
     ["a bad policy", { policies: { name: "p", limit: 0, period: "1m" } }, /^rateLimit: policies\.p\.limit: must be a positive integer.*got 0/],

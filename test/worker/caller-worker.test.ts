@@ -32,9 +32,11 @@ describe("example caller Worker over a service binding", () => {
     expect(await (await call(`/via-fetch?user=${name}`)).json()).toMatchObject({ remaining: 2 });
   });
 
-  it("the fetch path needs Spillway's token; RPC does not", async () => {
+  it("the fetch path needs Spillway's token; RPC does not (no token, the binding is the capability)", async () => {
     const noToken: Env = { ...env, SPILLWAY_TOKEN: "wrong" };
-    await expect(caller.fetch(new Request(`https://caller.test/via-fetch?user=${user()}`), noToken)).rejects.toThrow(/spillway answered 401/);
+    const refused = await caller.fetch(new Request(`https://caller.test/via-fetch?user=${user()}`), noToken);
+    expect(refused.status).toBe(502);
+    expect(await refused.json()).toMatchObject({ error: expect.stringContaining("spillway answered 401") });
     expect((await caller.fetch(new Request(`https://caller.test/?user=${user()}`), noToken)).status).toBe(200);
   });
 });

@@ -45,7 +45,13 @@ export default {
     const via = url.pathname === "/via-fetch" ? "fetch" : "rpc";
     const policy = env.SPILLWAY_POLICY ?? "per-second";
     const key = `caller:${user}`;
-    const decision = via === "rpc" ? await checkByRpc(env, key, policy) : await checkByFetch(env, key, policy);
+    let decision: Decision;
+    try {
+      decision = via === "rpc" ? await checkByRpc(env, key, policy) : await checkByFetch(env, key, policy);
+    } catch (error) {
+      // Spillway unreachable or misconfigured (a wrong token, an unknown policy): say so.
+      return Response.json({ error: (error as Error).message, via }, { status: 502 });
+    }
     if (!decision.allowed) {
       const retryAfterSeconds = Math.max(1, Math.ceil((decision.retryAfterMs ?? 60_000) / 1000));
       return Response.json({ error: "slow down", via }, { status: 429, headers: { "retry-after": String(retryAfterSeconds) } });

@@ -1,0 +1,147 @@
+// The limiters (and floors) bench:redis compares, each as a "decider": one call per request
+// on one ioredis connection, resolving true when the request was admitted.
+import { Redis } from "ioredis";
+import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { parsePolicy } from "../../src/core/policy.js";
+import type { AlgorithmName } from "../../src/core/types.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, SCRIPTS } from "../../src/stores/redis.js";
+import { NEVER_DENY_GCRA } from "./redis-policies.js";
+import { upstashStyleLimiter } from "./redis-upstash.js";
+
+export type Decide = (key: string) => Promise<boolean>;
+
+export interface LimitSpec {
+  limit: number;
+  periodMs: number;
+  /** Throughput runs: a limit no request reaches, on a state that lives between calls (GCRA: NEVER_DENY_GCRA). */
+  neverDeny?: boolean;
+}
+
+export interface Contender {
+  /** Short id (table column, key prefix). */
+  id: string;
+  label: string;
+  /** Builds a decider on `client` for `spec`; every key it touches starts with `prefix`. */
+  create(client: Redis, spec: LimitSpec, prefix: string): Promise<Decide>;
+  /**
+   * How many requests the limiter may admit on one fresh key within `elapsedMs` (default:
+   * `limit`, for the window algorithms when no window boundary is crossed).
+   */
+  allowance?(spec: LimitSpec, elapsedMs: number): number;
+}
+
+/** The same client settings for everybody: Spillway's advice (no offline queue, no resend). */
+export async function connect(url: string): Promise<Redis> {
+  const client = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+  client.on("error", () => {});
+  await client.connect();
+  return client;
+}
+
+// Spillway's per-call timeout is a feature (it stays in the measurement), but 50 ms is too
+// tight for 256 callers queued on one connection of a shared 2-core machine.
+const SPILLWAY_TIMEOUT_MS = 2000;
+const CHECK = { cost: 1, mode: "reject", maxWaitMs: 0 } as const;
+
+function spillway(algorithm: AlgorithmName, label: string): Contender {
+  return {
+    id: `spillway-${algorithm}`,
+    label,
+    async create(client, spec, prefix) {
+      const shape = algorithm === "gcra" && spec.neverDeny ? NEVER_DENY_GCRA : { limit: spec.limit };
+      const policy = parsePolicy({ name: "bench", algorithm, ...shape, period: spec.periodMs }, "policy");
+      const store = new RedisStore({ client, keyPrefix: prefix, timeoutMs: SPILLWAY_TIMEOUT_MS });
+      const policies = [policy];
+      return async (key) => (await store.check(key, policies, CHECK)).allowed;
+    },
+  };
+}
+
+export const FLOOR_EVALSHA: Contender = {
+  id: "floor-evalsha",
+  label: "floor: EVALSHA `return 1`",
+  async create(client, _spec, prefix) {
+    const sha = (await client.script("LOAD", "return 1")) as string;
+    return async (key) => (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
+  },
+};
+
+export const FLOOR_INCR: Contender = {
+  id: "floor-incr",
+  label: "floor: INCR",
+  async create(client, _spec, prefix) {
+    return async (key) => (await client.incr(`${prefix}${key}`)) > 0;
+  },
+};
+
+export const SPILLWAY_GCRA: Contender = {
+  ...spillway("gcra", "Spillway GCRA"),
+  // GCRA admits the burst at once, then one more every period/limit.
+  allowance: (spec, elapsedMs) => spec.limit + Math.floor((elapsedMs * spec.limit) / spec.periodMs),
+};
+export const SPILLWAY_SLIDING_WINDOW = spillway("sliding-window", "Spillway sliding-window");
+export const SPILLWAY_FIXED_WINDOW = spillway("fixed-window", "Spillway fixed-window");
+export const SPILLWAY_SLIDING_LOG = spillway("sliding-log", "Spillway sliding-log");
+
+export const RATE_LIMITER_FLEXIBLE: Contender = {
+  id: "rlf",
+  label: "rate-limiter-flexible RateLimiterRedis.consume",
+  async create(client, spec, prefix) {
+    const limiter = new RateLimiterRedis({ storeClient: client, points: spec.limit, duration: spec.periodMs / 1000, keyPrefix: prefix });
+    return (key) =>
+      limiter.consume(key, 1).then(
+        () => true,
+        (rejection: unknown) => {
+          // consume rejects with a RateLimiterRes when the points are used up, an Error otherwise.
+          if (rejection instanceof RateLimiterRes) return false;
+          throw rejection;
+        },
+      );
+  },
+};
+
+export const UPSTASH_STYLE: Contender = {
+  id: "upstash-style",
+  label: "upstash-style sliding window (EVALSHA)",
+  create: (client, spec, prefix) => upstashStyleLimiter(client, prefix, spec.limit, spec.periodMs),
+};
+
+/** A deliberately racy limiter (GET, then INCR), so the over-admission test shows it can fail. */
+export const NAIVE_GET_INCR: Contender = {
+  id: "naive",
+  label: "control: GET then INCR (not atomic)",
+  async create(client, spec, prefix) {
+    return async (key) => {
+      const counterKey = `${prefix}${key}`;
+      if (Number((await client.get(counterKey)) ?? 0) >= spec.limit) return false;
+      if ((await client.incr(counterKey)) === 1) await client.pexpire(counterKey, spec.periodMs);
+      return true;
+    };
+  },
+};
+
+/** Diagnostic: what defining Spillway's Lua library costs on each call (its check script up to the entry code, then `return 1`). */
+export const SPILLWAY_LIBRARY_ONLY: Contender = {
+  id: "spillway-library",
+  label: "diagnostic: Spillway's Lua library, then `return 1`",
+  async create(client, _spec, prefix) {
+    const text = SCRIPTS.check.text;
+    const entry = text.indexOf("-- >>> check.lua");
+    if (entry < 0) throw new Error("the check script no longer marks its entry code");
+    const sha = (await client.script("LOAD", `${text.slice(0, entry)}\nreturn 1\n`)) as string;
+    return async (key) => (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
+  },
+};
+
+/** Throughput contenders, floors first (ratios are to FLOOR_EVALSHA). */
+export const THROUGHPUT_CONTENDERS = [FLOOR_EVALSHA, FLOOR_INCR, SPILLWAY_GCRA, SPILLWAY_SLIDING_WINDOW, RATE_LIMITER_FLEXIBLE, UPSTASH_STYLE];
+
+export const ADMISSION_CONTENDERS = [
+  SPILLWAY_GCRA,
+  SPILLWAY_SLIDING_WINDOW,
+  SPILLWAY_FIXED_WINDOW,
+  SPILLWAY_SLIDING_LOG,
+  RATE_LIMITER_FLEXIBLE,
+  UPSTASH_STYLE,
+  NAIVE_GET_INCR,
+];

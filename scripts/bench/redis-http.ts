@@ -1,0 +1,106 @@
+// Part 2 of bench:redis: end to end over HTTP. `spillway serve --redis` (the real CLI, its
+// own process) against a bare Hono app on @hono/node-server answering the same JSON shape
+// without any store (scripts/bench/redis-bare-server.ts), both loaded by runLoad.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type LoadResult, runLoad, waitForHttp } from "./load.js";
+import { SERVER_POLICY } from "./redis-policies.js";
+import { freePort } from "./redis-server.js";
+
+export interface HttpOptions {
+  redisUrl: string;
+  concurrency: number;
+  keyCounts: readonly number[];
+  durationMs: number;
+  warmUpMs: number;
+}
+
+export interface HttpRow {
+  server: "bare" | "spillway";
+  keyCount: number;
+  result: LoadResult;
+}
+
+const TOKEN = "bench-token";
+
+interface Child {
+  url: string;
+  stop(): void;
+}
+
+const pathOf = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
+const SPILLWAY_BIN = pathOf("../../bin/spillway.mjs");
+const BARE_SERVER = pathOf("./redis-bare-server.ts");
+
+/** Runs a Node process with this Node (the pinned one, which runs tsx's loader too). */
+async function startNode(args: string[], port: number, env: Record<string, string> = {}): Promise<Child> {
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, ...env } });
+  const stop = () => {
+    if (child.exitCode === null && child.pid !== undefined) child.kill("SIGTERM");
+  };
+  process.once("exit", stop);
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${url}/healthz`, 30_000);
+  } catch (error) {
+    stop();
+    throw error;
+  }
+  return { url, stop };
+}
+
+async function measure(url: string, keyCount: number, options: HttpOptions): Promise<LoadResult> {
+  const load = {
+    url: `${url}/v1/check`,
+    concurrency: options.concurrency,
+    headers: { authorization: `Bearer ${TOKEN}` },
+    body: (index: number) => ({ key: keyCount === 1 ? "hot" : `user-${index % keyCount}`, policy: "bench" }),
+  };
+  await runLoad({ ...load, durationMs: options.warmUpMs });
+  return runLoad({ ...load, durationMs: options.durationMs });
+}
+
+export async function runHttp(options: HttpOptions, progress: (line: string) => void): Promise<HttpRow[]> {
+  const dir = await mkdtemp(join(tmpdir(), "spillway-bench-redis-"));
+  const children: Child[] = [];
+  try {
+    const configPath = join(dir, "spillway.config.json");
+    await writeFile(configPath, JSON.stringify({ policies: [SERVER_POLICY] }));
+    const [barePort, spillwayPort] = [await freePort(), await freePort()];
+    const bare = await startNode(["--import", "tsx", BARE_SERVER, String(barePort)], barePort);
+    children.push(bare);
+    const spillwayArgs = [SPILLWAY_BIN, "serve", "--config", configPath, "--port", String(spillwayPort), "--redis", options.redisUrl];
+    const spillway = await startNode(spillwayArgs, spillwayPort, { SPILLWAY_TOKEN: TOKEN });
+    children.push(spillway);
+    const rows: HttpRow[] = [];
+    for (const keyCount of options.keyCounts) {
+      for (const [server, url] of [["bare", bare.url], ["spillway", spillway.url]] as const) {
+        const result = await measure(url, keyCount, options);
+        rows.push({ server, keyCount, result });
+        progress(`${server.padEnd(9)} ${String(keyCount).padStart(5)} keys  ${Math.round(result.perSecond)} req/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  statuses ${JSON.stringify(result.statuses)}  errors ${result.errors}`);
+      }
+    }
+    return rows;
+  } finally {
+    for (const child of children) child.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const LABELS = { bare: "bare Hono on @hono/node-server, no store", spillway: "`spillway serve --redis` (GCRA, one EVALSHA per request)" };
+
+export function httpTable(rows: readonly HttpRow[]): string[] {
+  const lines = ["| server | keys | req/s | p50 ms | p99 ms | ratio to bare | other answers | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
+  for (const row of rows) {
+    const bare = rows.find((other) => other.server === "bare" && other.keyCount === row.keyCount);
+    const ratio = bare ? (row.result.perSecond / bare.result.perSecond).toFixed(2) : "–";
+    const others = Object.entries(row.result.statuses).filter(([status]) => status !== "200");
+    const non200 = others.length === 0 ? "0" : others.map(([status, count]) => `${count} × ${status}`).join(", ");
+    const { perSecond, p50Ms, p99Ms, errors } = row.result;
+    lines.push(`| ${LABELS[row.server]} | ${row.keyCount.toLocaleString("en-US")} | ${Math.round(perSecond).toLocaleString("en-US")} | ${p50Ms.toFixed(2)} | ${p99Ms.toFixed(2)} | ${ratio} | ${non200} | ${errors} |`);
+  }
+  return lines;
+}
