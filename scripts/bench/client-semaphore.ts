@@ -58,11 +58,11 @@ function audited(store: Limiter): { limiter: Limiter; violations: () => number }
 }
 
 /** Client-side audit from every process's clock (one machine): B overtook A if A asked clearly earlier and got in clearly later. */
-function overtakes(acquisitions: Acquisition[]): number {
+export function overtakes(acquisitions: Acquisition[], slackMs = AUDIT_SLACK_MS): number {
   const sorted = [...acquisitions].sort((a, b) => a.sentAtMs - b.sentAtMs);
   let count = 0;
   sorted.forEach((late, index) => {
-    if (sorted.slice(0, index).some((early) => early.sentAtMs < late.sentAtMs - AUDIT_SLACK_MS && early.grantedAtMs > late.grantedAtMs + AUDIT_SLACK_MS)) count++;
+    if (sorted.slice(0, index).some((early) => early.sentAtMs < late.sentAtMs - slackMs && early.grantedAtMs > late.grantedAtMs + slackMs)) count++;
   });
   return count;
 }
@@ -88,7 +88,7 @@ async function worker(backend: string, url: string, prefix: string): Promise<voi
   process.disconnect();
 }
 
-async function contend(backend: string, url: string, prefix: string, processes: number): Promise<{ acquisitions: Acquisition[]; elapsedS: number }> {
+export async function contend(backend: string, url: string, prefix: string, processes: number): Promise<{ acquisitions: Acquisition[]; elapsedS: number }> {
   const script = fileURLToPath(import.meta.url);
   const children = Array.from({ length: processes }, () => fork(script, ["worker", backend, url, prefix]));
   const nextMessage = (child: (typeof children)[number]) =>
