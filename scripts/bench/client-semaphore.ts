@@ -5,22 +5,23 @@
  *
  * Backends: the real Node server (`startServer`) over a MemoryStore, reached with
  * httpLimiter, and Redis directly from every process (RedisStore), so FIFO is across processes.
+ * Order is audited exactly on both: at the store behind the server, and through Redis MONITOR.
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
 import { createSemaphore, httpLimiter } from "../../src/client/index.js";
 import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { SCRIPTS } from "../../src/stores/redis-scripts.js";
 import { RedisStore } from "../../src/stores/redis.js";
 
 export const CAPACITY = 4;
 export const ACQUISITIONS_PER_PROCESS = 100;
 export const HOLD_MS = 2;
 export const PROCESS_COUNTS = [2, 4, 8];
-/** Client-side order audit: arrivals and grants closer than this are not told apart. */
-export const AUDIT_SLACK_MS = 5;
 const TOKEN = "bench-token";
 const POLICY = { name: "bench-sem", algorithm: "concurrency" as const, limit: CAPACITY, lease: "10s" };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,14 +58,39 @@ function audited(store: Limiter): { limiter: Limiter; violations: () => number }
   return { limiter, violations: () => violations };
 }
 
-/** Client-side audit from every process's clock (one machine): B overtook A if A asked clearly earlier and got in clearly later. */
-export function overtakes(acquisitions: Acquisition[], slackMs = AUDIT_SLACK_MS): number {
-  const sorted = [...acquisitions].sort((a, b) => a.sentAtMs - b.sentAtMs);
-  let count = 0;
-  sorted.forEach((late, index) => {
-    if (sorted.slice(0, index).some((early) => early.sentAtMs < late.sentAtMs - slackMs && early.grantedAtMs > late.grantedAtMs + slackMs)) count++;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * Audits FIFO on Redis from Redis's own order: MONITOR lists every acquire.lua attempt as
+ * executed, with the waiter id (which becomes the lease id). A waiter's first attempt is its
+ * arrival, its last its grant. B overtook A if A arrived first and was granted after B.
+ */
+async function redisAudit(url: string): Promise<{ violations: () => number; close(): Promise<void> }> {
+  const monitor = await new Redis(url).monitor();
+  const attempts: string[] = [];
+  monitor.on("monitor", (_time: string, args: string[]) => {
+    if (args[0]?.toLowerCase() !== "evalsha" || args[1] !== SCRIPTS.acquire.sha) return;
+    const waiterId = args.find((arg) => UUID.test(arg));
+    if (waiterId) attempts.push(waiterId);
   });
-  return count;
+  const violations = () => {
+    const arrival = new Map<string, number>();
+    const grant = new Map<string, number>();
+    attempts.forEach((id, index) => {
+      if (!arrival.has(id)) arrival.set(id, index);
+      grant.set(id, index);
+    });
+    const byArrival = [...arrival.keys()].sort((a, b) => arrival.get(a)! - arrival.get(b)!);
+    let count = 0;
+    let latestGrant = -1;
+    // Walking in arrival order, a grant earlier than one already seen means this waiter overtook.
+    for (const id of byArrival) {
+      if (grant.get(id)! < latestGrant) count++;
+      latestGrant = Math.max(latestGrant, grant.get(id)!);
+    }
+    return count;
+  };
+  return { violations, close: async () => void monitor.disconnect() };
 }
 
 async function worker(backend: string, url: string, prefix: string): Promise<void> {
@@ -88,7 +114,7 @@ async function worker(backend: string, url: string, prefix: string): Promise<voi
   process.disconnect();
 }
 
-export async function contend(backend: string, url: string, prefix: string, processes: number): Promise<{ acquisitions: Acquisition[]; elapsedS: number }> {
+async function contend(backend: string, url: string, prefix: string, processes: number): Promise<{ acquisitions: Acquisition[]; elapsedS: number }> {
   const script = fileURLToPath(import.meta.url);
   const children = Array.from({ length: processes }, () => fork(script, ["worker", backend, url, prefix]));
   const nextMessage = (child: (typeof children)[number]) =>
@@ -127,8 +153,11 @@ export async function semaphoreTable(redisUrl: string | undefined): Promise<stri
   if (redisUrl) {
     const prefix = `spillway-bench-${process.pid}-${Date.now()}:`;
     for (const processes of PROCESS_COUNTS) {
+      const audit = await redisAudit(redisUrl);
       const { acquisitions, elapsedS } = await contend("redis", redisUrl, prefix, processes);
-      lines.push(row("Redis, a RedisStore in each process", processes, acquisitions, elapsedS, overtakes(acquisitions)));
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the last MONITOR lines
+      lines.push(row("Redis, a RedisStore in each process", processes, acquisitions, elapsedS, audit.violations()));
+      await audit.close();
     }
   }
   return lines.join("\n");
