@@ -15,7 +15,7 @@ import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { SCRIPTS } from "../../src/stores/redis-scripts.js";
+import { scriptFor } from "../../src/stores/redis-scripts.js";
 import { RedisStore } from "../../src/stores/redis.js";
 
 export const CAPACITY = 4;
@@ -61,36 +61,43 @@ function audited(store: Limiter): { limiter: Limiter; violations: () => number }
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Audits FIFO on Redis from Redis's own order: MONITOR lists every acquire.lua attempt as
- * executed, with the waiter id (which becomes the lease id). A waiter's first attempt is its
- * arrival, its last its grant. B overtook A if A arrived first and was granted after B.
+ * Audits FIFO on Redis from Redis's own order. MONITOR lists every script call as executed;
+ * a waiter's id (which becomes its lease id) appears in each of its acquire attempts and
+ * then in its release. So per id: the first call is the arrival, the one before the release
+ * is the grant. B overtook A if A arrived first and was granted after B.
  */
 async function redisAudit(url: string): Promise<{ violations: () => number; close(): Promise<void> }> {
-  const monitor = await new Redis(url).monitor();
-  const attempts: string[] = [];
+  const client = new Redis(url);
+  const monitor = await client.monitor();
+  const calls = new Map<string, number[]>();
+  let seen = 0;
   monitor.on("monitor", (_time: string, args: string[]) => {
-    if (args[0]?.toLowerCase() !== "evalsha" || args[1] !== SCRIPTS.acquire.sha) return;
-    const waiterId = args.find((arg) => UUID.test(arg));
-    if (waiterId) attempts.push(waiterId);
+    const command = args[0]?.toLowerCase();
+    if (command !== "evalsha" && command !== "eval") return;
+    const id = args.find((arg) => UUID.test(arg));
+    if (id) calls.set(id, [...(calls.get(id) ?? []), seen++]);
   });
   const violations = () => {
-    const arrival = new Map<string, number>();
-    const grant = new Map<string, number>();
-    attempts.forEach((id, index) => {
-      if (!arrival.has(id)) arrival.set(id, index);
-      grant.set(id, index);
-    });
-    const byArrival = [...arrival.keys()].sort((a, b) => arrival.get(a)! - arrival.get(b)!);
+    // Nothing seen would read as "no violations": refuse that instead.
+    if (calls.size === 0) throw new Error("Redis MONITOR saw no script calls: the audit is blind");
+    const waiters = [...calls.values()].filter((indices) => indices.length >= 2).map((indices) => ({ arrival: indices[0]!, grant: indices.at(-2)! }));
+    waiters.sort((a, b) => a.arrival - b.arrival);
     let count = 0;
     let latestGrant = -1;
     // Walking in arrival order, a grant earlier than one already seen means this waiter overtook.
-    for (const id of byArrival) {
-      if (grant.get(id)! < latestGrant) count++;
-      latestGrant = Math.max(latestGrant, grant.get(id)!);
+    for (const { grant } of waiters) {
+      if (grant < latestGrant) count++;
+      latestGrant = Math.max(latestGrant, grant);
     }
     return count;
   };
-  return { violations, close: async () => void monitor.disconnect() };
+  return {
+    violations,
+    close: async () => {
+      monitor.disconnect();
+      client.disconnect();
+    },
+  };
 }
 
 async function worker(backend: string, url: string, prefix: string): Promise<void> {

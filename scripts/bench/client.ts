@@ -204,8 +204,8 @@ process's first burst here); without it the first burst arrives late, the second
 the origin refuses some of the second (the no-margin row). Over the internet, size the margin
 to the connection set-up time (TLS handshake).
 The 429 strategies fare better here than in the seed because this origin does not count
-refused requests, so stale Retry-After values cannot spiral; they still spend 4 to 24 refused
-requests.
+refused requests, so stale Retry-After values cannot spiral; they still spend the refused
+requests the 429s column counts.
 
 ${throttle}
 
@@ -214,7 +214,7 @@ starts) each acquire a lease ${ACQUISITIONS_PER_PROCESS} times, hold it ${HOLD_M
 (\`await using\`); ${CAPACITY} leases in all. Order is audited exactly, in the store's own order: through
 the Node server, the store is wrapped (a grant while an earlier arrival still waits is a
 violation); on Redis, where every process has its own RedisStore so FIFO is across processes,
-Redis MONITOR gives each waiter's first acquire attempt (arrival) and last (grant). The waits
+Redis MONITOR gives each waiter's first script call (arrival) and the one before its release (grant). The waits
 (client clocks) include the round trips; MONITOR slows Redis a little.
 The machine has 2 cores shared by the server, Redis and every process: throughput is CPU-bound.
 

@@ -4,7 +4,7 @@ import { Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName } from "../../src/core/types.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore, SCRIPTS } from "../../src/stores/redis.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, scriptFor } from "../../src/stores/redis.js";
 import { NEVER_DENY_GCRA } from "./redis-policies.js";
 import { upstashStyleLimiter } from "./redis-upstash.js";
 
@@ -120,12 +120,12 @@ export const NAIVE_GET_INCR: Contender = {
   },
 };
 
-/** Diagnostic: what defining Spillway's Lua library costs on each call (its check script up to the entry code, then `return 1`). */
+/** Diagnostic: what defining Spillway's Lua library costs on each call (its GCRA check script up to the entry code, then `return 1`). */
 export const SPILLWAY_LIBRARY_ONLY: Contender = {
   id: "spillway-library",
   label: "diagnostic: Spillway's Lua library, then `return 1`",
   async create(client, _spec, prefix) {
-    const text = SCRIPTS.check.text;
+    const text = scriptFor("check", ["gcra"]).text;
     const entry = text.indexOf("-- >>> check.lua");
     if (entry < 0) throw new Error("the check script no longer marks its entry code");
     const sha = (await client.script("LOAD", `${text.slice(0, entry)}\nreturn 1\n`)) as string;

@@ -7,7 +7,7 @@ export interface DecideInput extends CheckOptions {
   leaseId?: string;
   /** Overrides the lease length of concurrency policies. */
   leaseMs?: number;
-  /** Concurrency policies with FIFO waiters queued: nobody may pass them. */
+  /** Names of concurrency policies with FIFO waiters queued: nobody may pass them. */
   queuedPolicies?: ReadonlySet<string>;
 }
 
@@ -48,7 +48,9 @@ export function decide(
       policy,
       state,
       earliestMs: algorithmOf(policy).earliestMs(state, policy, nowMs, probeCost),
-      blockedByQueue: input.queuedPolicies?.has(policy.name) ?? false,
+      // Only a concurrency policy has waiters: a policy of another algorithm that happens to
+      // share the name (a redefinition) is not held up by them.
+      blockedByQueue: policy.algorithm === "concurrency" && (input.queuedPolicies?.has(policy.name) ?? false),
     };
   });
 

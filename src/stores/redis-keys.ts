@@ -44,9 +44,10 @@ export interface KeyLayout {
 }
 
 export function keyLayout(prefix: string, userKey: string): KeyLayout {
-  const base = `${prefix}{${escapeUserKey(userKey)}}:`;
+  const tag = `{${escapeUserKey(userKey)}}`;
+  const base = `${prefix}${tag}:`;
   return {
-    tag: `{${escapeUserKey(userKey)}}`,
+    tag,
     queueKey: `${base}~queue`,
     waitersKey: `${base}~waiters`,
     stateKey: (policyName) => `${base}${policyName}`,

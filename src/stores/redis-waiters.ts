@@ -1,17 +1,12 @@
 import type { Cluster, Redis } from "ioredis";
 import type { AcquireResult } from "../core/types.js";
 import { StoreUnavailableError, newLeaseId } from "../limiter.js";
+import type { AcquireAttempt } from "./redis-codec.js";
 import { withTimeout } from "./redis-errors.js";
 import type { RedisClient } from "./redis-scripts.js";
 
 /** How long a first waiter waits for its subscription before relying on polls alone. */
 const SUBSCRIBE_WAIT_MS = 1000;
-
-/** What one `acquire.lua` attempt answered. */
-export type AcquireAttempt =
-  | { status: "acquired"; leaseId: string; leaseMs: number; limit: number; remaining: number }
-  | { status: "denied"; retryAfterMs: number | null }
-  | { status: "queued"; nowMs: number; nextExpiryMs: number | null };
 
 export interface WaitCalls {
   /** One attempt of `waiterId`; `mayWait` lets it join the queue. */
@@ -64,7 +59,7 @@ export class LeaseWaiters {
       while (result.status === "queued" && !this.closed) {
         const leftMs = deadlineMs - performance.now();
         if (leftMs <= 0) break;
-        const untilExpiryMs = result.nextExpiryMs === null ? Number.POSITIVE_INFINITY : Math.max(0, Math.ceil(result.nextExpiryMs - result.nowMs)) + 1;
+        const untilExpiryMs = result.untilExpiryMs === null ? Number.POSITIVE_INFINITY : Math.max(0, result.untilExpiryMs) + 1;
         if (!poked) {
           await new Promise<void>((resolve) => {
             const timer = setTimeout(resolve, Math.min(leftMs, this.options.pollIntervalMs, untilExpiryMs));

@@ -1,14 +1,16 @@
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
+import { type IntegerReply, decodeAcquireAttempt, decodeDecision } from "./redis-codec.js";
 import { withTimeout } from "./redis-errors.js";
 import { DEFAULT_KEY_PREFIX, keyLayout, validateKeyPrefix } from "./redis-keys.js";
-import { type RedisClient, SCRIPTS, type ScriptName, evalScript } from "./redis-scripts.js";
-import { type AcquireAttempt, LeaseWaiters } from "./redis-waiters.js";
+import { type RedisClient, type ScriptName, evalScript, scriptFor } from "./redis-scripts.js";
+import { LeaseWaiters } from "./redis-waiters.js";
 
+export { decodeStoredState } from "./redis-codec.js";
 export { StoreFaultError } from "./redis-errors.js";
 export { escapeUserKey, keyLayout } from "./redis-keys.js";
-export { SCRIPTS } from "./redis-scripts.js";
+export { scriptFor } from "./redis-scripts.js";
 
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
@@ -55,6 +57,7 @@ export const REDIS_CLIENT_OPTIONS = {
 /**
  * The Redis store: every decision is one EVALSHA of a Lua script that mirrors `src/core`,
  * on a standalone Redis or a Redis Cluster (all keys of a user key share one hash tag).
+ * Needs Redis 6.2 or later (SET … PXAT).
  *
  * @example
  * const limiter = new RedisStore({ url: "redis://127.0.0.1:6379" });
@@ -104,8 +107,8 @@ export class RedisStore implements Limiter {
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : "";
-    const args = [options.cost, options.mode, options.maxWaitMs, leaseId, ""];
-    return (await this.run("check", key, policies, args)) as Decision;
+    const reply = await this.run("check", key, policies, [options.cost, options.mode, options.maxWaitMs, leaseId, ""]);
+    return decodeDecision(reply as IntegerReply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -117,24 +120,28 @@ export class RedisStore implements Limiter {
   }
 
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
-    const leaseMs = options.leaseMs ?? "";
+    // What the lease is granted for: the override, else the shortest lease of the stack.
+    const leases = policies.filter((policy) => policy.algorithm === "concurrency");
+    const grantedMs = options.leaseMs ?? (leases.length > 0 ? Math.min(...leases.map((policy) => policy.leaseMs)) : 0);
+    const leaseArg = options.leaseMs ?? "";
     return this.waiters.acquire(
       {
-        attempt: async (waiterId, mayWait) => (await this.run("acquire", key, policies, [waiterId, leaseMs, mayWait ? "1" : "0", this.waiterTtlMs])) as AcquireAttempt,
-        leave: async (waiterId) => ((await this.run("leave", key, policies, [waiterId])) as { retryAfterMs: number }).retryAfterMs,
+        attempt: async (waiterId, mayWait) =>
+          decodeAcquireAttempt((await this.run("acquire", key, policies, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, waiterId, grantedMs),
+        leave: async (waiterId) => (await this.run("leave", key, policies, [waiterId])) as number,
       },
       options.maxWaitMs,
     );
   }
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
-    return (await this.run("release", key, policies, [leaseId])) as ReleaseResult;
+    return { released: (await this.run("release", key, policies, [leaseId])) === 1 };
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     const leases = policies.filter((policy) => policy.algorithm === "concurrency");
     const lengthMs = leaseMs ?? Math.min(...(leases.length > 0 ? leases : policies).map((policy) => policy.leaseMs));
-    return (await this.run("extend", key, policies, [leaseId, lengthMs])) as ExtendResult;
+    return { extended: (await this.run("extend", key, policies, [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 
   async health(): Promise<StoreHealth> {
@@ -152,18 +159,25 @@ export class RedisStore implements Limiter {
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
 
-  /** Runs one entry script for (key, stack): exactly one round trip, bounded by timeoutMs. */
+  /**
+   * Runs one entry script for (key, stack), built for the stack's algorithms: exactly one
+   * round trip, bounded by timeoutMs. Answers the script's raw reply.
+   */
   private async run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
     if (policies.length === 0) throw new TypeError("policies must name at least one policy");
     const layout = keyLayout(this.keyPrefix, key);
-    const keys = [layout.queueKey, layout.waitersKey, ...policies.map((policy) => layout.stateKey(policy.name))];
+    const keys = [layout.queueKey, layout.waitersKey];
     const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", this.channel, policies.length];
-    for (const policy of policies) args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
+    for (const policy of policies) {
+      keys.push(layout.stateKey(policy.name));
+      args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
+    }
     args.push(...extraArgs);
+    const script = scriptFor(name, policies.map((policy) => policy.algorithm));
     try {
-      const reply = await withTimeout(evalScript(this.client, SCRIPTS[name], keys, args), this.timeoutMs, name);
+      const reply = await withTimeout(evalScript(this.client, script, keys, args), this.timeoutMs, name);
       this.markAvailable(true);
-      return typeof reply === "string" ? (JSON.parse(reply) as unknown) : reply;
+      return reply;
     } catch (error) {
       if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
       throw error;

@@ -5,7 +5,7 @@ import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
 import { translateRedisError } from "../../src/stores/redis-errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
-import { SCRIPTS, evalScript } from "../../src/stores/redis-scripts.js";
+import { evalScript, scriptFor } from "../../src/stores/redis-scripts.js";
 import { type RedisClusterServers, startRedisCluster } from "./redis-server.js";
 
 /** Keys built to break naive hash tags and encodings. */
@@ -114,7 +114,7 @@ describe("Redis Cluster specifics", () => {
     const args = ["", "", "x:wake", 1, "g", "gcra", 5, 60000, 5, 30000, 1, "reject", 0, "", ""];
     let caught: unknown;
     try {
-      await evalScript(cluster, SCRIPTS.check, [a.queueKey, a.waitersKey, b.stateKey("g")], args);
+      await evalScript(cluster, scriptFor("check", ["gcra"]), [a.queueKey, a.waitersKey, b.stateKey("g")], args);
     } catch (error) {
       caught = translateRedisError(error, "check");
     }

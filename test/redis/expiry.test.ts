@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { algorithmOf } from "../../src/core/algorithms.js";
 import { parsePolicy } from "../../src/core/policy.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore, decodeStoredState } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
 import { type RedisServer, startRedis } from "./redis-server.js";
 
@@ -37,7 +37,7 @@ describe("key expiry", () => {
     await store.check("user", POLICIES, { ...reject, cost: 2 });
     const layout = keyLayout("server-clock:", "user");
     for (const policy of POLICIES) {
-      const stored = JSON.parse((await admin.get(layout.stateKey(policy.name)))!);
+      const stored = decodeStoredState((await admin.get(layout.stateKey(policy.name)))!);
       expect(stored.algorithm).toBe(policy.algorithm);
       const freshAtMs = algorithmOf(policy).freshAtMs(stored.state, policy);
       expect(await admin.pexpiretime(layout.stateKey(policy.name)), policy.name).toBe(Math.ceil(freshAtMs));

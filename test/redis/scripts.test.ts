@@ -2,13 +2,17 @@ import { readdirSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis.js";
-import { SCRIPTS, SCRIPT_NAMES, readLua, sha1 } from "../../src/stores/redis-scripts.js";
+import { ALGORITHMS, type AlgorithmName } from "../../src/core/types.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
+import { keyLayout } from "../../src/stores/redis-keys.js";
+import { SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis-scripts.js";
 import { type RedisServer, startRedis } from "./redis-server.js";
 
 const luaFiles = readdirSync(new URL("../../src/stores/lua/", import.meta.url)).filter((file) => file.endsWith(".lua"));
 const policy = parsePolicy({ name: "per-second", algorithm: "gcra", limit: 100, period: "1s" }, "policy");
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+/** Every non-empty set of algorithms a stack can use. */
+const ALGORITHM_SETS: AlgorithmName[][] = Array.from({ length: 2 ** ALGORITHMS.length - 1 }, (_, index) => ALGORITHMS.filter((_, bit) => ((index + 1) >> bit) & 1));
 
 describe("Lua scripts", () => {
   let server: RedisServer;
@@ -38,13 +42,22 @@ describe("Lua scripts", () => {
     }
   });
 
-  it("each script's SHA matches its text, and the server agrees", async () => {
+  it("each script, for every set of algorithms, has the SHA of its text, and the server agrees", async () => {
     for (const name of SCRIPT_NAMES) {
-      const script = SCRIPTS[name];
-      expect(script.sha).toBe(sha1(script.text));
-      expect(script.text).toContain(readLua(`${name}.lua`));
-      expect(await client.script("LOAD", script.text)).toBe(script.sha);
+      for (const algorithms of ALGORITHM_SETS) {
+        const script = scriptFor(name, algorithms);
+        expect(script.sha).toBe(sha1(script.text));
+        expect(script.text).toContain(readLua(`${name}.lua`));
+        expect(await client.script("LOAD", script.text), `${name} ${algorithms.join(",")}`).toBe(script.sha);
+      }
     }
+  });
+
+  it("a script holds only what its stack can use", () => {
+    expect(scriptFiles("check", new Set(["gcra"]))).toEqual(["common.lua", "gcra.lua", "context.lua", "decide.lua"]);
+    expect(scriptFiles("check", new Set(["sliding-window", "concurrency"]))).toEqual(["common.lua", "entries.lua", "sliding-window.lua", "concurrency.lua", "context.lua", "waiters.lua", "decide.lua"]);
+    expect(scriptFor("check", ["fixed-window", "gcra", "gcra"])).toBe(scriptFor("check", ["gcra", "fixed-window"]));
+    expect(scriptFor("check", ["gcra"]).text.match(/^-- >>> .*$/gm)).toEqual(["common.lua", "gcra.lua", "context.lua", "decide.lua", "check.lua"].map((file) => `-- >>> ${file}`));
   });
 
   it("decides in exactly one round trip (one EVALSHA)", async () => {
@@ -67,11 +80,32 @@ describe("Lua scripts", () => {
 
   it("falls back to EVAL after SCRIPT FLUSH, invisibly", async () => {
     const store = new RedisStore({ client, keyPrefix: "flush:" });
-    expect((await store.check("k", [policy], reject)).allowed).toBe(true);
+    // Per minute: a flush of many scripts may take longer than one 10 ms interval of `policy`.
+    const perMinute = parsePolicy({ name: "per-minute", algorithm: "gcra", limit: 100, period: "1m" }, "policy");
+    expect((await store.check("k", [perMinute], reject)).allowed).toBe(true);
     await client.script("FLUSH");
-    expect(await client.script("EXISTS", SCRIPTS.check.sha)).toEqual([0]);
-    const decision = await store.check("k", [policy], reject);
+    const sha = scriptFor("check", ["gcra"]).sha;
+    expect(await client.script("EXISTS", sha)).toEqual([0]);
+    const decision = await store.check("k", [perMinute], reject);
     expect(decision).toMatchObject({ allowed: true, remaining: 98 });
-    expect(await client.script("EXISTS", SCRIPTS.check.sha)).toEqual([1]);
+    expect(await client.script("EXISTS", sha)).toEqual([1]);
+  });
+
+  it("reads states stored as JSON by Spillway 0.1, and writes them back compactly", async () => {
+    const store = new RedisStore({ client, keyPrefix: "legacy:", clock: "client", clockMs: () => 1_000_000 });
+    const key = keyLayout("legacy:", "k").stateKey(policy.name);
+    // 99 requests' worth of backlog: 10 ms each at 100 per second.
+    await client.set(key, JSON.stringify({ algorithm: "gcra", state: { tatMs: 1_000_990 } }), "PX", 60_000);
+    expect(await store.check("k", [policy], reject)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await client.get(key)).toBe("g:1001000");
+    expect(await store.check("k", [policy], reject)).toMatchObject({ allowed: false, retryAfterMs: 10 });
+  });
+
+  it("an unreadable state is a StoreFaultError, never an admission", async () => {
+    const store = new RedisStore({ client, keyPrefix: "corrupt:" });
+    for (const value of ["g:", "g:x", "nonsense", "{broken"]) {
+      await client.set(keyLayout("corrupt:", "k").stateKey(policy.name), value);
+      await expect(store.check("k", [policy], reject), value).rejects.toBeInstanceOf(StoreFaultError);
+    }
   });
 });

@@ -5,7 +5,7 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
@@ -13,8 +13,9 @@
 -- ARGV[6+6N] leaseMs override, or ""
 -- ARGV[7+6N] "1" to join the queue when no lease is free, "0" to answer at once
 -- ARGV[8+6N] waiterTtlMs: the waiter is dropped when it has not polled for this long
--- Returns JSON: {"status":"acquired",leaseId,leaseMs,limit,remaining}
---             | {"status":"denied",retryAfterMs} | {"status":"queued",nowMs,nextExpiryMs}
+-- Returns an array of integers (decodeAcquireAttempt in src/stores/redis-codec.ts):
+--   {1, limit, remaining} acquired | {0, retryAfterMs or -1 (null)} denied
+--   | {2, ms until the next held lease expires, or -1 (none)} queued
 local ctx = read_context()
 local arg = ctx.nextArg
 local waiter_id = ARGV[arg]
@@ -25,19 +26,18 @@ local ttl_ms = tonumber(ARGV[arg + 3])
 local function try_acquire()
   local decision, changes = decide(ctx, { cost = 1, mode = "reject", maxWaitMs = 0, leaseId = waiter_id, leaseMs = lease_ms, queued = {} })
   write_changes(ctx, changes)
-  if not decision.allowed then return nil, decision.retryAfterMs end
-  return json_object({
-    { "status", "acquired" }, { "leaseId", waiter_id }, { "leaseMs", decision.leaseMs or lease_ms or 0 },
-    { "limit", decision.limit }, { "remaining", decision.remaining },
-  })
+  if decision[1] == 0 then return nil, decision[5] end
+  return { 1, decision[2], decision[3] }
 end
 
 local function denied(retry_after_ms)
-  return json_object({ { "status", "denied" }, { "retryAfterMs", retry_after_ms } })
+  return { 0, retry_after_ms }
 end
 
 local function queued()
-  return json_object({ { "status", "queued" }, { "nowMs", ctx.nowMs }, { "nextExpiryMs", next_lease_expiry_ms(ctx) } })
+  local next_expiry_ms = next_lease_expiry_ms(ctx)
+  if next_expiry_ms == nil then return { 2, -1 } end
+  return { 2, ceil(next_expiry_ms - ctx.nowMs) }
 end
 
 prune_waiters(ctx)

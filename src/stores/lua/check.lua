@@ -4,7 +4,7 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
@@ -13,7 +13,9 @@
 -- ARGV[7+6N] maxWaitMs (reserve)
 -- ARGV[8+6N] leaseId for concurrency policies, or ""
 -- ARGV[9+6N] leaseMs override, or ""
--- Returns the decision as JSON (SPEC §2).
+-- Returns the decision as a flat array of integers (decide.lua).
+-- The waiter keys are touched only when the stack has a concurrency policy (the script
+-- then holds waiters.lua): only those have waiters.
 local ctx = read_context()
 local arg = ctx.nextArg
 local input = {
@@ -24,7 +26,7 @@ local input = {
   leaseMs = optional_number(ARGV[arg + 4]),
 }
 -- Checks may not pass a concurrency policy that somebody waits for (FIFO).
-input.queued = prune_waiters(ctx)
+if ctx.hasConcurrency then input.queued = prune_waiters(ctx) end
 local decision, changes = decide(ctx, input)
 write_changes(ctx, changes)
-return encode_decision(decision)
+return decision

@@ -1,8 +1,10 @@
 -- concurrency.lua — semaphore of `limit` leases (library: no KEYS, no ARGV).
 -- Mirrors src/core/concurrency.ts. State: { entries = { {untilMs, slots, leaseId}, ... } }
--- sorted by expiry; a lease not released comes back when it expires.
+-- sorted by expiry; a lease not released comes back when it expires. Stored as
+-- "c:<entries>" (entries.lua).
 
 ALGORITHMS["concurrency"] = {
+  tag = "c:",
   earliest = function(state, policy, now_ms, cost)
     return earliest_fit(state and state.entries or {}, policy.limit, now_ms, cost)
   end,
@@ -12,10 +14,11 @@ ALGORITHMS["concurrency"] = {
     return { entries = insert_entry(live, { at_ms + lease_ms, cost, lease.leaseId }) }
   end,
   standing = entries_standing,
-  fresh_at = function(state)
-    return last_until_ms(state.entries)
+  fresh_at = entries_fresh_at,
+  encode = function(state)
+    return encode_entries("c:", state)
   end,
-  encode = encode_entries,
+  decode = decode_entries,
 }
 
 -- Removes a lease (releaseLease). Returns the new state and whether the lease was held.

@@ -2,9 +2,9 @@
 -- (library; the entry scripts list the full KEYS and ARGV).
 --   KEYS[1] waiter queue (zset waiterId -> arrival number)
 --   KEYS[2] waiters (hash waiterId -> "expiresAtMs|policy,policy")
---   KEYS[2+i] state of policy i (string: {"algorithm":..,"state":..}, the core's StoredState)
+--   KEYS[2+i] state of policy i (string "<tag>:<fields>", see common.lua)
 --   ARGV[1] nowMs, or "" to read the Redis server clock (TIME)
---   ARGV[2] client-clock expiry slack in ms, or "" for server clock (PEXPIREAT at freshAtMs)
+--   ARGV[2] client-clock expiry slack in ms, or "" for server clock (PXAT at freshAtMs)
 --   ARGV[3] pub/sub channel that wakes waiters
 --   ARGV[4] N, the number of policies
 --   ARGV[5 .. 4+6N] per policy: name, algorithm, limit, periodMs, burst, leaseMs
@@ -21,38 +21,62 @@ local function optional_string(value)
   return value
 end
 
+-- The state stored for a policy when its own algorithm wrote it; nil when there is none or
+-- another algorithm wrote it (the policy was redefined). Anything else raises: a script
+-- error is never taken as "store down, admit".
+local function decode_stored(raw, policy)
+  if not raw then return nil end
+  local algorithm = policy.impl
+  if sub(raw, 1, 2) == algorithm.tag then
+    local state = algorithm.decode(raw)
+    if state then return state end
+  elseif string.byte(raw) == 123 then
+    -- "{": the JSON {"algorithm":..,"state":..} of Spillway 0.1, read during an upgrade.
+    local stored = cjson.decode(raw)
+    if stored.algorithm == policy.algorithm then return stored.state end
+    return nil
+  elseif find(raw, "^[gtfslc]:") then
+    return nil
+  end
+  error("spillway: unreadable state in " .. policy.key)
+end
+
 local function read_context()
   local now_ms = optional_number(ARGV[1])
   if now_ms == nil then
-    -- Redis < 5 replicates scripts verbatim and refuses TIME before a write without this.
-    if redis.replicate_commands then redis.replicate_commands() end
     local time = redis.call("TIME")
-    now_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    now_ms = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
   end
+  local policies, stored = {}, {}
   local ctx = {
     nowMs = now_ms,
     expirySlackMs = optional_number(ARGV[2]),
     channel = ARGV[3],
     queueKey = KEYS[1],
     waitersKey = KEYS[2],
-    policies = {},
-    stored = {},
+    policies = policies,
+    -- By stack index: the decoded state, or nil (see decode_stored).
+    stored = stored,
+    hasConcurrency = false,
   }
-  local count = tonumber(ARGV[4])
   local arg = 5
-  for i = 1, count do
-    ctx.policies[i] = {
+  for i = 1, tonumber(ARGV[4]) do
+    local algorithm = ARGV[arg + 1]
+    local impl = ALGORITHMS[algorithm]
+    if not impl then error("spillway: this script was not built for " .. algorithm) end
+    local policy = {
       name = ARGV[arg],
-      algorithm = ARGV[arg + 1],
+      algorithm = algorithm,
       limit = tonumber(ARGV[arg + 2]),
       periodMs = tonumber(ARGV[arg + 3]),
       burst = tonumber(ARGV[arg + 4]),
       leaseMs = tonumber(ARGV[arg + 5]),
       key = KEYS[2 + i],
+      impl = impl,
     }
-    local raw = redis.call("GET", KEYS[2 + i])
-    -- A corrupt state raises here: a script error is never taken as "store down, admit".
-    if raw then ctx.stored[i] = cjson.decode(raw) end
+    policies[i] = policy
+    stored[i] = decode_stored(redis.call("GET", policy.key), policy)
+    if algorithm == "concurrency" then ctx.hasConcurrency = true end
     arg = arg + 6
   end
   ctx.nextArg = arg
@@ -62,36 +86,34 @@ end
 -- The live state of policy i at nowMs (liveState): nil when absent, written by another
 -- algorithm, or already equivalent to fresh.
 local function live_state(ctx, i)
-  local stored, policy = ctx.stored[i], ctx.policies[i]
-  if not stored or stored.algorithm ~= policy.algorithm then return nil end
-  if ctx.nowMs >= ALGORITHMS[policy.algorithm].fresh_at(stored.state, policy) then return nil end
-  return stored.state
+  local state = ctx.stored[i]
+  if state == nil then return nil end
+  local policy = ctx.policies[i]
+  if ctx.nowMs >= policy.impl.fresh_at(state, policy) then return nil end
+  return state
 end
 
--- Writes a value that expires when the state becomes fresh again.
+-- Writes a value that expires when the state becomes fresh again (SET PXAT: Redis >= 6.2).
 local function set_until_fresh(ctx, key, value, fresh_at_ms)
   if ctx.expirySlackMs == nil then
     -- Server clock: the state's own times are Redis times, so expire exactly then.
-    local at_ms = math.min(math.ceil(fresh_at_ms), ctx.nowMs + MAX_TTL_MS)
+    local at_ms = min(ceil(fresh_at_ms), ctx.nowMs + MAX_TTL_MS)
     if at_ms <= ctx.nowMs then
       redis.call("DEL", key)
       return
     end
-    redis.call("SET", key, value)
-    redis.call("PEXPIREAT", key, int_arg(at_ms))
+    redis.call("SET", key, value, "PXAT", int_arg(at_ms))
   else
     -- Client clock: times are the client's, so expire relative to now, plus a slack for
     -- clocks that drift apart; an expired-late key is harmless (live_state ignores it).
-    local ttl_ms = math.min(math.max(1, math.ceil(fresh_at_ms - ctx.nowMs)) + ctx.expirySlackMs, MAX_TTL_MS)
+    local ttl_ms = min(max(1, ceil(fresh_at_ms - ctx.nowMs)) + ctx.expirySlackMs, MAX_TTL_MS)
     redis.call("SET", key, value, "PX", int_arg(ttl_ms))
   end
 end
 
 local function write_state(ctx, i, state)
   local policy = ctx.policies[i]
-  local algorithm = ALGORITHMS[policy.algorithm]
-  local value = json_object({ { "algorithm", policy.algorithm }, { "state", algorithm.encode(state), true } })
-  set_until_fresh(ctx, policy.key, value, algorithm.fresh_at(state, policy))
+  set_until_fresh(ctx, policy.key, policy.impl.encode(state), policy.impl.fresh_at(state, policy))
 end
 
 local function write_changes(ctx, changes)

@@ -1,49 +1,63 @@
 -- decide.lua — the combiner of stacked policies (library: no KEYS, no ARGV).
 -- Mirrors decide() in src/core/decision.ts line for line: the request is admitted at the
 -- latest of each policy's earliest slot, or nothing is consumed at all.
+--
+-- The decision is a flat array of integers, rebuilt by decodeDecision() in
+-- src/stores/redis-codec.ts (Redis turns Lua numbers into integer replies, and every field
+-- is a whole number already; a nil would end the array, so null is -1, booleans 0/1;
+-- numbers beyond 2^53, which an integer reply may not hold, go as exact decimal strings):
+--   [1] allowed  [2] limit  [3] remaining  [4] resetMs  [5] retryAfterMs (-1: null)
+--   [6] waitMs  [7] stack index of the top policy  [8] leaseMs, or -1 when no lease was taken
+--   [9 + 5(i-1) ..] per policy i: allowed, limit, remaining, resetMs, retryAfterMs (-1: null)
+local DECISION_HEADER = 8
+local POLICY_FIELDS = 5
+local MAX_SAFE_INTEGER = 2 ^ 53
 
--- A denied policy's own retry time; nil (null) when it can never be admitted.
-local function policy_retry_after_ms(item, now_ms)
-  if item.earliestMs == nil then return nil end
-  return math.max(1, ceil_ms(item.earliestMs - now_ms))
-end
-
-local function denial_rank(result)
-  if result.allowed then return -1 end
-  if result.retryAfterMs == nil then return math.huge end
-  return result.retryAfterMs
+-- A result's rank when denied (mostRestrictive): the one that frees up last, never first.
+local function denial_rank(out, i)
+  local base = DECISION_HEADER + POLICY_FIELDS * (i - 1)
+  if out[base + 1] == 1 then return -1 end
+  local retry_after_ms = out[base + 5]
+  if retry_after_ms == -1 then return math.huge end
+  return retry_after_ms
 end
 
 -- Denied: the policy that frees up last; allowed: the fewest remaining. Ties keep stack order.
-local function most_restrictive(results, allowed)
-  local top = results[1]
-  for i = 2, #results do
-    local result = results[i]
+local function most_restrictive(out, count, allowed)
+  local top = 1
+  for i = 2, count do
     if allowed then
-      if result.remaining < top.remaining then top = result end
-    elseif denial_rank(result) > denial_rank(top) then
-      top = result
+      if out[DECISION_HEADER + POLICY_FIELDS * (i - 1) + 3] < out[DECISION_HEADER + POLICY_FIELDS * (top - 1) + 3] then top = i end
+    elseif denial_rank(out, i) > denial_rank(out, top) then
+      top = i
     end
   end
   return top
 end
 
--- input: cost, mode, maxWaitMs, leaseId, leaseMs, queued (set of policy names with waiters).
--- Returns the decision and the new state of each admitted policy, by stack index.
+-- input: cost, mode, maxWaitMs, leaseId, leaseMs, queued (set of policy names with
+-- waiters, or nil when the stack has no concurrency policy).
+-- Returns the decision array and the new state of each admitted policy, by stack index.
 local function decide(ctx, input)
-  local now_ms = ctx.nowMs
-  local probe_cost = input.cost
+  local now_ms, policies = ctx.nowMs, ctx.policies
+  local count = #policies
+  local cost = input.cost
+  local probe_cost = cost
   if probe_cost == 0 then probe_cost = 1 end
-  local evaluated = {}
+  local queued = input.queued
+  -- By stack index: live state (nil), earliest slot (false: never), blocked by waiters.
+  local states, earliest, blocked_by_queue = {}, {}, {}
   local never, blocked = false, false
   local at_ms = now_ms
-  for i, policy in ipairs(ctx.policies) do
+  for i = 1, count do
+    local policy = policies[i]
     local state = live_state(ctx, i)
-    local earliest_ms = ALGORITHMS[policy.algorithm].earliest(state, policy, now_ms, probe_cost)
-    local blocked_by_queue = input.queued[policy.name] == true
-    evaluated[i] = { policy = policy, state = state, earliestMs = earliest_ms, blockedByQueue = blocked_by_queue }
-    if earliest_ms == nil then never = true else at_ms = math.max(at_ms, earliest_ms) end
-    if blocked_by_queue then blocked = true end
+    local earliest_ms = policy.impl.earliest(state, policy, now_ms, probe_cost)
+    -- Only a concurrency policy has waiters (a redefined policy of the same name has none).
+    local is_blocked = queued ~= nil and policy.algorithm == "concurrency" and queued[policy.name] == true
+    states[i], earliest[i], blocked_by_queue[i] = state, earliest_ms or false, is_blocked
+    if earliest_ms == nil then never = true else at_ms = max(at_ms, earliest_ms) end
+    if is_blocked then blocked = true end
   end
 
   if at_ms - now_ms <= EPSILON_MS then at_ms = now_ms end
@@ -54,92 +68,66 @@ local function decide(ctx, input)
   local fits_now = not never and not blocked and wait_ms == 0
   local fits_reserved = not never and not blocked and input.mode == "reserve" and wait_ms <= input.maxWaitMs
   -- A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
-  local admit = input.cost > 0 and (fits_now or fits_reserved)
+  local admit = cost > 0 and (fits_now or fits_reserved)
   local allowed = admit
-  if input.cost == 0 then allowed = fits_now end
+  if cost == 0 then allowed = fits_now end
 
-  local uses_lease = false
-  local min_lease_ms = nil
-  for _, policy in ipairs(ctx.policies) do
-    if policy.algorithm == "concurrency" then
-      if admit then uses_lease = true end
-      min_lease_ms = math.min(min_lease_ms or policy.leaseMs, policy.leaseMs)
+  local lease_ms = -1
+  if admit and ctx.hasConcurrency then
+    if not input.leaseId then error("a leaseId is needed to admit a concurrency policy") end
+    lease_ms = input.leaseMs
+    if lease_ms == nil then
+      for _, policy in ipairs(policies) do
+        if policy.algorithm == "concurrency" then lease_ms = min(lease_ms or policy.leaseMs, policy.leaseMs) end
+      end
     end
   end
-  if uses_lease and not input.leaseId then error("a leaseId is needed to admit a concurrency policy") end
 
-  local changes, results = {}, {}
-  for i, item in ipairs(evaluated) do
-    local policy = item.policy
-    local algorithm = ALGORITHMS[policy.algorithm]
-    local state = item.state
+  local out, changes = { 0, 0, 0, 0, 0, 0, 0, 0 }, {}
+  local retry_after_ms = max(1, wait_ms)
+  for i = 1, count do
+    local policy = policies[i]
+    local algorithm = policy.impl
+    local state = states[i]
     if admit then
       local lease = nil
       if policy.algorithm == "concurrency" then lease = { leaseId = input.leaseId, leaseMs = input.leaseMs } end
-      state = algorithm.admit(state, policy, now_ms, slot_ms, input.cost, lease)
+      state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
       changes[i] = state
     end
     local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
-    local allowed_alone = admit or (item.earliestMs ~= nil and item.earliestMs - now_ms <= EPSILON_MS and not item.blockedByQueue)
+    local earliest_ms = earliest[i]
+    local allowed_alone = admit or (earliest_ms ~= false and earliest_ms - now_ms <= EPSILON_MS and not blocked_by_queue[i])
     local limit = policy.limit
     if policy.algorithm == "gcra" or policy.algorithm == "token-bucket" then limit = policy.burst end
-    local retry_after_ms = 0
-    if not allowed_alone then retry_after_ms = policy_retry_after_ms(item, now_ms) end
-    results[i] = {
-      policy = policy.name,
-      allowed = allowed_alone,
-      limit = limit,
-      remaining = floor_count(remaining),
-      resetMs = ceil_ms(reset_ms),
-      retryAfterMs = retry_after_ms,
-    }
-  end
-
-  local top = most_restrictive(results, allowed)
-  local retry_after_ms = 0
-  if not allowed then
-    if never then
-      retry_after_ms = nil
-    else
-      retry_after_ms = math.max(1, wait_ms)
-      for _, result in ipairs(results) do retry_after_ms = math.max(retry_after_ms, result.retryAfterMs or 0) end
+    local policy_retry_after_ms = 0
+    if not allowed_alone then
+      -- A denied policy's own retry time; a queue ahead of it counts as at least 1 ms.
+      if earliest_ms == false then policy_retry_after_ms = -1 else policy_retry_after_ms = max(1, ceil_ms(earliest_ms - now_ms)) end
     end
+    retry_after_ms = max(retry_after_ms, policy_retry_after_ms)
+    local base = DECISION_HEADER + POLICY_FIELDS * (i - 1)
+    out[base + 1] = allowed_alone and 1 or 0
+    out[base + 2] = limit
+    out[base + 3] = floor_count(remaining)
+    out[base + 4] = ceil_ms(reset_ms)
+    out[base + 5] = policy_retry_after_ms
   end
-  local decision = {
-    allowed = allowed,
-    limit = top.limit,
-    remaining = top.remaining,
-    resetMs = top.resetMs,
-    retryAfterMs = retry_after_ms,
-    waitMs = admit and wait_ms or 0,
-    policy = top.policy,
-    policies = results,
-  }
-  if uses_lease then
-    decision.leaseId = input.leaseId
-    decision.leaseMs = input.leaseMs or min_lease_ms
-  end
-  return decision, changes
-end
 
-local function encode_policy_decision(result)
-  return json_object({
-    { "policy", result.policy }, { "allowed", result.allowed }, { "limit", result.limit },
-    { "remaining", result.remaining }, { "resetMs", result.resetMs }, { "retryAfterMs", result.retryAfterMs },
-  })
-end
-
-local function encode_decision(decision)
-  local items = {}
-  for i, result in ipairs(decision.policies) do items[i] = encode_policy_decision(result) end
-  local fields = {
-    { "allowed", decision.allowed }, { "limit", decision.limit }, { "remaining", decision.remaining },
-    { "resetMs", decision.resetMs }, { "retryAfterMs", decision.retryAfterMs }, { "waitMs", decision.waitMs },
-    { "policy", decision.policy }, { "policies", json_array(items), true },
-  }
-  if decision.leaseId then
-    fields[#fields + 1] = { "leaseId", decision.leaseId }
-    fields[#fields + 1] = { "leaseMs", decision.leaseMs }
+  local top = most_restrictive(out, count, allowed)
+  local top_base = DECISION_HEADER + POLICY_FIELDS * (top - 1)
+  if allowed then retry_after_ms = 0 elseif never then retry_after_ms = -1 end
+  out[1] = allowed and 1 or 0
+  out[2] = out[top_base + 2]
+  out[3] = out[top_base + 3]
+  out[4] = out[top_base + 4]
+  out[5] = retry_after_ms
+  out[6] = admit and wait_ms or 0
+  out[7] = top
+  out[8] = lease_ms
+  -- A GCRA backlog of 1e9 requests of a 366 d period is 3e19 ms: more than an int64.
+  for j = 2, #out do
+    if out[j] > MAX_SAFE_INTEGER then out[j] = format("%.17g", out[j]) end
   end
-  return json_object(fields)
+  return out, changes
 end

@@ -4,13 +4,13 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
 -- ARGV[5+6N] leaseId
 -- ARGV[6+6N] leaseMs
--- Returns JSON {"extended": true|false, "leaseMs"}.
+-- Returns 1 when the lease was held and extended, else 0.
 local ctx = read_context()
 local lease_id = ARGV[ctx.nextArg]
 local lease_ms = tonumber(ARGV[ctx.nextArg + 1])
@@ -18,11 +18,8 @@ local lease_ms = tonumber(ARGV[ctx.nextArg + 1])
 local results = {}
 for i, policy in ipairs(ctx.policies) do
   if policy.algorithm == "concurrency" then
-    local stored = ctx.stored[i]
-    local state = nil
-    if stored and stored.algorithm == "concurrency" then state = stored.state end
-    local next_state, was_held, refused = extend_lease(state, lease_id, ctx.nowMs, lease_ms, policy.limit)
-    if refused then return json_object({ { "extended", false }, { "leaseMs", lease_ms } }) end
+    local next_state, was_held, refused = extend_lease(ctx.stored[i], lease_id, ctx.nowMs, lease_ms, policy.limit)
+    if refused then return 0 end
     results[#results + 1] = { index = i, state = next_state, extended = was_held }
   end
 end
@@ -33,4 +30,4 @@ for _, result in ipairs(results) do
     write_state(ctx, result.index, result.state)
   end
 end
-return json_object({ { "extended", extended }, { "leaseMs", lease_ms } })
+return extended and 1 or 0

@@ -1,18 +1,19 @@
 -- gcra.lua — Generic Cell Rate Algorithm (library: no KEYS, no ARGV).
--- Mirrors src/core/gcra.ts. State: { tatMs }. Emission interval T = periodMs / limit.
--- The backlog is counted in whole units of 1/limit ms (tat - now = units / limit), so
--- fractional intervals never accumulate rounding error.
+-- Mirrors src/core/gcra.ts. State: { tatMs }, stored as "g:<tatMs>". Emission interval
+-- T = periodMs / limit. The backlog is counted in whole units of 1/limit ms
+-- (tat - now = units / limit), so fractional intervals never accumulate rounding error.
 
 local function gcra_backlog_units(state, policy, now_ms)
   if not state then return 0 end
-  return math.max(0, js_round((state.tatMs - now_ms) * policy.limit))
+  return max(0, js_round((state.tatMs - now_ms) * policy.limit))
 end
 
 ALGORITHMS["gcra"] = {
+  tag = "g:",
   earliest = function(state, policy, now_ms, cost)
     if cost > policy.burst then return nil end
     local wait_units = gcra_backlog_units(state, policy, now_ms) + (cost - policy.burst) * policy.periodMs
-    return now_ms + math.max(0, wait_units) / policy.limit
+    return now_ms + max(0, wait_units) / policy.limit
   end,
   admit = function(state, policy, now_ms, at_ms, cost)
     -- max(tat, at) + cost*T, rebuilt from the slot so rounding never accumulates.
@@ -26,6 +27,10 @@ ALGORITHMS["gcra"] = {
     return state.tatMs
   end,
   encode = function(state)
-    return json_object({ { "tatMs", state.tatMs } })
+    return format("g:%.17g", state.tatMs)
+  end,
+  decode = function(raw)
+    local tat_ms = tonumber(sub(raw, 3))
+    return tat_ms and { tatMs = tat_ms }
   end,
 }

@@ -3,12 +3,12 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
 -- ARGV[5+6N] waiterId
--- Returns JSON {"retryAfterMs"}: until the next held lease expires, at least 1.
+-- Returns retryAfterMs, an integer: until the next held lease expires, at least 1.
 local ctx = read_context()
 local waiter_id = ARGV[ctx.nextArg]
 prune_waiters(ctx)
@@ -18,4 +18,4 @@ if rank then
   -- The one that left may have been the head blocking the others.
   if rank == 0 then wake_head(ctx) end
 end
-return json_object({ { "retryAfterMs", lease_retry_after_ms(ctx) } })
+return lease_retry_after_ms(ctx)

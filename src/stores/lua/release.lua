@@ -4,21 +4,18 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
 -- ARGV[5+6N] leaseId
--- Returns JSON {"released": true|false}.
+-- Returns 1 when the lease was held (and is released now), else 0.
 local ctx = read_context()
 local lease_id = ARGV[ctx.nextArg]
 local released = false
 for i, policy in ipairs(ctx.policies) do
   if policy.algorithm == "concurrency" then
-    local stored = ctx.stored[i]
-    local state = nil
-    if stored and stored.algorithm == "concurrency" then state = stored.state end
-    local next_state, was_held = release_lease(state, lease_id, ctx.nowMs)
+    local next_state, was_held = release_lease(ctx.stored[i], lease_id, ctx.nowMs)
     released = released or was_held
     if #next_state.entries > 0 then write_state(ctx, i, next_state) else redis.call("DEL", policy.key) end
   end
@@ -27,4 +24,4 @@ if released then
   prune_waiters(ctx)
   wake_head(ctx)
 end
-return json_object({ { "released", released } })
+return released and 1 or 0

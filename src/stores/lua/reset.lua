@@ -3,13 +3,13 @@
 -- KEYS[2]    waiters of the user key (hash)
 -- KEYS[2+i]  state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PEXPIREAT at freshAtMs)
+-- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
 -- ARGV[4]    N, the number of policies
 -- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
--- Returns JSON {"reset": true}.
+-- Returns 1.
 local ctx = read_context()
 for _, policy in ipairs(ctx.policies) do redis.call("DEL", policy.key) end
 prune_waiters(ctx)
 wake_head(ctx)
-return json_object({ { "reset", true } })
+return 1

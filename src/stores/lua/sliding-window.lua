@@ -1,9 +1,10 @@
 -- sliding-window.lua — weighted two-window counter (library: no KEYS, no ARGV).
--- Mirrors src/core/sliding-window.ts. State: { windowStartMs, prevCount, currCount };
--- the estimate at t is prev * (1 - elapsed/period) + curr.
+-- Mirrors src/core/sliding-window.ts. State: { windowStartMs, prevCount, currCount },
+-- stored as "s:<windowStartMs>:<prevCount>:<currCount>"; the estimate at t is
+-- prev * (1 - elapsed/period) + curr.
 
 local function sliding_window_start(time_ms, period_ms)
-  return math.floor(time_ms / period_ms) * period_ms
+  return floor(time_ms / period_ms) * period_ms
 end
 
 -- The state as seen from the window that holds time_ms (never moves a future window back).
@@ -17,7 +18,7 @@ local function sliding_roll_to(state, period_ms, time_ms)
 end
 
 local function sliding_estimate(state, period_ms, time_ms)
-  local elapsed = math.min(1, math.max(0, (time_ms - state.windowStartMs) / period_ms))
+  local elapsed = min(1, max(0, (time_ms - state.windowStartMs) / period_ms))
   return state.prevCount * (1 - elapsed) + state.currCount
 end
 
@@ -28,11 +29,12 @@ local function sliding_fresh_at(state, policy)
 end
 
 ALGORITHMS["sliding-window"] = {
+  tag = "s:",
   earliest = function(state, policy, now_ms, cost)
     if cost > policy.limit then return nil end
     if not state then return now_ms end
     local limit, period_ms = policy.limit, policy.periodMs
-    local from_ms = math.max(now_ms, state.windowStartMs)
+    local from_ms = max(now_ms, state.windowStartMs)
     local rolled = sliding_roll_to(state, period_ms, from_ms)
     if rolled.currCount + cost > limit then
       -- Only the next window can take it, once this window's weight has decayed enough.
@@ -41,7 +43,7 @@ ALGORITHMS["sliding-window"] = {
     end
     if sliding_estimate(rolled, period_ms, from_ms) + cost <= limit + 1e-9 then return from_ms end
     local fraction = 1 - (limit - cost - rolled.currCount) / rolled.prevCount
-    return math.max(from_ms, rolled.windowStartMs + fraction * period_ms)
+    return max(from_ms, rolled.windowStartMs + fraction * period_ms)
   end,
   admit = function(state, policy, now_ms, at_ms, cost)
     local start = state or { windowStartMs = sliding_window_start(at_ms, policy.periodMs), prevCount = 0, currCount = 0 }
@@ -55,10 +57,15 @@ ALGORITHMS["sliding-window"] = {
     if now_ms >= rolled.windowStartMs then
       remaining = floor_count(policy.limit - sliding_estimate(rolled, policy.periodMs, now_ms))
     end
-    return remaining, math.max(0, sliding_fresh_at(rolled, policy) - now_ms)
+    return remaining, max(0, sliding_fresh_at(rolled, policy) - now_ms)
   end,
   fresh_at = sliding_fresh_at,
   encode = function(state)
-    return json_object({ { "windowStartMs", state.windowStartMs }, { "prevCount", state.prevCount }, { "currCount", state.currCount } })
+    return format("s:%.17g:%.17g:%.17g", state.windowStartMs, state.prevCount, state.currCount)
+  end,
+  decode = function(raw)
+    local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")
+    start_ms, prev_count, curr_count = tonumber(start_ms), tonumber(prev_count), tonumber(curr_count)
+    return start_ms and prev_count and curr_count and { windowStartMs = start_ms, prevCount = prev_count, currCount = curr_count }
   end,
 }

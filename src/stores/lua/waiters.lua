@@ -70,10 +70,10 @@ end
 local function next_lease_expiry_ms(ctx)
   local next_ms = nil
   for i, policy in ipairs(ctx.policies) do
-    local stored = ctx.stored[i]
-    if policy.algorithm == "concurrency" and stored and stored.algorithm == "concurrency" then
-      for _, entry in ipairs(stored.state.entries) do
-        if entry[1] > ctx.nowMs then next_ms = math.min(next_ms or entry[1], entry[1]) end
+    local state = ctx.stored[i]
+    if policy.algorithm == "concurrency" and state then
+      for _, entry in ipairs(state.entries) do
+        if entry[1] > ctx.nowMs then next_ms = min(next_ms or entry[1], entry[1]) end
       end
     end
   end
@@ -84,5 +84,5 @@ end
 local function lease_retry_after_ms(ctx)
   local expiry_ms = next_lease_expiry_ms(ctx)
   if expiry_ms == nil then return 1 end
-  return math.max(1, math.ceil(expiry_ms - ctx.nowMs))
+  return max(1, ceil(expiry_ms - ctx.nowMs))
 end

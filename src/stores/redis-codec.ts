@@ -1,0 +1,121 @@
+import type { StoredState } from "../core/algorithms.js";
+import type { Entry } from "../core/entries.js";
+import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+
+/**
+ * What the Lua scripts answer and store, read back in TypeScript. The scripts answer flat
+ * arrays of integers (a Lua number becomes an integer reply; null is -1, booleans 0/1;
+ * numbers beyond 2^53 come as decimal strings) and store each state as a compact string
+ * (see src/stores/lua/common.lua).
+ */
+
+/** An array reply of integers, some perhaps as decimal strings. */
+export type IntegerReply = readonly (number | string)[];
+
+/** Fields before the per-policy ones, and fields per policy (src/stores/lua/decide.lua). */
+const DECISION_HEADER = 8;
+const POLICY_FIELDS = 5;
+
+const orNull = (value: number): number | null => (value === -1 ? null : value);
+
+/**
+ * Rebuilds a Decision from check.lua's array: [allowed, limit, remaining, resetMs,
+ * retryAfterMs, waitMs, top policy index, leaseMs or -1], then 5 fields per policy.
+ * `leaseId` is the id the store sent with the check.
+ */
+export function decodeDecision(reply: IntegerReply, policies: readonly Policy[], leaseId: string): Decision {
+  if (!Array.isArray(reply) || reply.length !== DECISION_HEADER + POLICY_FIELDS * policies.length) {
+    throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+  }
+  const at = (index: number) => Number(reply[index]);
+  const results = policies.map((policy, index): PolicyDecision => {
+    const base = DECISION_HEADER + POLICY_FIELDS * index;
+    return {
+      policy: policy.name,
+      allowed: at(base) === 1,
+      limit: at(base + 1),
+      remaining: at(base + 2),
+      resetMs: at(base + 3),
+      retryAfterMs: orNull(at(base + 4)),
+    };
+  });
+  const decision: Decision = {
+    allowed: at(0) === 1,
+    limit: at(1),
+    remaining: at(2),
+    resetMs: at(3),
+    retryAfterMs: orNull(at(4)),
+    waitMs: at(5),
+    policy: policies[at(6) - 1]!.name,
+    policies: results,
+  };
+  if (at(7) !== -1) {
+    decision.leaseId = leaseId;
+    decision.leaseMs = at(7);
+  }
+  return decision;
+}
+
+/** What one `acquire.lua` attempt answered. */
+export type AcquireAttempt =
+  | { status: "acquired"; leaseId: string; leaseMs: number; limit: number; remaining: number }
+  | { status: "denied"; retryAfterMs: number | null }
+  | { status: "queued"; untilExpiryMs: number | null };
+
+/**
+ * Reads acquire.lua's array: {1, limit, remaining} | {0, retryAfterMs} | {2, ms until the
+ * next held lease expires}. `leaseId` (the waiter id) and `leaseMs` are what the store sent.
+ */
+export function decodeAcquireAttempt(reply: IntegerReply, leaseId: string, leaseMs: number): AcquireAttempt {
+  const [status, first, second] = Array.isArray(reply) ? reply.map(Number) : [];
+  if (status === 1) return { status: "acquired", leaseId, leaseMs, limit: first!, remaining: second! };
+  if (status === 0) return { status: "denied", retryAfterMs: orNull(first!) };
+  if (status === 2) return { status: "queued", untilExpiryMs: orNull(first!) };
+  throw new TypeError(`unexpected acquire reply from Redis: ${JSON.stringify(reply)}`);
+}
+
+/** A number the scripts wrote with %.17g (exact), or a TypeError naming the whole value. */
+function numberIn(text: string | undefined, raw: string): number {
+  const value = text === undefined || text === "" ? Number.NaN : Number(text);
+  if (Number.isNaN(value)) throw new TypeError(`unreadable Redis state ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function decodeEntries(body: string, raw: string): Entry[] {
+  if (body === "") return [];
+  return body.split(";").map((item): Entry => {
+    const [untilMs, cost, ...leaseId] = item.split(",");
+    return [numberIn(untilMs, raw), numberIn(cost, raw), decodeURIComponent(leaseId.join(","))];
+  });
+}
+
+/**
+ * The core's StoredState for a value the scripts stored ("g:<tatMs>", "t:<tokens>:<anchorMs>",
+ * "f:<windowStartMs>:<count>", "s:<windowStartMs>:<prev>:<curr>", "l:<entries>",
+ * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…"), or the JSON of Spillway 0.1.
+ *
+ * @example decodeStoredState("g:1700000000250") // { algorithm: "gcra", state: { tatMs: 1700000000250 } }
+ */
+export function decodeStoredState(raw: string): StoredState {
+  if (raw.startsWith("{")) return JSON.parse(raw) as StoredState;
+  const tag = raw.slice(0, 2);
+  const body = raw.slice(2);
+  const fields = body.split(":");
+  const field = (index: number) => numberIn(fields[index], raw);
+  switch (tag) {
+    case "g:":
+      return { algorithm: "gcra", state: { tatMs: field(0) } };
+    case "t:":
+      return { algorithm: "token-bucket", state: { tokens: field(0), anchorMs: field(1) } };
+    case "f:":
+      return { algorithm: "fixed-window", state: { windowStartMs: field(0), count: field(1) } };
+    case "s:":
+      return { algorithm: "sliding-window", state: { windowStartMs: field(0), prevCount: field(1), currCount: field(2) } };
+    case "l:":
+      return { algorithm: "sliding-log", state: { entries: decodeEntries(body, raw) } };
+    case "c:":
+      return { algorithm: "concurrency", state: { entries: decodeEntries(body, raw) } };
+    default:
+      throw new TypeError(`unreadable Redis state ${JSON.stringify(raw)}`);
+  }
+}
