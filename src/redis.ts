@@ -1,5 +1,5 @@
 /**
- * `spillway/redis`: the Redis store (standalone or Cluster), one EVALSHA per decision.
+ * `spillway/redis`: the Redis store (standalone or Cluster), one FCALL (or EVALSHA) per decision.
  *
  * @example
  * import { RedisStore } from "spillway/redis";

@@ -1,6 +1,7 @@
 import { describe } from "../core/duration.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
-import type { StoreHealth } from "../limiter.js";
+import { type StoreHealth, StoreFaultError } from "../limiter.js";
+import { STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../rpc-errors.js";
 import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
 import { functionOption, integerOption } from "./options.js";
 import { type PolicyRef, type PolicySpec, type RemoteLimiter, policyToWire } from "./target.js";
@@ -22,7 +23,8 @@ export interface HttpLimiterOptions {
 
 /**
  * The Spillway HTTP API (SPEC §3) as a Limiter. 503, other 5xx, network errors and timeouts
- * throw LimiterUnavailableError; 400/401/404/413 throw LimiterRequestError with the server's detail.
+ * throw LimiterUnavailableError, except a 503 whose problem type is a store fault, which
+ * throws StoreFaultError (no failMode may hide it); 400/401/404/413 throw LimiterRequestError with the server's detail.
  *
  * @example
  * const limiter = httpLimiter({ url: "https://limits.example.com", token: env.SPILLWAY_TOKEN });
@@ -62,10 +64,12 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
       const text = await response.text();
       if (okStatuses.includes(response.status)) return text === "" ? undefined : parseJson(text);
       const detail = problemDetail(text) ?? response.statusText ?? "";
+      // A store fault must never look like an outage: failMode "open" would admit on it.
+      if (problemType(text) === STORE_FAULT_TYPE) throw new StoreFaultError(`limiter at ${base.host}: ${detail}`);
       if (response.status >= 500) throw new LimiterUnavailableError(`limiter at ${base.host} answered ${response.status}: ${detail}`, { status: response.status });
       throw new LimiterRequestError(response.status, detail);
     } catch (error) {
-      if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError) throw error;
+      if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError) throw error;
       throw new LimiterUnavailableError(`limiter at ${base.host} sent an unreadable answer: ${String((error as Error)?.message ?? error)}`, { cause: error });
     } finally {
       clearTimeout(timer);
@@ -120,13 +124,15 @@ export interface SpillwayBinding {
 /**
  * A Spillway service binding (`[[services]]` with the RPC entrypoint) as a Limiter. The
  * binding is the capability, so no token. Errors the entrypoint throws for bad input (they
- * name the field) become LimiterRequestError (400, or 404 for an unknown policy name); every
- * other failure (store down, binding unreachable, retryable) becomes LimiterUnavailableError.
+ * name the field) become LimiterRequestError (400, or 404 for an unknown policy name); a
+ * store fault (`store fault: …`) becomes StoreFaultError, which no failMode may hide; every
+ * other failure (`store unavailable: …`, binding unreachable, retryable) becomes LimiterUnavailableError.
  *
  * @example const throttle = createThrottle({ limiter: bindingLimiter(env.SPILLWAY), key: "openai", policy: "openai-rpm" });
  */
 export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
-  if (typeof binding !== "object" || binding === null || typeof binding.check !== "function") {
+  // A loopback binding (`ctx.exports.SpillwayRpc`) is callable, so typeof says "function", not "object".
+  if ((typeof binding !== "object" && typeof binding !== "function") || binding === null || typeof binding.check !== "function") {
     throw new TypeError(`binding: must be a Spillway service binding with RPC methods check, peek, reset, acquire, release, extend, got ${describe(binding)}`);
   }
   const rpc = async <T>(run: () => Promise<T>): Promise<T> => {
@@ -159,15 +165,18 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
 
 /**
  * workerd keeps an RPC error's message but not its class, and marks errors thrown by the
- * callee's own code with `remote: true`. The entrypoint reports bad input as
- * `<field path>: <rule>` (`policy.limit: must be …`, `policy: no policy named "x" …`), a path
- * without spaces; store failures read `redis eval failed: …`, `Durable Object call failed: …`.
- * So a remote error that names a field is bad input; anything else means no decision was made.
+ * callee's own code with `remote: true`. The entrypoint (SpillwayRpc) marks store failures
+ * with a stable prefix (STORE_UNAVAILABLE_PREFIX, STORE_FAULT_PREFIX) and reports bad input
+ * as `<field path>: <rule>` (`policy.limit: must be …`, `policy: no policy named "x" …`), a
+ * path without spaces. Anything else (network, an overloaded isolate) means no decision was made.
  */
 function rpcError(error: unknown): Error {
-  if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError) return error;
+  if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError) return error;
   const found = error as { message?: unknown; retryable?: unknown; remote?: unknown } | null;
   const message = String(found?.message ?? error);
+  if (message.startsWith(STORE_UNAVAILABLE_PREFIX)) return new LimiterUnavailableError(`limiter binding: ${message}`, { cause: error });
+  // Not "unavailable": that is a StoreUnavailableError, and a failMode "open" would admit traffic on a bug.
+  if (message.startsWith(STORE_FAULT_PREFIX)) return new StoreFaultError(`limiter binding: ${message}`, { cause: error });
   if (found?.remote === true && found.retryable !== true && /^[\w.-]+: /.test(message)) {
     return new LimiterRequestError(/: no policy named /.test(message) ? 404 : 400, message, { cause: error });
   }
@@ -184,6 +193,15 @@ function acquireBody(options: AcquireOptions): { maxWaitMs: number; leaseMs?: nu
 
 function parseJson(text: string): unknown {
   return JSON.parse(text) as unknown;
+}
+
+function problemType(text: string): string | undefined {
+  try {
+    const type = (JSON.parse(text) as { type?: unknown }).type;
+    return typeof type === "string" ? type : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function problemDetail(text: string): string | undefined {

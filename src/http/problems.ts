@@ -3,8 +3,10 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
 import { ValidationError } from "../core/validation.js";
 import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../rpc-errors.js";
 
 export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+
 
 /** An RFC 9457 problem body; extra members (`field`, `violated-policies`) ride along. */
 export interface Problem {
@@ -42,9 +44,11 @@ export function problemResponse(body: Problem, headers: Record<string, string> =
 export function problemFor(error: unknown): Problem {
   if (error instanceof ValidationError) return problem(400, error.message, { field: error.field });
   if (error instanceof UnknownPolicyError) return problem(404, error.message, { field: error.field });
-  if (error instanceof StoreUnavailableError) return problem(503, `the limiter store is unavailable and the policy fails closed: ${error.message}`);
+  if (error instanceof StoreUnavailableError) {
+    return { ...problem(503, `the limiter store is unavailable and the policy fails closed: ${error.message}`), type: STORE_UNAVAILABLE_TYPE };
+  }
   // Never admit on a store fault, whatever the failMode; it is logged as an error.
-  if (error instanceof StoreFaultError) return problem(503, "the limiter store answered with an error; nothing was admitted");
+  if (error instanceof StoreFaultError) return { ...problem(503, "the limiter store answered with an error; nothing was admitted"), type: STORE_FAULT_TYPE };
   return problem(500, "internal error");
 }
 

@@ -13,15 +13,16 @@ import type { Decision, Policy, PolicyDecision } from "../core/types.js";
 export type IntegerReply = readonly (number | string)[];
 
 /** Fields before the per-policy ones, and fields per policy (src/stores/lua/decide.lua). */
-const DECISION_HEADER = 8;
+const DECISION_HEADER = 5;
 const POLICY_FIELDS = 5;
 
 const orNull = (value: number): number | null => (value === -1 ? null : value);
 
 /**
- * Rebuilds a Decision from check.lua's array: [allowed, limit, remaining, resetMs,
- * retryAfterMs, waitMs, top policy index, leaseMs or -1], then 5 fields per policy.
- * `leaseId` is the id the store sent with the check.
+ * Rebuilds a Decision from check.lua's array: [allowed, retryAfterMs, waitMs, top policy
+ * index, leaseMs or -1], then per policy [allowed, limit, remaining, resetMs, retryAfterMs];
+ * the top level repeats the top policy's limit, remaining and resetMs. `leaseId` is the id
+ * the store sent with the check.
  */
 export function decodeDecision(reply: IntegerReply, policies: readonly Policy[], leaseId: string): Decision {
   if (!Array.isArray(reply) || reply.length !== DECISION_HEADER + POLICY_FIELDS * policies.length) {
@@ -39,19 +40,20 @@ export function decodeDecision(reply: IntegerReply, policies: readonly Policy[],
       retryAfterMs: orNull(at(base + 4)),
     };
   });
+  const top = results[at(3) - 1]!;
   const decision: Decision = {
     allowed: at(0) === 1,
-    limit: at(1),
-    remaining: at(2),
-    resetMs: at(3),
-    retryAfterMs: orNull(at(4)),
-    waitMs: at(5),
-    policy: policies[at(6) - 1]!.name,
+    limit: top.limit,
+    remaining: top.remaining,
+    resetMs: top.resetMs,
+    retryAfterMs: orNull(at(1)),
+    waitMs: at(2),
+    policy: top.policy,
     policies: results,
   };
-  if (at(7) !== -1) {
+  if (at(4) !== -1) {
     decision.leaseId = leaseId;
-    decision.leaseMs = at(7);
+    decision.leaseMs = at(4);
   }
   return decision;
 }

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
 import { ALGORITHMS, type AlgorithmName } from "../core/types.js";
 
-/** A standalone ioredis client or a Cluster: both route EVALSHA by the first key. */
+/** A standalone ioredis client or a Cluster: both route FCALL and EVALSHA by the first key. */
 export type RedisClient = Redis | Cluster;
 
 export const SCRIPT_NAMES = ["check", "acquire", "leave", "release", "extend", "reset"] as const;
@@ -94,43 +94,49 @@ export function scriptFor(name: ScriptName, algorithms: Iterable<AlgorithmName>)
   return script;
 }
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith("NOSCRIPT");
+/** Every entry script as Redis Functions (Redis 7+): one library, loaded once per server. */
+export interface FunctionLibrary {
+  /** `spillway_<hash of the library>`: versions of Spillway never share a library or a function. */
+  name: string;
+  /** The text for FUNCTION LOAD. */
+  text: string;
+  /** The function to FCALL for each entry script. */
+  functions: Readonly<Record<ScriptName, string>>;
 }
-
-/** Reloads in flight, per script: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
-const reloading = new WeakMap<RedisClient, Map<string, Promise<unknown>>>();
 
 /**
- * Runs a script in one round trip: EVALSHA, and EVAL only when the server answers
- * NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), which also caches it again.
- * Concurrent callers that meet NOSCRIPT together send the script text once: the first
- * one EVALs, the rest retry EVALSHA once that has loaded it (and EVAL themselves only if
- * their key lives on another Cluster node that still lacks it).
+ * Composes the whole library (every algorithm, the waiters, the combiner) and registers each
+ * entry script as a function. Unlike an EVALSHA, an FCALL runs only its function: the
+ * library is defined once, on the first call after a load (the standard libraries such as
+ * `math` are not reachable while a library loads, only while a function runs).
  */
-export async function evalScript(client: RedisClient, script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!isNoScript(error)) throw error;
-  }
-  let pending = reloading.get(client);
-  if (!pending) reloading.set(client, (pending = new Map()));
-  const inFlight = pending.get(script.sha);
-  if (inFlight) {
-    await inFlight.catch(() => {});
-    try {
-      return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return await client.eval(script.text, keys.length, ...keys, ...args);
-    }
-  }
-  const evaluation = client.eval(script.text, keys.length, ...keys, ...args);
-  pending.set(script.sha, evaluation);
-  try {
-    return await evaluation;
-  } finally {
-    pending.delete(script.sha);
-  }
+function composeLibrary(): FunctionLibrary {
+  const everything = new Set(ALGORITHMS);
+  const files = [...new Set(SCRIPT_NAMES.flatMap((name) => scriptFiles(name, everything)))];
+  const library = files.map((file) => `-- >>> ${file}\n${readLua(file)}`).join("\n");
+  const entries = SCRIPT_NAMES.map((name) => `-- >>> ${name}.lua\n${name} = function()\n${readLua(`${name}.lua`)}\nend,`).join("\n");
+  const body = [
+    "-- spillway: every entry script as a Redis Function, composed from src/stores/lua (see <entry>.lua for KEYS and ARGV)",
+    "local KEYS, ARGV",
+    "local entries",
+    "local function define()",
+    library,
+    "return {",
+    entries,
+    "}",
+    "end",
+    "local function entry(name)",
+    "  return function(keys, args)",
+    "    KEYS, ARGV = keys, args",
+    "    entries = entries or define()",
+    "    return entries[name]()",
+    "  end",
+    "end",
+  ].join("\n");
+  const name = `spillway_${sha1(body).slice(0, 12)}`;
+  const functions = Object.fromEntries(SCRIPT_NAMES.map((entry) => [entry, `${name}_${entry}`])) as Record<ScriptName, string>;
+  const registrations = SCRIPT_NAMES.map((entry) => `redis.register_function("${functions[entry]}", entry("${entry}"))`).join("\n");
+  return { name, text: `#!lua name=${name}\n${body}\n${registrations}\n`, functions };
 }
+
+export const FUNCTION_LIBRARY: FunctionLibrary = composeLibrary();

@@ -4,13 +4,14 @@ import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } fro
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision } from "./redis-codec.js";
 import { withTimeout } from "./redis-errors.js";
 import { DEFAULT_KEY_PREFIX, keyLayout, validateKeyPrefix } from "./redis-keys.js";
-import { type RedisClient, type ScriptName, evalScript, scriptFor } from "./redis-scripts.js";
+import { runScript } from "./redis-run.js";
+import type { RedisClient, ScriptName } from "./redis-scripts.js";
 import { LeaseWaiters } from "./redis-waiters.js";
 
 export { decodeStoredState } from "./redis-codec.js";
 export { StoreFaultError } from "./redis-errors.js";
 export { escapeUserKey, keyLayout } from "./redis-keys.js";
-export { scriptFor } from "./redis-scripts.js";
+export { FUNCTION_LIBRARY, scriptFor } from "./redis-scripts.js";
 
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
@@ -55,9 +56,9 @@ export const REDIS_CLIENT_OPTIONS = {
 } satisfies RedisOptions;
 
 /**
- * The Redis store: every decision is one EVALSHA of a Lua script that mirrors `src/core`,
- * on a standalone Redis or a Redis Cluster (all keys of a user key share one hash tag).
- * Needs Redis 6.2 or later (SET … PXAT).
+ * The Redis store: every decision is one FCALL (Redis 7+; EVALSHA before) of Lua that
+ * mirrors `src/core`, on a standalone Redis or a Redis Cluster (all keys of a user key
+ * share one hash tag). Needs Redis 6.2 or later (SET … PXAT).
  *
  * @example
  * const limiter = new RedisStore({ url: "redis://127.0.0.1:6379" });
@@ -173,9 +174,9 @@ export class RedisStore implements Limiter {
       args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
     }
     args.push(...extraArgs);
-    const script = scriptFor(name, policies.map((policy) => policy.algorithm));
+    const algorithms = policies.map((policy) => policy.algorithm);
     try {
-      const reply = await withTimeout(evalScript(this.client, script, keys, args), this.timeoutMs, name);
+      const reply = await withTimeout(runScript(this.client, name, algorithms, keys, args), this.timeoutMs, name);
       this.markAvailable(true);
       return reply;
     } catch (error) {

@@ -5,7 +5,8 @@ import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
 import { translateRedisError } from "../../src/stores/redis-errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
-import { evalScript, scriptFor } from "../../src/stores/redis-scripts.js";
+import { evalScript } from "../../src/stores/redis-run.js";
+import { scriptFor } from "../../src/stores/redis-scripts.js";
 import { type RedisClusterServers, startRedisCluster } from "./redis-server.js";
 
 /** Keys built to break naive hash tags and encodings. */

@@ -5,7 +5,8 @@ import { parsePolicy } from "../../src/core/policy.js";
 import { ALGORITHMS, type AlgorithmName } from "../../src/core/types.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
-import { SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis-scripts.js";
+import { scriptMode } from "../../src/stores/redis-run.js";
+import { FUNCTION_LIBRARY, SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis-scripts.js";
 import { type RedisServer, startRedis } from "./redis-server.js";
 
 const luaFiles = readdirSync(new URL("../../src/stores/lua/", import.meta.url)).filter((file) => file.endsWith(".lua"));
@@ -14,7 +15,7 @@ const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 /** Every non-empty set of algorithms a stack can use. */
 const ALGORITHM_SETS: AlgorithmName[][] = Array.from({ length: 2 ** ALGORITHMS.length - 1 }, (_, index) => ALGORITHMS.filter((_, bit) => ((index + 1) >> bit) & 1));
 
-describe("Lua scripts", () => {
+describe("Lua scripts and functions", () => {
   let server: RedisServer;
   let client: Redis;
 
@@ -42,7 +43,7 @@ describe("Lua scripts", () => {
     }
   });
 
-  it("each script, for every set of algorithms, has the SHA of its text, and the server agrees", async () => {
+  it("each EVALSHA script, for every set of algorithms, has the SHA of its text, and the server agrees", async () => {
     for (const name of SCRIPT_NAMES) {
       for (const algorithms of ALGORITHM_SETS) {
         const script = scriptFor(name, algorithms);
@@ -60,35 +61,70 @@ describe("Lua scripts", () => {
     expect(scriptFor("check", ["gcra"]).text.match(/^-- >>> .*$/gm)).toEqual(["common.lua", "gcra.lua", "context.lua", "decide.lua", "check.lua"].map((file) => `-- >>> ${file}`));
   });
 
-  it("decides in exactly one round trip (one EVALSHA)", async () => {
-    const store = new RedisStore({ client, keyPrefix: "roundtrip:" });
-    await store.check("warm", [policy], reject); // loads the script if needed
-    const sent: string[] = [];
-    const original = client.sendCommand.bind(client);
-    client.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
-      sent.push(command.name);
-      return (original as (...args: unknown[]) => unknown)(command, ...rest);
-    }) as typeof client.sendCommand;
-    try {
-      await store.check("user:1", [policy, parsePolicy({ name: "per-hour", algorithm: "sliding-log", limit: 10, period: "1h" }, "policy")], reject);
-      await store.peek("user:1", [policy]);
-    } finally {
-      client.sendCommand = original;
-    }
-    expect(sent).toEqual(["evalsha", "evalsha"]);
+  it("the function library is named by the hash of its text, and the server loads it", async () => {
+    const body = FUNCTION_LIBRARY.text.slice(FUNCTION_LIBRARY.text.indexOf("\n") + 1, FUNCTION_LIBRARY.text.indexOf("\nredis.register_function"));
+    expect(FUNCTION_LIBRARY.name).toBe(`spillway_${sha1(body).slice(0, 12)}`);
+    for (const name of SCRIPT_NAMES) expect(FUNCTION_LIBRARY.text).toContain(readLua(`${name}.lua`));
+    await client.function("FLUSH");
+    expect(await client.function("LOAD", FUNCTION_LIBRARY.text)).toBe(FUNCTION_LIBRARY.name);
   });
 
-  it("falls back to EVAL after SCRIPT FLUSH, invisibly", async () => {
-    const store = new RedisStore({ client, keyPrefix: "flush:" });
-    // Per minute: a flush of many scripts may take longer than one 10 ms interval of `policy`.
-    const perMinute = parsePolicy({ name: "per-minute", algorithm: "gcra", limit: 100, period: "1m" }, "policy");
+  /** Runs `calls` and answers the commands the client sent meanwhile. */
+  async function commandsOf(redis: Redis, calls: () => Promise<unknown>): Promise<string[]> {
+    const sent: string[] = [];
+    const original = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: { name: string }, ...rest: unknown[]) => {
+      sent.push(command.name);
+      return (original as (...args: unknown[]) => unknown)(command, ...rest);
+    }) as typeof redis.sendCommand;
+    try {
+      await calls();
+    } finally {
+      redis.sendCommand = original;
+    }
+    return sent;
+  }
+
+  it("decides in exactly one round trip (one FCALL)", async () => {
+    const store = new RedisStore({ client, keyPrefix: "roundtrip:" });
+    await store.check("warm", [policy], reject); // loads the library if needed
+    const sent = await commandsOf(client, async () => {
+      await store.check("user:1", [policy, parsePolicy({ name: "per-hour", algorithm: "sliding-log", limit: 10, period: "1h" }, "policy")], reject);
+      await store.peek("user:1", [policy]);
+    });
+    expect(sent).toEqual(["fcall", "fcall"]);
+  });
+
+  // Per minute: a flush may take longer than one 10 ms interval of `policy`.
+  const perMinute = parsePolicy({ name: "per-minute", algorithm: "gcra", limit: 100, period: "1m" }, "policy");
+
+  it("loads the library again after FUNCTION FLUSH (or a restart), invisibly", async () => {
+    const store = new RedisStore({ client, keyPrefix: "function-flush:" });
     expect((await store.check("k", [perMinute], reject)).allowed).toBe(true);
-    await client.script("FLUSH");
-    const sha = scriptFor("check", ["gcra"]).sha;
-    expect(await client.script("EXISTS", sha)).toEqual([0]);
-    const decision = await store.check("k", [perMinute], reject);
-    expect(decision).toMatchObject({ allowed: true, remaining: 98 });
-    expect(await client.script("EXISTS", sha)).toEqual([1]);
+    await client.function("FLUSH");
+    const sent = await commandsOf(client, async () => expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 98 }));
+    expect(sent).toEqual(["fcall", "function", "fcall"]);
+    expect(await commandsOf(client, () => store.check("k", [perMinute], reject))).toEqual(["fcall"]);
+    expect(scriptMode(client)).toBe("functions");
+  });
+
+  it("without FUNCTION (Redis < 7, or an ACL), uses EVALSHA, and EVAL after SCRIPT FLUSH, invisibly", async () => {
+    await client.acl("SETUSER", "no-functions", "on", "nopass", "~*", "&*", "+@all", "-fcall", "-function");
+    const limited = new Redis(server.url, { ...REDIS_CLIENT_OPTIONS, username: "no-functions" });
+    await new Promise((resolve) => limited.once("ready", resolve));
+    try {
+      const store = new RedisStore({ client: limited, keyPrefix: "scripts:" });
+      expect((await store.check("k", [perMinute], reject)).allowed).toBe(true);
+      expect(scriptMode(limited)).toBe("scripts");
+      expect(await commandsOf(limited, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
+      await client.script("FLUSH");
+      const sha = scriptFor("check", ["gcra"]).sha;
+      expect(await client.script("EXISTS", sha)).toEqual([0]);
+      expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 97 });
+      expect(await client.script("EXISTS", sha)).toEqual([1]);
+    } finally {
+      limited.disconnect();
+    }
   });
 
   it("reads states stored as JSON by Spillway 0.1, and writes them back compactly", async () => {

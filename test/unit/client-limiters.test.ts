@@ -1,3 +1,5 @@
+import { problemFor, problemResponse } from "../../src/http/problems.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
 import { describe, expect, it } from "vitest";
 import { parsePolicy, resolvePolicies } from "../../src/core/policy.js";
 import { MemoryStore } from "../../src/stores/memory.js";
@@ -100,6 +102,15 @@ describe("httpLimiter", () => {
     await expect(check(answer(new TypeError("fetch failed")))).rejects.toMatchObject({ name: "LimiterUnavailableError", message: /unreachable: fetch failed/ });
     await expect(check(answer(new Response("<html>", { status: 200 })))).rejects.toBeInstanceOf(LimiterUnavailableError);
     await expect(check(answer(new Response('{"hello":1}', { status: 200 })))).rejects.toBeInstanceOf(LimiterUnavailableError);
+  });
+
+  it("tells a store fault (never failed open) from an unavailable store, from the server's own problem bodies", async () => {
+    const answer = (response: Response) => httpLimiter({ url: "http://limits.test", token: "secret", fetch: async () => response });
+    const check = (limiter: ReturnType<typeof httpLimiter>) => createThrottle({ limiter, key: "k", policy: "per-second" }).wait();
+    const fault = problemResponse(problemFor(new StoreFaultError("CROSSSLOT Keys in request don't hash to the same slot")));
+    await expect(check(answer(fault))).rejects.toBeInstanceOf(StoreFaultError);
+    const down = problemResponse(problemFor(new StoreUnavailableError("redis timeout")));
+    await expect(check(answer(down))).rejects.toBeInstanceOf(LimiterUnavailableError);
   });
 
   it("gives up after timeoutMs", async () => {

@@ -24,10 +24,11 @@ local may_wait = ARGV[arg + 2] == "1"
 local ttl_ms = tonumber(ARGV[arg + 3])
 
 local function try_acquire()
-  local decision, changes = decide(ctx, { cost = 1, mode = "reject", maxWaitMs = 0, leaseId = waiter_id, leaseMs = lease_ms, queued = {} })
+  local decision, changes = decide(ctx, 1, "reject", 0, waiter_id, lease_ms, nil)
   write_changes(ctx, changes)
-  if decision[1] == 0 then return nil, decision[5] end
-  return { 1, decision[2], decision[3] }
+  if decision[1] == 0 then return nil, decision[2] end
+  local limit, remaining = top_limit_remaining(decision)
+  return { 1, limit, remaining }
 end
 
 local function denied(retry_after_ms)

@@ -18,15 +18,9 @@
 -- then holds waiters.lua): only those have waiters.
 local ctx = read_context()
 local arg = ctx.nextArg
-local input = {
-  cost = tonumber(ARGV[arg]),
-  mode = ARGV[arg + 1],
-  maxWaitMs = tonumber(ARGV[arg + 2]),
-  leaseId = optional_string(ARGV[arg + 3]),
-  leaseMs = optional_number(ARGV[arg + 4]),
-}
 -- Checks may not pass a concurrency policy that somebody waits for (FIFO).
-if ctx.hasConcurrency then input.queued = prune_waiters(ctx) end
-local decision, changes = decide(ctx, input)
+local queued = nil
+if ctx.hasConcurrency then queued = prune_waiters(ctx) end
+local decision, changes = decide(ctx, ARGV[arg] + 0, ARGV[arg + 1], ARGV[arg + 2] + 0, optional_string(ARGV[arg + 3]), optional_number(ARGV[arg + 4]), queued)
 write_changes(ctx, changes)
 return decision

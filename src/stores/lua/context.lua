@@ -42,11 +42,14 @@ local function decode_stored(raw, policy)
 end
 
 local function read_context()
-  local now_ms = optional_number(ARGV[1])
-  if now_ms == nil then
+  local now_ms = ARGV[1]
+  if now_ms == "" then
     local time = redis.call("TIME")
-    now_ms = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+    now_ms = time[1] * 1000 + floor(time[2] / 1000)
+  else
+    now_ms = now_ms + 0
   end
+  local count = ARGV[4] + 0
   local policies, stored = {}, {}
   local ctx = {
     nowMs = now_ms,
@@ -58,19 +61,21 @@ local function read_context()
     -- By stack index: the decoded state, or nil (see decode_stored).
     stored = stored,
     hasConcurrency = false,
+    -- Index of the entry script's own first argument.
+    nextArg = 5 + 6 * count,
   }
   local arg = 5
-  for i = 1, tonumber(ARGV[4]) do
+  for i = 1, count do
     local algorithm = ARGV[arg + 1]
     local impl = ALGORITHMS[algorithm]
     if not impl then error("spillway: this script was not built for " .. algorithm) end
     local policy = {
       name = ARGV[arg],
       algorithm = algorithm,
-      limit = tonumber(ARGV[arg + 2]),
-      periodMs = tonumber(ARGV[arg + 3]),
-      burst = tonumber(ARGV[arg + 4]),
-      leaseMs = tonumber(ARGV[arg + 5]),
+      limit = ARGV[arg + 2] + 0,
+      periodMs = ARGV[arg + 3] + 0,
+      burst = ARGV[arg + 4] + 0,
+      leaseMs = ARGV[arg + 5] + 0,
       key = KEYS[2 + i],
       impl = impl,
     }
@@ -79,7 +84,6 @@ local function read_context()
     if algorithm == "concurrency" then ctx.hasConcurrency = true end
     arg = arg + 6
   end
-  ctx.nextArg = arg
   return ctx
 end
 
@@ -116,6 +120,10 @@ local function write_state(ctx, i, state)
   set_until_fresh(ctx, policy.key, policy.impl.encode(state), policy.impl.fresh_at(state, policy))
 end
 
+-- changes: the new state by stack index, or nil where nothing changed.
 local function write_changes(ctx, changes)
-  for i, state in pairs(changes) do write_state(ctx, i, state) end
+  for i = 1, #ctx.policies do
+    local state = changes[i]
+    if state then write_state(ctx, i, state) end
+  end
 end

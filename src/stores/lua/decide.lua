@@ -6,12 +6,12 @@
 -- src/stores/redis-codec.ts (Redis turns Lua numbers into integer replies, and every field
 -- is a whole number already; a nil would end the array, so null is -1, booleans 0/1;
 -- numbers beyond 2^53, which an integer reply may not hold, go as exact decimal strings):
---   [1] allowed  [2] limit  [3] remaining  [4] resetMs  [5] retryAfterMs (-1: null)
---   [6] waitMs  [7] stack index of the top policy  [8] leaseMs, or -1 when no lease was taken
---   [9 + 5(i-1) ..] per policy i: allowed, limit, remaining, resetMs, retryAfterMs (-1: null)
-local DECISION_HEADER = 8
+--   [1] allowed  [2] retryAfterMs (-1: null)  [3] waitMs  [4] stack index of the top policy
+--   [5] leaseMs, or -1 when no lease was taken
+--   [6 + 5(i-1) ..] per policy i: allowed, limit, remaining, resetMs, retryAfterMs (-1: null)
+-- The top level's limit, remaining and resetMs are the top policy's.
+local DECISION_HEADER = 5
 local POLICY_FIELDS = 5
-local MAX_SAFE_INTEGER = 2 ^ 53
 
 -- A result's rank when denied (mostRestrictive): the one that frees up last, never first.
 local function denial_rank(out, i)
@@ -35,29 +35,36 @@ local function most_restrictive(out, count, allowed)
   return top
 end
 
--- input: cost, mode, maxWaitMs, leaseId, leaseMs, queued (set of policy names with
--- waiters, or nil when the stack has no concurrency policy).
+-- The top policy's limit and remaining, from a decision array.
+local function top_limit_remaining(out)
+  local base = DECISION_HEADER + POLICY_FIELDS * (out[4] - 1)
+  return out[base + 2], out[base + 3]
+end
+
+-- The request: cost, mode ("reject" or "reserve"), max_wait_ms, lease_id and lease_ms (or
+-- nil), queued (the set of policy names with waiters; nil: nobody waits).
 -- Returns the decision array and the new state of each admitted policy, by stack index.
-local function decide(ctx, input)
+local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   local now_ms, policies = ctx.nowMs, ctx.policies
   local count = #policies
-  local cost = input.cost
   local probe_cost = cost
   if probe_cost == 0 then probe_cost = 1 end
-  local queued = input.queued
   -- By stack index: live state (nil), earliest slot (false: never), blocked by waiters.
-  local states, earliest, blocked_by_queue = {}, {}, {}
+  local states, earliest = {}, {}
+  local blocked_by_queue = queued and {}
   local never, blocked = false, false
   local at_ms = now_ms
   for i = 1, count do
     local policy = policies[i]
     local state = live_state(ctx, i)
     local earliest_ms = policy.impl.earliest(state, policy, now_ms, probe_cost)
+    states[i], earliest[i] = state, earliest_ms or false
+    if earliest_ms == nil then never = true elseif earliest_ms > at_ms then at_ms = earliest_ms end
     -- Only a concurrency policy has waiters (a redefined policy of the same name has none).
-    local is_blocked = queued ~= nil and policy.algorithm == "concurrency" and queued[policy.name] == true
-    states[i], earliest[i], blocked_by_queue[i] = state, earliest_ms or false, is_blocked
-    if earliest_ms == nil then never = true else at_ms = max(at_ms, earliest_ms) end
-    if is_blocked then blocked = true end
+    if queued and policy.algorithm == "concurrency" and queued[policy.name] == true then
+      blocked_by_queue[i] = true
+      blocked = true
+    end
   end
 
   if at_ms - now_ms <= EPSILON_MS then at_ms = now_ms end
@@ -66,24 +73,25 @@ local function decide(ctx, input)
   -- fractional earliest moment: recording it earlier would let the next slot come too soon.
   local slot_ms = now_ms + wait_ms
   local fits_now = not never and not blocked and wait_ms == 0
-  local fits_reserved = not never and not blocked and input.mode == "reserve" and wait_ms <= input.maxWaitMs
+  local fits_reserved = not never and not blocked and mode == "reserve" and wait_ms <= max_wait_ms
   -- A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
   local admit = cost > 0 and (fits_now or fits_reserved)
   local allowed = admit
   if cost == 0 then allowed = fits_now end
 
-  local lease_ms = -1
+  local granted_lease_ms = -1
   if admit and ctx.hasConcurrency then
-    if not input.leaseId then error("a leaseId is needed to admit a concurrency policy") end
-    lease_ms = input.leaseMs
-    if lease_ms == nil then
+    if not lease_id then error("a leaseId is needed to admit a concurrency policy") end
+    granted_lease_ms = lease_ms
+    if granted_lease_ms == nil then
       for _, policy in ipairs(policies) do
-        if policy.algorithm == "concurrency" then lease_ms = min(lease_ms or policy.leaseMs, policy.leaseMs) end
+        if policy.algorithm == "concurrency" then granted_lease_ms = min(granted_lease_ms or policy.leaseMs, policy.leaseMs) end
       end
     end
   end
 
-  local out, changes = { 0, 0, 0, 0, 0, 0, 0, 0 }, {}
+  -- Sized for one policy; a stack grows it once.
+  local out, changes = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, {}
   local retry_after_ms = max(1, wait_ms)
   for i = 1, count do
     local policy = policies[i]
@@ -91,13 +99,13 @@ local function decide(ctx, input)
     local state = states[i]
     if admit then
       local lease = nil
-      if policy.algorithm == "concurrency" then lease = { leaseId = input.leaseId, leaseMs = input.leaseMs } end
+      if policy.algorithm == "concurrency" then lease = { leaseId = lease_id, leaseMs = lease_ms } end
       state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
       changes[i] = state
     end
     local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
     local earliest_ms = earliest[i]
-    local allowed_alone = admit or (earliest_ms ~= false and earliest_ms - now_ms <= EPSILON_MS and not blocked_by_queue[i])
+    local allowed_alone = admit or (earliest_ms ~= false and earliest_ms - now_ms <= EPSILON_MS and not (blocked_by_queue and blocked_by_queue[i]))
     local limit = policy.limit
     if policy.algorithm == "gcra" or policy.algorithm == "token-bucket" then limit = policy.burst end
     local policy_retry_after_ms = 0
@@ -105,7 +113,7 @@ local function decide(ctx, input)
       -- A denied policy's own retry time; a queue ahead of it counts as at least 1 ms.
       if earliest_ms == false then policy_retry_after_ms = -1 else policy_retry_after_ms = max(1, ceil_ms(earliest_ms - now_ms)) end
     end
-    retry_after_ms = max(retry_after_ms, policy_retry_after_ms)
+    if policy_retry_after_ms > retry_after_ms then retry_after_ms = policy_retry_after_ms end
     local base = DECISION_HEADER + POLICY_FIELDS * (i - 1)
     out[base + 1] = allowed_alone and 1 or 0
     out[base + 2] = limit
@@ -114,17 +122,12 @@ local function decide(ctx, input)
     out[base + 5] = policy_retry_after_ms
   end
 
-  local top = most_restrictive(out, count, allowed)
-  local top_base = DECISION_HEADER + POLICY_FIELDS * (top - 1)
   if allowed then retry_after_ms = 0 elseif never then retry_after_ms = -1 end
   out[1] = allowed and 1 or 0
-  out[2] = out[top_base + 2]
-  out[3] = out[top_base + 3]
-  out[4] = out[top_base + 4]
-  out[5] = retry_after_ms
-  out[6] = admit and wait_ms or 0
-  out[7] = top
-  out[8] = lease_ms
+  out[2] = retry_after_ms
+  out[3] = admit and wait_ms or 0
+  out[4] = most_restrictive(out, count, allowed)
+  out[5] = granted_lease_ms
   -- A GCRA backlog of 1e9 requests of a 366 d period is 3e19 ms: more than an int64.
   for j = 2, #out do
     if out[j] > MAX_SAFE_INTEGER then out[j] = format("%.17g", out[j]) end

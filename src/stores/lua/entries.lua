@@ -71,7 +71,7 @@ local function encode_entries(tag, state)
   for i, entry in ipairs(state.entries) do
     local lease_id = entry[3]
     if find(lease_id, "[%%,;]") then lease_id = string.gsub(lease_id, "[%%,;]", escape_char) end
-    items[i] = format("%.17g,%.17g,%s", entry[1], entry[2], lease_id)
+    items[i] = number_text(entry[1]) .. "," .. number_text(entry[2]) .. "," .. lease_id
   end
   return tag .. table.concat(items, ";")
 end

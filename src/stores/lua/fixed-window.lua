@@ -32,7 +32,7 @@ ALGORITHMS["fixed-window"] = {
     return state.windowStartMs + policy.periodMs
   end,
   encode = function(state)
-    return format("f:%.17g:%.17g", state.windowStartMs, state.count)
+    return "f:" .. number_text(state.windowStartMs) .. ":" .. number_text(state.count)
   end,
   decode = function(raw)
     local start_ms, count = match(raw, "^f:([^:]+):([^:]+)$")

@@ -3,9 +3,16 @@
 -- T = periodMs / limit. The backlog is counted in whole units of 1/limit ms
 -- (tat - now = units / limit), so fractional intervals never accumulate rounding error.
 
+-- max(0, Math.round((tat - now) * limit)). Math.round is spelled out: the nearest integer,
+-- ties towards +infinity (floor(x + 0.5) is not the same: 0.49999999999999994 + 0.5 rounds
+-- up to 1 in floating point).
 local function gcra_backlog_units(state, policy, now_ms)
   if not state then return 0 end
-  return max(0, js_round((state.tatMs - now_ms) * policy.limit))
+  local units = (state.tatMs - now_ms) * policy.limit
+  local whole = floor(units)
+  if units - whole >= 0.5 then whole = whole + 1 end
+  if whole < 0 then return 0 end
+  return whole
 end
 
 ALGORITHMS["gcra"] = {
@@ -27,7 +34,7 @@ ALGORITHMS["gcra"] = {
     return state.tatMs
   end,
   encode = function(state)
-    return format("g:%.17g", state.tatMs)
+    return "g:" .. number_text(state.tatMs)
   end,
   decode = function(raw)
     local tat_ms = tonumber(sub(raw, 3))

@@ -61,7 +61,7 @@ ALGORITHMS["sliding-window"] = {
   end,
   fresh_at = sliding_fresh_at,
   encode = function(state)
-    return format("s:%.17g:%.17g:%.17g", state.windowStartMs, state.prevCount, state.currCount)
+    return "s:" .. number_text(state.windowStartMs) .. ":" .. number_text(state.prevCount) .. ":" .. number_text(state.currCount)
   end,
   decode = function(raw)
     local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")

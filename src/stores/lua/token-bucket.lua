@@ -35,7 +35,7 @@ ALGORITHMS["token-bucket"] = {
   end,
   fresh_at = token_bucket_fresh_at,
   encode = function(state)
-    return format("t:%.17g:%.17g", state.tokens, state.anchorMs)
+    return "t:" .. number_text(state.tokens) .. ":" .. number_text(state.anchorMs)
   end,
   decode = function(raw)
     local tokens, anchor_ms = match(raw, "^t:([^:]+):([^:]+)$")
