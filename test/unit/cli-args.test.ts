@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { ValidationError } from "../../src/core/validation.js";
+import { parseServeArgs } from "../../src/node/cli-args.js";
+
+const fieldOf = (argv: string[], env: Record<string, string> = {}) => {
+  try {
+    parseServeArgs(argv, env);
+    return "accepted";
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error;
+    return error.field;
+  }
+};
+
+describe("spillway serve flags", () => {
+  it("parses every store choice", () => {
+    expect(parseServeArgs(["--config", "c.json", "--store", "memory"], {})).toEqual({ configPath: "c.json", port: 8787, hostname: "127.0.0.1", store: { kind: "memory" } });
+    expect(parseServeArgs(["--config", "c.json", "--redis", "redis://127.0.0.1:6379", "--port", "0"], {}).store).toEqual({ kind: "redis", url: "redis://127.0.0.1:6379" });
+    expect(parseServeArgs(["--config", "c.json"], { REDIS_URL: "rediss://cache:6380" }).store).toEqual({ kind: "redis", url: "rediss://cache:6380" });
+    expect(parseServeArgs(["--config", "c.json", "--redis-cluster", "redis://a:7000, redis://b:7001"], {}).store).toEqual({ kind: "redis-cluster", urls: ["redis://a:7000", "redis://b:7001"] });
+  });
+
+  it("names the flag of every mistake", () => {
+    expect(fieldOf(["--store", "memory"])).toBe("--config");
+    expect(fieldOf(["--config", "c.json"])).toBe("--store");
+    expect(fieldOf(["--config", "c.json", "--store", "disk"])).toBe("--store");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--redis", "redis://x"])).toBe("--store");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--port", "http"])).toBe("--port");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--port", "70000"])).toBe("--port");
+    expect(fieldOf(["--config", "c.json", "--redis", "localhost:6379"])).toBe("--redis");
+    expect(fieldOf(["--config", "c.json"], { REDIS_URL: "http://x" })).toBe("REDIS_URL");
+    expect(fieldOf(["--config", "c.json", "--redis-cluster", ","])).toBe("--redis-cluster");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--verbose"])).toBe("arguments");
+  });
+});
