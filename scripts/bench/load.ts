@@ -6,6 +6,8 @@ export interface LoadOptions {
   concurrency: number;
   /** How long to send for. */
   durationMs: number;
+  /** Stop after this many requests instead (within durationMs). */
+  requests?: number;
   /** Builds the request body of request number i (JSON). */
   body?: (index: number) => unknown;
   method?: string;
@@ -49,7 +51,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     });
 
   const worker = async () => {
-    while (performance.now() < deadline) {
+    while (performance.now() < deadline && (options.requests === undefined || index < options.requests)) {
       const body = options.body ? JSON.stringify(options.body(index++)) : undefined;
       const startedMs = performance.now();
       try {
