@@ -52,7 +52,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
   const worker = async () => {
     while (performance.now() < deadline && (options.requests === undefined || index < options.requests)) {
-      const body = options.body ? JSON.stringify(options.body(index++)) : undefined;
+      const current = index++;
+      const body = options.body ? JSON.stringify(options.body(current)) : undefined;
       const startedMs = performance.now();
       try {
         const status = await one(body);
