@@ -15,7 +15,6 @@ import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { scriptFor } from "../../src/stores/redis-scripts.js";
 import { RedisStore } from "../../src/stores/redis.js";
 
 export const CAPACITY = 4;
@@ -73,7 +72,7 @@ async function redisAudit(url: string): Promise<{ violations: () => number; clos
   let seen = 0;
   monitor.on("monitor", (_time: string, args: string[]) => {
     const command = args[0]?.toLowerCase();
-    if (command !== "evalsha" && command !== "eval") return;
+    if (command !== "fcall" && command !== "evalsha" && command !== "eval") return;
     const id = args.find((arg) => UUID.test(arg));
     if (id) calls.set(id, [...(calls.get(id) ?? []), seen++]);
   });

@@ -120,10 +120,10 @@ export const NAIVE_GET_INCR: Contender = {
   },
 };
 
-/** Diagnostic: what defining Spillway's Lua library costs on each call (its GCRA check script up to the entry code, then `return 1`). */
+/** Diagnostic: what the EVALSHA fallback (Redis < 7) pays on each call to define its Lua (the GCRA check script up to the entry code, then `return 1`). */
 export const SPILLWAY_LIBRARY_ONLY: Contender = {
   id: "spillway-library",
-  label: "diagnostic: Spillway's Lua library, then `return 1`",
+  label: "diagnostic: Spillway's GCRA check script definitions (EVALSHA fallback), then `return 1`",
   async create(client, _spec, prefix) {
     const text = scriptFor("check", ["gcra"]).text;
     const entry = text.indexOf("-- >>> check.lua");

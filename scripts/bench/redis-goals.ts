@@ -67,7 +67,7 @@ export interface GoalInputs {
   options: ThroughputOptions;
   results: ThroughputResults;
   admission: readonly AdmissionResult[];
-  /** Redis µs per call of Spillway's Lua library alone (defined, then `return 1`). */
+  /** Redis µs per call of defining the GCRA check script's Lua (the EVALSHA fallback), then `return 1`. */
   libraryUs: number;
 }
 
@@ -88,8 +88,9 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
     lines.push(
       "",
       `Why: Redis runs one script at a time, so the Redis time per decision sets the ceiling. Median Redis time per decision: EVALSHA floor ${us(FLOOR_EVALSHA)} µs, rate-limiter-flexible ${us(RATE_LIMITER_FLEXIBLE)} µs, Spillway GCRA ${us(SPILLWAY_GCRA)} µs, Spillway sliding-window ${us(SPILLWAY_SLIDING_WINDOW)} µs.`,
-      `Of Spillway's, ${libraryUs.toFixed(1)} µs is only defining its Lua library (every algorithm, the combiner, the JSON helpers) on each EVALSHA, before any work;`,
-      "the rest is the generic stacked-policy path: TIME, HGETALL of the lease-waiter hash, GET and cjson-decode of the JSON state, the combiner, the JSON decision built with `%.17g` numbers, and SET + PEXPIREAT.",
+      "Spillway's is one FCALL (its Lua library is loaded once per server, so a call defines nothing) with the stack's keys and policy arguments,",
+      "three commands (TIME, GET of the compact state, SET … PXAT), the algorithm and the stacked-policy combiner in Lua, and a reply of 4 + 3 per policy integers.",
+      `Without FUNCTION (Redis < 7) it is one EVALSHA of a script holding only the stack's algorithms, whose definitions add ${libraryUs.toFixed(1)} µs (GCRA).`,
       "rate-limiter-flexible's script is SET NX + INCRBY + PTTL on a plain counter.",
     );
   }

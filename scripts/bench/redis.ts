@@ -22,7 +22,7 @@ const HTTP_CONCURRENCY = 64;
 const TITLE = "Redis (bench:redis)";
 const log = (line: string) => console.log(line);
 
-/** Redis µs per call of Spillway's Lua library alone (16 callers, 10,000 keys). */
+/** Redis µs per call of defining the GCRA check script in the EVALSHA fallback (16 callers, 10,000 keys). */
 async function libraryCost(url: string, runId: string): Promise<number> {
   const client = await connect(url);
   const admin = await connect(url);
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     };
     const results = await runThroughput(throughput, log);
     const libraryUs = await libraryCost(redis.url, runId);
-    log(`\nSpillway's Lua library alone: ${libraryUs.toFixed(1)} µs of Redis time per call\n`);
+    log(`\nSpillway's EVALSHA fallback, GCRA script definitions alone: ${libraryUs.toFixed(1)} µs of Redis time per call\n`);
 
     const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
     const httpRows = await runHttp(http, log);
@@ -89,11 +89,11 @@ async function main(): Promise<void> {
       "Every contender has its own ioredis connection with the same settings (Spillway's `REDIS_CLIENT_OPTIONS`) and a limit no request reaches, so every call takes the admit-and-write path on a live state (1e9 per day; GCRA: 1000 per day with a burst of 1e9, whose state stays days ahead).",
       "10,000 keys are visited round robin. Redis µs/decision is Redis's own time per call (INFO commandstats: the script, including what it calls).",
       "The floor is the cheapest possible EVALSHA (`return 1`, one key); INCR is the cheapest possible counter.",
-      "Spillway is `RedisStore.check` (one policy, server clock, per-call timeout 2 s); rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
+      "Spillway is `RedisStore.check` (one FCALL, one policy, server clock, per-call timeout 2 s); rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
       "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
       "",
       ...throughputTables(throughput, results),
-      `Diagnostic: Spillway's Lua library alone (the check script up to its entry code, then \`return 1\`) costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
+      `Spillway uses FCALL (Redis 7 Functions: its Lua is defined once per server). Diagnostic for its EVALSHA fallback (Redis < 7): the GCRA check script up to its entry code, then \`return 1\`, costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
       "",
       "### End to end over HTTP",
       "",

@@ -13,16 +13,21 @@ import type { Decision, Policy, PolicyDecision } from "../core/types.js";
 export type IntegerReply = readonly (number | string)[];
 
 /** Fields before the per-policy ones, and fields per policy (src/stores/lua/decide.lua). */
-const DECISION_HEADER = 5;
-const POLICY_FIELDS = 5;
+const DECISION_HEADER = 4;
+const POLICY_FIELDS = 3;
 
 const orNull = (value: number): number | null => (value === -1 ? null : value);
 
+/** The limit a decision reports for a policy: the burst of GCRA and token bucket (as decide() does). */
+export function reportedLimit(policy: Policy): number {
+  return policy.algorithm === "gcra" || policy.algorithm === "token-bucket" ? policy.burst : policy.limit;
+}
+
 /**
- * Rebuilds a Decision from check.lua's array: [allowed, retryAfterMs, waitMs, top policy
- * index, leaseMs or -1], then per policy [allowed, limit, remaining, resetMs, retryAfterMs];
- * the top level repeats the top policy's limit, remaining and resetMs. `leaseId` is the id
- * the store sent with the check.
+ * Rebuilds a Decision from check.lua's array: [retryAfterMs, waitMs, top policy index,
+ * leaseMs or -1], then per policy [remaining, resetMs, retryAfterMs]. A retryAfterMs of 0
+ * means allowed, -1 null; the top level repeats the top policy's limit, remaining and
+ * resetMs. `leaseId` is the id the store sent with the check.
  */
 export function decodeDecision(reply: IntegerReply, policies: readonly Policy[], leaseId: string): Decision {
   if (!Array.isArray(reply) || reply.length !== DECISION_HEADER + POLICY_FIELDS * policies.length) {
@@ -31,29 +36,31 @@ export function decodeDecision(reply: IntegerReply, policies: readonly Policy[],
   const at = (index: number) => Number(reply[index]);
   const results = policies.map((policy, index): PolicyDecision => {
     const base = DECISION_HEADER + POLICY_FIELDS * index;
+    const retryAfterMs = at(base + 2);
     return {
       policy: policy.name,
-      allowed: at(base) === 1,
-      limit: at(base + 1),
-      remaining: at(base + 2),
-      resetMs: at(base + 3),
-      retryAfterMs: orNull(at(base + 4)),
+      allowed: retryAfterMs === 0,
+      limit: reportedLimit(policy),
+      remaining: at(base),
+      resetMs: at(base + 1),
+      retryAfterMs: orNull(retryAfterMs),
     };
   });
-  const top = results[at(3) - 1]!;
+  const top = results[at(2) - 1]!;
+  const retryAfterMs = at(0);
   const decision: Decision = {
-    allowed: at(0) === 1,
+    allowed: retryAfterMs === 0,
     limit: top.limit,
     remaining: top.remaining,
     resetMs: top.resetMs,
-    retryAfterMs: orNull(at(1)),
-    waitMs: at(2),
+    retryAfterMs: orNull(retryAfterMs),
+    waitMs: at(1),
     policy: top.policy,
     policies: results,
   };
-  if (at(4) !== -1) {
+  if (at(3) !== -1) {
     decision.leaseId = leaseId;
-    decision.leaseMs = at(4);
+    decision.leaseMs = at(3);
   }
   return decision;
 }
@@ -65,12 +72,13 @@ export type AcquireAttempt =
   | { status: "queued"; untilExpiryMs: number | null };
 
 /**
- * Reads acquire.lua's array: {1, limit, remaining} | {0, retryAfterMs} | {2, ms until the
- * next held lease expires}. `leaseId` (the waiter id) and `leaseMs` are what the store sent.
+ * Reads acquire.lua's array: {1, top policy index, remaining} | {0, retryAfterMs} | {2, ms
+ * until the next held lease expires}. `leaseId` (the waiter id) and `leaseMs` are what the
+ * store sent.
  */
-export function decodeAcquireAttempt(reply: IntegerReply, leaseId: string, leaseMs: number): AcquireAttempt {
+export function decodeAcquireAttempt(reply: IntegerReply, policies: readonly Policy[], leaseId: string, leaseMs: number): AcquireAttempt {
   const [status, first, second] = Array.isArray(reply) ? reply.map(Number) : [];
-  if (status === 1) return { status: "acquired", leaseId, leaseMs, limit: first!, remaining: second! };
+  if (status === 1) return { status: "acquired", leaseId, leaseMs, limit: reportedLimit(policies[first! - 1]!), remaining: second! };
   if (status === 0) return { status: "denied", retryAfterMs: orNull(first!) };
   if (status === 2) return { status: "queued", untilExpiryMs: orNull(first!) };
   throw new TypeError(`unexpected acquire reply from Redis: ${JSON.stringify(reply)}`);

@@ -128,7 +128,7 @@ export class RedisStore implements Limiter {
     return this.waiters.acquire(
       {
         attempt: async (waiterId, mayWait) =>
-          decodeAcquireAttempt((await this.run("acquire", key, policies, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, waiterId, grantedMs),
+          decodeAcquireAttempt((await this.run("acquire", key, policies, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
         leave: async (waiterId) => (await this.run("leave", key, policies, [waiterId])) as number,
       },
       options.maxWaitMs,
@@ -167,12 +167,16 @@ export class RedisStore implements Limiter {
   private async run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
     if (policies.length === 0) throw new TypeError("policies must name at least one policy");
     const layout = keyLayout(this.keyPrefix, key);
-    const keys = [layout.queueKey, layout.waitersKey];
+    const keys: string[] = [];
     const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", this.channel, policies.length];
+    let concurrency = false;
     for (const policy of policies) {
       keys.push(layout.stateKey(policy.name));
       args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
+      concurrency ||= policy.algorithm === "concurrency";
     }
+    // The waiter keys go only to scripts that may touch them (every key costs Redis time).
+    if (name !== "extend" && (name !== "check" || concurrency)) keys.push(layout.queueKey, layout.waitersKey);
     args.push(...extraArgs);
     const algorithms = policies.map((policy) => policy.algorithm);
     try {

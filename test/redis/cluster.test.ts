@@ -115,7 +115,7 @@ describe("Redis Cluster specifics", () => {
     const args = ["", "", "x:wake", 1, "g", "gcra", 5, 60000, 5, 30000, 1, "reject", 0, "", ""];
     let caught: unknown;
     try {
-      await evalScript(cluster, scriptFor("check", ["gcra"]), [a.queueKey, a.waitersKey, b.stateKey("g")], args);
+      await evalScript(cluster, scriptFor("check", ["gcra"]), [b.stateKey("g"), a.queueKey, a.waitersKey], args);
     } catch (error) {
       caught = translateRedisError(error, "check");
     }

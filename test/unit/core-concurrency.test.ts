@@ -121,6 +121,14 @@ describe("concurrency: cost, peeks and the queue", () => {
     expect(decision).toMatchObject({ allowed: false, retryAfterMs: 1, remaining: 2 });
     expect(key.states.size).toBe(0);
   });
+
+  it("holds up only concurrency policies: another algorithm's policy of the same name has no waiters", () => {
+    const key = new KeyState();
+    const redefined = policyOf({ algorithm: "gcra", limit: 2, period: "1s" });
+    expect(redefined.name).toBe(policy.name);
+    const decision = key.check([redefined], 0, { ...reject(), queuedPolicies: new Set([policy.name]) }).decision;
+    expect(decision).toMatchObject({ allowed: true, remaining: 1 });
+  });
 });
 
 describe("concurrency: reserve mode", () => {

@@ -1,9 +1,9 @@
 -- acquire.lua — one attempt of a waiter to take a lease from every concurrency policy
 -- of the stack, FIFO: a newcomer only tries when nobody waits, a queued waiter only
 -- when it is the head.
--- KEYS[1]    waiter queue of the user key (zset)
--- KEYS[2]    waiters of the user key (hash)
--- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- KEYS[i]    state of policy i of the stack, i = 1..N
+-- KEYS[N+1]  waiter queue of the user key (zset)
+-- KEYS[N+2]  waiters of the user key (hash)
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
 -- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
@@ -14,7 +14,8 @@
 -- ARGV[7+6N] "1" to join the queue when no lease is free, "0" to answer at once
 -- ARGV[8+6N] waiterTtlMs: the waiter is dropped when it has not polled for this long
 -- Returns an array of integers (decodeAcquireAttempt in src/stores/redis-codec.ts):
---   {1, limit, remaining} acquired | {0, retryAfterMs or -1 (null)} denied
+--   {1, stack index of the top policy, remaining} acquired
+--   | {0, retryAfterMs or -1 (null)} denied
 --   | {2, ms until the next held lease expires, or -1 (none)} queued
 local ctx = read_context()
 local arg = ctx.nextArg
@@ -26,9 +27,9 @@ local ttl_ms = tonumber(ARGV[arg + 3])
 local function try_acquire()
   local decision, changes = decide(ctx, 1, "reject", 0, waiter_id, lease_ms, nil)
   write_changes(ctx, changes)
-  if decision[1] == 0 then return nil, decision[2] end
-  local limit, remaining = top_limit_remaining(decision)
-  return { 1, limit, remaining }
+  if decision[1] ~= 0 then return nil, decision[1] end
+  local top, remaining = top_remaining(decision)
+  return { 1, top, remaining }
 end
 
 local function denied(retry_after_ms)

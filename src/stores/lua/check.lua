@@ -1,8 +1,8 @@
 -- check.lua — decides one request (check, reserve or peek) against a stack of policies
 -- on one key, all-or-nothing, in one atomic step.
--- KEYS[1]    waiter queue of the user key (zset)
--- KEYS[2]    waiters of the user key (hash)
--- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- KEYS[i]    state of policy i of the stack, i = 1..N
+-- KEYS[N+1]  waiter queue of the user key (zset), only when the stack has a concurrency policy
+-- KEYS[N+2]  waiters of the user key (hash), likewise
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
 -- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters
@@ -15,12 +15,15 @@
 -- ARGV[9+6N] leaseMs override, or ""
 -- Returns the decision as a flat array of integers (decide.lua).
 -- The waiter keys are touched only when the stack has a concurrency policy (the script
--- then holds waiters.lua): only those have waiters.
+-- then holds waiters.lua): only those have waiters. Each key costs Redis time.
 local ctx = read_context()
 local arg = ctx.nextArg
+local mode = ARGV[arg + 1]
+local max_wait_ms = 0
+if mode == "reserve" then max_wait_ms = ARGV[arg + 2] + 0 end
 -- Checks may not pass a concurrency policy that somebody waits for (FIFO).
 local queued = nil
 if ctx.hasConcurrency then queued = prune_waiters(ctx) end
-local decision, changes = decide(ctx, ARGV[arg] + 0, ARGV[arg + 1], ARGV[arg + 2] + 0, optional_string(ARGV[arg + 3]), optional_number(ARGV[arg + 4]), queued)
+local decision, changes = decide(ctx, ARGV[arg] + 0, mode, max_wait_ms, optional_string(ARGV[arg + 3]), optional_number(ARGV[arg + 4]), queued)
 write_changes(ctx, changes)
 return decision

@@ -32,15 +32,39 @@ end
 -- The algorithms this script holds, by name, each added by its own file:
 --   tag                 the prefix of its stored states ("g:" for GCRA)
 --   earliest, admit, standing, fresh_at   the src/core Algorithm functions
---   encode(state)       the stored string; decode(raw) the state, or nil if unreadable
+--   encode(state)       the stored string; decode(raw) the state (raises, or answers nil,
+--                       when raw is not one: `"x" + 0` is a Lua error)
 -- States are stored compactly ("g:<tatMs>") with number_text. Decoded by
 -- src/stores/redis-codec.ts in TypeScript.
 local ALGORITHMS = {}
 
+-- Whole and printable with %d exactly (`% 1` is the VM's own arithmetic: no call).
+local function is_whole(value)
+  return value % 1 == 0 and value < MAX_SAFE_INTEGER and value > -MAX_SAFE_INTEGER
+end
+
 -- A number as text that reads back exactly: whole numbers as digits, others with %.17g.
 local function number_text(value)
-  if value == floor(value) and value < MAX_SAFE_INTEGER and value > -MAX_SAFE_INTEGER then return format("%d", value) end
+  if is_whole(value) then return format("%d", value) end
   return format("%.17g", value)
+end
+
+-- "<tag><a>[:<b>[:<c>]]" with each number as number_text writes it, in a single format
+-- call when all are whole (the usual case).
+local function numbers_text(tag, a, b, c)
+  -- Whole numbers in range are the fast case: tested inline, printed in one format call.
+  local whole = a % 1 == 0 and a < MAX_SAFE_INTEGER and a > -MAX_SAFE_INTEGER
+  if b ~= nil then whole = whole and b % 1 == 0 and b < MAX_SAFE_INTEGER and b > -MAX_SAFE_INTEGER end
+  if c ~= nil then whole = whole and c % 1 == 0 and c < MAX_SAFE_INTEGER and c > -MAX_SAFE_INTEGER end
+  if b == nil then
+    if whole then return format("%s%d", tag, a) end
+    return tag .. number_text(a)
+  elseif c == nil then
+    if whole then return format("%s%d:%d", tag, a, b) end
+    return tag .. number_text(a) .. ":" .. number_text(b)
+  end
+  if whole then return format("%s%d:%d:%d", tag, a, b, c) end
+  return tag .. number_text(a) .. ":" .. number_text(b) .. ":" .. number_text(c)
 end
 
 -- Integer arguments to redis.call as strings, rounded up: Lua's own number-to-string

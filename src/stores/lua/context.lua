@@ -1,8 +1,8 @@
 -- context.lua — reads the arguments every entry script shares and the stored states
 -- (library; the entry scripts list the full KEYS and ARGV).
---   KEYS[1] waiter queue (zset waiterId -> arrival number)
---   KEYS[2] waiters (hash waiterId -> "expiresAtMs|policy,policy")
---   KEYS[2+i] state of policy i (string "<tag>:<fields>", see common.lua)
+--   KEYS[i] state of policy i, i = 1..N (string "<tag>:<fields>", see common.lua)
+--   KEYS[N+1] waiter queue (zset waiterId -> arrival number), when the script touches it
+--   KEYS[N+2] waiters (hash waiterId -> "expiresAtMs|policy,policy"), likewise
 --   ARGV[1] nowMs, or "" to read the Redis server clock (TIME)
 --   ARGV[2] client-clock expiry slack in ms, or "" for server clock (PXAT at freshAtMs)
 --   ARGV[3] pub/sub channel that wakes waiters
@@ -22,8 +22,8 @@ local function optional_string(value)
 end
 
 -- The state stored for a policy when its own algorithm wrote it; nil when there is none or
--- another algorithm wrote it (the policy was redefined). Anything else raises: a script
--- error is never taken as "store down, admit".
+-- another algorithm wrote it (the policy was redefined). Anything else raises (here, or as
+-- a Lua error in decode): a script error is never taken as "store down, admit".
 local function decode_stored(raw, policy)
   if not raw then return nil end
   local algorithm = policy.impl
@@ -54,9 +54,8 @@ local function read_context()
   local ctx = {
     nowMs = now_ms,
     expirySlackMs = optional_number(ARGV[2]),
-    channel = ARGV[3],
-    queueKey = KEYS[1],
-    waitersKey = KEYS[2],
+    queueKey = KEYS[count + 1],
+    waitersKey = KEYS[count + 2],
     policies = policies,
     -- By stack index: the decoded state, or nil (see decode_stored).
     stored = stored,
@@ -75,13 +74,17 @@ local function read_context()
       limit = ARGV[arg + 2] + 0,
       periodMs = ARGV[arg + 3] + 0,
       burst = ARGV[arg + 4] + 0,
-      leaseMs = ARGV[arg + 5] + 0,
-      key = KEYS[2 + i],
+      -- Only concurrency uses it (a string to number costs as much as a table field).
+      leaseMs = 0,
+      key = KEYS[i],
       impl = impl,
     }
+    if algorithm == "concurrency" then
+      policy.leaseMs = ARGV[arg + 5] + 0
+      ctx.hasConcurrency = true
+    end
     policies[i] = policy
     stored[i] = decode_stored(redis.call("GET", policy.key), policy)
-    if algorithm == "concurrency" then ctx.hasConcurrency = true end
     arg = arg + 6
   end
   return ctx
@@ -106,7 +109,7 @@ local function set_until_fresh(ctx, key, value, fresh_at_ms)
       redis.call("DEL", key)
       return
     end
-    redis.call("SET", key, value, "PXAT", int_arg(at_ms))
+    redis.call("SET", key, value, "PXAT", format("%d", at_ms))
   else
     -- Client clock: times are the client's, so expire relative to now, plus a slack for
     -- clocks that drift apart; an expired-late key is harmless (live_state ignores it).
@@ -120,8 +123,9 @@ local function write_state(ctx, i, state)
   set_until_fresh(ctx, policy.key, policy.impl.encode(state), policy.impl.fresh_at(state, policy))
 end
 
--- changes: the new state by stack index, or nil where nothing changed.
+-- changes: the new state by stack index (nil where nothing changed), or nil.
 local function write_changes(ctx, changes)
+  if not changes then return end
   for i = 1, #ctx.policies do
     local state = changes[i]
     if state then write_state(ctx, i, state) end

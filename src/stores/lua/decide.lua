@@ -4,20 +4,21 @@
 --
 -- The decision is a flat array of integers, rebuilt by decodeDecision() in
 -- src/stores/redis-codec.ts (Redis turns Lua numbers into integer replies, and every field
--- is a whole number already; a nil would end the array, so null is -1, booleans 0/1;
--- numbers beyond 2^53, which an integer reply may not hold, go as exact decimal strings):
---   [1] allowed  [2] retryAfterMs (-1: null)  [3] waitMs  [4] stack index of the top policy
---   [5] leaseMs, or -1 when no lease was taken
---   [6 + 5(i-1) ..] per policy i: allowed, limit, remaining, resetMs, retryAfterMs (-1: null)
--- The top level's limit, remaining and resetMs are the top policy's.
-local DECISION_HEADER = 5
-local POLICY_FIELDS = 5
+-- is a whole number already; a nil would end the array, so null is -1; numbers beyond
+-- 2^53, which an integer reply may not hold, go as exact decimal strings). Each reply
+-- element costs Redis time, so nothing TypeScript can tell by itself is sent:
+--   [1] retryAfterMs (0: allowed, -1: null)  [2] waitMs  [3] stack index of the top policy
+--   [4] leaseMs, or -1 when no lease was taken
+--   [5 + 3(i-1) ..] per policy i: remaining, resetMs, retryAfterMs (0: allowed, -1: null)
+-- `allowed` is retryAfterMs == 0 (a denial waits at least 1 ms, or forever); `limit` is the
+-- policy's; the top level's limit, remaining and resetMs are the top policy's.
+local DECISION_HEADER = 4
+local POLICY_FIELDS = 3
 
 -- A result's rank when denied (mostRestrictive): the one that frees up last, never first.
 local function denial_rank(out, i)
-  local base = DECISION_HEADER + POLICY_FIELDS * (i - 1)
-  if out[base + 1] == 1 then return -1 end
-  local retry_after_ms = out[base + 5]
+  local retry_after_ms = out[DECISION_HEADER + POLICY_FIELDS * (i - 1) + 3]
+  if retry_after_ms == 0 then return -1 end
   if retry_after_ms == -1 then return math.huge end
   return retry_after_ms
 end
@@ -27,7 +28,7 @@ local function most_restrictive(out, count, allowed)
   local top = 1
   for i = 2, count do
     if allowed then
-      if out[DECISION_HEADER + POLICY_FIELDS * (i - 1) + 3] < out[DECISION_HEADER + POLICY_FIELDS * (top - 1) + 3] then top = i end
+      if out[DECISION_HEADER + POLICY_FIELDS * (i - 1) + 1] < out[DECISION_HEADER + POLICY_FIELDS * (top - 1) + 1] then top = i end
     elseif denial_rank(out, i) > denial_rank(out, top) then
       top = i
     end
@@ -35,15 +36,15 @@ local function most_restrictive(out, count, allowed)
   return top
 end
 
--- The top policy's limit and remaining, from a decision array.
-local function top_limit_remaining(out)
-  local base = DECISION_HEADER + POLICY_FIELDS * (out[4] - 1)
-  return out[base + 2], out[base + 3]
+-- The stack index of the top policy and its remaining, from a decision array.
+local function top_remaining(out)
+  return out[3], out[DECISION_HEADER + POLICY_FIELDS * (out[3] - 1) + 1]
 end
 
 -- The request: cost, mode ("reject" or "reserve"), max_wait_ms, lease_id and lease_ms (or
 -- nil), queued (the set of policy names with waiters; nil: nobody waits).
--- Returns the decision array and the new state of each admitted policy, by stack index.
+-- Returns the decision array and, when admitted, the new state of every policy by stack
+-- index (nil when nothing changed).
 local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   local now_ms, policies = ctx.nowMs, ctx.policies
   local count = #policies
@@ -91,7 +92,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   end
 
   -- Sized for one policy; a stack grows it once.
-  local out, changes = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }, {}
+  local out = { 0, 0, 0, 0, 0, 0, 0 }
   local retry_after_ms = max(1, wait_ms)
   for i = 1, count do
     local policy = policies[i]
@@ -101,13 +102,11 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
       local lease = nil
       if policy.algorithm == "concurrency" then lease = { leaseId = lease_id, leaseMs = lease_ms } end
       state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
-      changes[i] = state
+      states[i] = state
     end
     local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
     local earliest_ms = earliest[i]
     local allowed_alone = admit or (earliest_ms ~= false and earliest_ms - now_ms <= EPSILON_MS and not (blocked_by_queue and blocked_by_queue[i]))
-    local limit = policy.limit
-    if policy.algorithm == "gcra" or policy.algorithm == "token-bucket" then limit = policy.burst end
     local policy_retry_after_ms = 0
     if not allowed_alone then
       -- A denied policy's own retry time; a queue ahead of it counts as at least 1 ms.
@@ -115,22 +114,19 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     end
     if policy_retry_after_ms > retry_after_ms then retry_after_ms = policy_retry_after_ms end
     local base = DECISION_HEADER + POLICY_FIELDS * (i - 1)
-    out[base + 1] = allowed_alone and 1 or 0
-    out[base + 2] = limit
-    out[base + 3] = floor_count(remaining)
-    out[base + 4] = ceil_ms(reset_ms)
-    out[base + 5] = policy_retry_after_ms
+    out[base + 1] = floor_count(remaining)
+    out[base + 2] = ceil_ms(reset_ms)
+    out[base + 3] = policy_retry_after_ms
   end
 
   if allowed then retry_after_ms = 0 elseif never then retry_after_ms = -1 end
-  out[1] = allowed and 1 or 0
-  out[2] = retry_after_ms
-  out[3] = admit and wait_ms or 0
-  out[4] = most_restrictive(out, count, allowed)
-  out[5] = granted_lease_ms
+  out[1] = retry_after_ms
+  out[2] = admit and wait_ms or 0
+  out[3] = most_restrictive(out, count, allowed)
+  out[4] = granted_lease_ms
   -- A GCRA backlog of 1e9 requests of a 366 d period is 3e19 ms: more than an int64.
-  for j = 2, #out do
+  for j = 1, #out do
     if out[j] > MAX_SAFE_INTEGER then out[j] = format("%.17g", out[j]) end
   end
-  return out, changes
+  return out, admit and states or nil
 end

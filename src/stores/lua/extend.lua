@@ -1,8 +1,6 @@
 -- extend.lua — moves a held lease's expiry to now + leaseMs in every concurrency policy
 -- of the stack, all-or-nothing.
--- KEYS[1]    waiter queue of the user key (zset)
--- KEYS[2]    waiters of the user key (hash)
--- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- KEYS[i]    state of policy i of the stack, i = 1..N
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
 -- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters

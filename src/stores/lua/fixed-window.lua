@@ -32,11 +32,10 @@ ALGORITHMS["fixed-window"] = {
     return state.windowStartMs + policy.periodMs
   end,
   encode = function(state)
-    return "f:" .. number_text(state.windowStartMs) .. ":" .. number_text(state.count)
+    return numbers_text("f:", state.windowStartMs, state.count)
   end,
   decode = function(raw)
     local start_ms, count = match(raw, "^f:([^:]+):([^:]+)$")
-    start_ms, count = tonumber(start_ms), tonumber(count)
-    return start_ms and count and { windowStartMs = start_ms, count = count }
+    return { windowStartMs = start_ms + 0, count = count + 0 }
   end,
 }

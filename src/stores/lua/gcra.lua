@@ -34,10 +34,9 @@ ALGORITHMS["gcra"] = {
     return state.tatMs
   end,
   encode = function(state)
-    return "g:" .. number_text(state.tatMs)
+    return numbers_text("g:", state.tatMs)
   end,
   decode = function(raw)
-    local tat_ms = tonumber(sub(raw, 3))
-    return tat_ms and { tatMs = tat_ms }
+    return { tatMs = sub(raw, 3) + 0 }
   end,
 }

@@ -1,7 +1,7 @@
 -- leave.lua — a waiter gives up (its maxWaitMs ran out).
--- KEYS[1]    waiter queue of the user key (zset)
--- KEYS[2]    waiters of the user key (hash)
--- KEYS[2+i]  state of policy i of the stack, i = 1..N
+-- KEYS[i]    state of policy i of the stack, i = 1..N
+-- KEYS[N+1]  waiter queue of the user key (zset)
+-- KEYS[N+2]  waiters of the user key (hash)
 -- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
 -- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
 -- ARGV[3]    pub/sub channel that wakes waiters

@@ -61,11 +61,10 @@ ALGORITHMS["sliding-window"] = {
   end,
   fresh_at = sliding_fresh_at,
   encode = function(state)
-    return "s:" .. number_text(state.windowStartMs) .. ":" .. number_text(state.prevCount) .. ":" .. number_text(state.currCount)
+    return numbers_text("s:", state.windowStartMs, state.prevCount, state.currCount)
   end,
   decode = function(raw)
     local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")
-    start_ms, prev_count, curr_count = tonumber(start_ms), tonumber(prev_count), tonumber(curr_count)
-    return start_ms and prev_count and curr_count and { windowStartMs = start_ms, prevCount = prev_count, currCount = curr_count }
+    return { windowStartMs = start_ms + 0, prevCount = prev_count + 0, currCount = curr_count + 0 }
   end,
 }

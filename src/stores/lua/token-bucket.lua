@@ -35,11 +35,10 @@ ALGORITHMS["token-bucket"] = {
   end,
   fresh_at = token_bucket_fresh_at,
   encode = function(state)
-    return "t:" .. number_text(state.tokens) .. ":" .. number_text(state.anchorMs)
+    return numbers_text("t:", state.tokens, state.anchorMs)
   end,
   decode = function(raw)
     local tokens, anchor_ms = match(raw, "^t:([^:]+):([^:]+)$")
-    tokens, anchor_ms = tonumber(tokens), tonumber(anchor_ms)
-    return tokens and anchor_ms and { tokens = tokens, anchorMs = anchor_ms }
+    return { tokens = tokens + 0, anchorMs = anchor_ms + 0 }
   end,
 }

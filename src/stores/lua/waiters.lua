@@ -1,9 +1,10 @@
 -- waiters.lua — FIFO waiters for concurrency leases, one queue per user key (library).
 -- Mirrors src/stores/lease-queue.ts across processes: a newcomer never passes a waiter,
 -- only the head may take a lease, and checks may not pass a policy somebody waits for.
--- KEYS[1] queue: zset waiterId -> arrival number; KEYS[2] waiters: hash waiterId ->
--- "expiresAtMs|name,name" (the concurrency policies it waits for). A waiter refreshes
--- expiresAtMs each time it polls, so a crashed process's waiters drop out on their own.
+-- ctx.queueKey (KEYS[N+1]): zset waiterId -> arrival number; ctx.waitersKey (KEYS[N+2]):
+-- hash waiterId -> "expiresAtMs|name,name" (the concurrency policies it waits for);
+-- ARGV[3]: the pub/sub channel that wakes them. A waiter refreshes expiresAtMs each time it
+-- polls, so a crashed process's waiters drop out on their own.
 
 -- Drops expired waiters; returns the set of policy names live waiters wait for.
 local function prune_waiters(ctx)
@@ -35,7 +36,7 @@ end
 -- message is lost, e.g. while its subscriber reconnects).
 local function wake_head(ctx)
   local head = head_waiter(ctx)
-  if head then redis.call("PUBLISH", ctx.channel, head) end
+  if head then redis.call("PUBLISH", ARGV[3], head) end
 end
 
 local function waiter_meta(ctx, ttl_ms)
