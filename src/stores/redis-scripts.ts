@@ -63,9 +63,10 @@ export function scriptFiles(name: ScriptName, algorithms: ReadonlySet<AlgorithmN
 }
 
 /**
- * Composes one entry script from the library, holding only the algorithms a stack uses:
- * EVALSHA runs the whole script on every call, so every function defined costs Redis time
- * on every decision. A whole stack is still decided in one atomic EVALSHA.
+ * Composes one entry script for EVALSHA (where Redis Functions are unavailable: Redis < 7,
+ * an ACL, a managed service), holding only the algorithms a stack uses: EVALSHA runs the
+ * whole script on every call, so every function defined costs Redis time on every
+ * decision. A whole stack is still decided in one atomic EVALSHA.
  */
 function compose(name: ScriptName, algorithms: ReadonlySet<AlgorithmName>): RedisScript {
   const held = ALGORITHMS.filter((algorithm) => algorithms.has(algorithm));

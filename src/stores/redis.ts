@@ -108,7 +108,9 @@ export class RedisStore implements Limiter {
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : "";
-    const reply = await this.run("check", key, policies, [options.cost, options.mode, options.maxWaitMs, leaseId, ""]);
+    // Without a lease the lease arguments are left out: every argument costs Redis time.
+    const args = leaseId ? [options.cost, options.mode, options.maxWaitMs, leaseId] : [options.cost, options.mode, options.maxWaitMs];
+    const reply = await this.run("check", key, policies, args);
     return decodeDecision(reply as IntegerReply, policies, leaseId);
   }
 
@@ -161,8 +163,9 @@ export class RedisStore implements Limiter {
   }
 
   /**
-   * Runs one entry script for (key, stack), built for the stack's algorithms: exactly one
-   * round trip, bounded by timeoutMs. Answers the script's raw reply.
+   * Runs one entry script for (key, stack): one FCALL (or EVALSHA of a script built for the
+   * stack's algorithms), so exactly one round trip in the steady state, bounded by
+   * timeoutMs. Answers the script's raw reply.
    */
   private async run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
     if (policies.length === 0) throw new TypeError("policies must name at least one policy");

@@ -127,6 +127,21 @@ describe("Lua scripts and functions", () => {
     }
   });
 
+  it("where FCALL does not exist (as before Redis 7), uses EVALSHA from the first call on", async () => {
+    const older = await startRedis(["--rename-command", "FCALL", "", "--rename-command", "FUNCTION", ""]);
+    const olderClient = new Redis(older.url, REDIS_CLIENT_OPTIONS);
+    try {
+      await new Promise((resolve) => olderClient.once("ready", resolve));
+      const store = new RedisStore({ client: olderClient, keyPrefix: "older:" });
+      expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 99 });
+      expect(scriptMode(olderClient)).toBe("scripts");
+      expect(await commandsOf(olderClient, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
+    } finally {
+      olderClient.disconnect();
+      await older.stop();
+    }
+  });
+
   it("reads states stored as JSON by Spillway 0.1, and writes them back compactly", async () => {
     const store = new RedisStore({ client, keyPrefix: "legacy:", clock: "client", clockMs: () => 1_000_000 });
     const key = keyLayout("legacy:", "k").stateKey(policy.name);

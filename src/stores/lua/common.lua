@@ -1,11 +1,13 @@
 -- common.lua — shared helpers of every Spillway script (library: no KEYS, no ARGV).
 -- Mirrors src/core/algorithm.ts operation for operation, so that Redis and the pure core
 -- round and compare floats identically.
--- Every EVALSHA runs its whole script, library included, so library files only define
--- local functions and one table per algorithm: nothing is built that a call may not use,
--- and a script holds only the algorithms of its stack (src/stores/redis-scripts.ts).
--- Hot paths turn numeric strings into numbers with `text + 0` (a third of tonumber's cost)
--- and print whole numbers with %d (a third of %.17g's).
+-- The library is loaded once per server as Redis Functions; where those are unavailable,
+-- every EVALSHA runs its whole script, library included. So library files only define
+-- local functions and one table per algorithm, and an EVALSHA script holds only the
+-- algorithms of its stack (src/stores/redis-scripts.ts).
+-- Every call is Redis time: hot paths turn numeric strings into numbers with `text + 0`
+-- (half of tonumber's cost), print whole numbers with %d (a third of %.17g's), and build
+-- as few tables as they can.
 
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local format, sub, find, match = string.format, string.sub, string.find, string.match

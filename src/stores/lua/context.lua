@@ -74,7 +74,7 @@ local function read_context()
       limit = ARGV[arg + 2] + 0,
       periodMs = ARGV[arg + 3] + 0,
       burst = ARGV[arg + 4] + 0,
-      -- Only concurrency uses it (a string to number costs as much as a table field).
+      -- Only concurrency uses it: converting it for the others would be wasted time.
       leaseMs = 0,
       key = KEYS[i],
       impl = impl,
