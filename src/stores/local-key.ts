@@ -32,8 +32,10 @@ export class LocalKey {
   }
 
   check(policies: readonly Policy[], options: CheckOptions, nowMs = this.clockMs()): Decision {
-    const leaseId = concurrencyPolicies(policies).length > 0 && options.cost > 0 ? newLeaseId() : undefined;
-    const { decision, changes } = this.state.check(policies, nowMs, { ...options, leaseId, queuedPolicies: this.queue.queuedPolicyNames() });
+    const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
+    // Nobody queued (the usual case): skip building an empty set for every check.
+    const queuedPolicies = this.queue.size > 0 ? this.queue.queuedPolicyNames() : undefined;
+    const { decision, changes } = this.state.check(policies, nowMs, { ...options, leaseId, queuedPolicies });
     this.persist(changes);
     return decision;
   }

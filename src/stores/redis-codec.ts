@@ -33,36 +33,46 @@ export function decodeDecision(reply: IntegerReply, policies: readonly Policy[],
   if (!Array.isArray(reply) || reply.length !== DECISION_HEADER + POLICY_FIELDS * policies.length) {
     throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
   }
-  const at = (index: number) => Number(reply[index]);
-  const results = policies.map((policy, index): PolicyDecision => {
+  // A plain loop, no closures: this runs once per decision.
+  const count = policies.length;
+  const results: PolicyDecision[] = new Array(count);
+  for (let index = 0; index < count; index++) {
+    const policy = policies[index]!;
     const base = DECISION_HEADER + POLICY_FIELDS * index;
-    const retryAfterMs = at(base + 2);
-    return {
+    const retryAfterMs = integerAt(reply, base + 2);
+    results[index] = {
       policy: policy.name,
       allowed: retryAfterMs === 0,
       limit: reportedLimit(policy),
-      remaining: at(base),
-      resetMs: at(base + 1),
+      remaining: integerAt(reply, base),
+      resetMs: integerAt(reply, base + 1),
       retryAfterMs: orNull(retryAfterMs),
     };
-  });
-  const top = results[at(2) - 1]!;
-  const retryAfterMs = at(0);
+  }
+  const top = results[integerAt(reply, 2) - 1]!;
+  const retryAfterMs = integerAt(reply, 0);
   const decision: Decision = {
     allowed: retryAfterMs === 0,
     limit: top.limit,
     remaining: top.remaining,
     resetMs: top.resetMs,
     retryAfterMs: orNull(retryAfterMs),
-    waitMs: at(1),
+    waitMs: integerAt(reply, 1),
     policy: top.policy,
     policies: results,
   };
-  if (at(3) !== -1) {
+  const leaseMs = integerAt(reply, 3);
+  if (leaseMs !== -1) {
     decision.leaseId = leaseId;
-    decision.leaseMs = at(3);
+    decision.leaseMs = leaseMs;
   }
   return decision;
+}
+
+/** Element `index` of an integer reply as a number (beyond 2^53 it came as a decimal string). */
+function integerAt(reply: IntegerReply, index: number): number {
+  const value = reply[index]!;
+  return typeof value === "number" ? value : Number(value);
 }
 
 /** What one `acquire.lua` attempt answered. */

@@ -47,3 +47,109 @@ export async function withTimeout<T>(pending: Promise<T>, timeoutMs: number, wha
     clearTimeout(timer);
   }
 }
+
+/** A call waiting for its reply, in a Deadlines list (oldest first). */
+interface Waiting {
+  deadlineMs: number;
+  what: string;
+  reject: (error: Error) => void;
+  prev: Waiting | undefined;
+  next: Waiting | undefined;
+  linked: boolean;
+}
+
+/**
+ * withTimeout for many calls of one timeout, with one shared timer instead of one per call:
+ * calls wait in a list, oldest first (they share timeoutMs, so their deadlines come in list
+ * order), and the timer is armed for the oldest one only. When it fires, every call past its
+ * deadline throws StoreUnavailableError and the timer moves on to the next one; under load
+ * that is about one timer per timeoutMs, not one per call.
+ *
+ * Same semantics as withTimeout: the rejection waits one more turn (setImmediate) so that an
+ * answer Redis sent in time is read first when this process stalled; a late answer (or a late
+ * error) is swallowed; every error is translated (translateRedisError).
+ */
+export class Deadlines {
+  private head: Waiting | undefined;
+  private tail: Waiting | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private sweeping = false;
+
+  /** `settled` hears every outcome: undefined on a reply, the thrown error otherwise. */
+  constructor(
+    readonly timeoutMs: number,
+    private readonly settled: (error: Error | undefined) => void = () => {},
+  ) {}
+
+  /**
+   * `pending` settled within timeoutMs. `recover`, when given, is asked once about an error
+   * of `pending` and answers the promise to wait for instead (same deadline).
+   */
+  run<T>(pending: Promise<T>, what: string, recover?: (error: unknown) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const waiting: Waiting = { deadlineMs: performance.now() + this.timeoutMs, what, reject, prev: this.tail, next: undefined, linked: true };
+      if (this.tail) this.tail.next = waiting;
+      else this.head = waiting;
+      this.tail = waiting;
+      if (this.timer === undefined && !this.sweeping) this.arm(this.timeoutMs);
+      const onValue = (value: T) => {
+        if (!waiting.linked) return; // late: that caller was told already
+        this.unlink(waiting);
+        this.settled(undefined);
+        resolve(value);
+      };
+      const onError = (error: unknown) => {
+        if (!waiting.linked) return;
+        this.unlink(waiting);
+        const translated = translateRedisError(error, what);
+        this.settled(translated);
+        reject(translated);
+      };
+      pending.then(onValue, (error: unknown) => {
+        if (!recover || !waiting.linked) return onError(error);
+        let retry: Promise<T>;
+        try {
+          retry = recover(error);
+        } catch (thrown) {
+          return onError(thrown);
+        }
+        retry.then(onValue, onError);
+      });
+    });
+  }
+
+  private unlink(waiting: Waiting): void {
+    waiting.linked = false;
+    if (waiting.prev) waiting.prev.next = waiting.next;
+    else this.head = waiting.next;
+    if (waiting.next) waiting.next.prev = waiting.prev;
+    else this.tail = waiting.prev;
+    waiting.prev = waiting.next = undefined;
+  }
+
+  private arm(delayMs: number): void {
+    // Unref'd: a pending call keeps the process alive by its socket, not by this timer.
+    this.timer = setTimeout(this.fire, Math.max(1, Math.ceil(delayMs)));
+    this.timer.unref?.();
+  }
+
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    this.sweeping = true;
+    setImmediate(this.sweep);
+  };
+
+  private readonly sweep = (): void => {
+    this.sweeping = false;
+    const nowMs = performance.now();
+    let waiting = this.head;
+    while (waiting && waiting.deadlineMs <= nowMs) {
+      this.unlink(waiting);
+      const error = new StoreUnavailableError(`redis ${waiting.what} did not answer within ${this.timeoutMs} ms`);
+      this.settled(error);
+      waiting.reject(error);
+      waiting = this.head;
+    }
+    if (waiting) this.arm(waiting.deadlineMs - nowMs);
+  };
+}

@@ -1,4 +1,4 @@
-import type { Cluster } from "ioredis";
+import { type Cluster, Command } from "ioredis";
 import type { AlgorithmName } from "../core/types.js";
 import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./redis-scripts.js";
 
@@ -30,28 +30,59 @@ function isCluster(client: RedisClient): client is Cluster {
  * switches the client to EVALSHA for good. A call never fails for want of a function or a
  * script: the last resort is EVAL of the script text.
  */
-export async function runScript(
+export function runScript(
   client: RedisClient,
   name: ScriptName,
   algorithms: Iterable<AlgorithmName>,
   keys: readonly string[],
   args: readonly (string | number)[],
 ): Promise<unknown> {
-  if (modes.get(client) !== "scripts") {
-    const functionName = FUNCTION_LIBRARY.functions[name];
+  const first = sendScript(client, name, algorithms, keys, args);
+  return first.recoverable ? first.reply.catch((error: unknown) => recoverScript(error, client, name, algorithms, keys, args)) : first.reply;
+}
+
+/**
+ * The first attempt of runScript, for callers that handle its failure themselves (one
+ * promise fewer per call): in the steady state one FCALL, sent as a Command of its own
+ * (ioredis flattens keys and args without a spread, and skips its per-call option and
+ * auto-pipelining work). When `recoverable`, a failure goes to recoverScript.
+ */
+export function sendScript(
+  client: RedisClient,
+  name: ScriptName,
+  algorithms: Iterable<AlgorithmName>,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): { reply: Promise<unknown>; recoverable: boolean } {
+  if (modes.get(client) === "scripts") return { reply: evalScript(client, scriptFor(name, algorithms), keys, args), recoverable: false };
+  return { reply: fcall(client, FUNCTION_LIBRARY.functions[name], keys, args), recoverable: true };
+}
+
+function fcall(client: RedisClient, functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  const options = client.options as { keyPrefix?: string; enableAutoPipelining?: boolean };
+  // A client that pipelines automatically keeps doing so through its own command method.
+  if (options.enableAutoPipelining) return client.fcall(functionName, keys.length, ...keys, ...args);
+  const command = new Command("fcall", [functionName, keys.length, keys as string[], args as (string | number)[]], { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
+  return client.sendCommand(command) as Promise<unknown>;
+}
+
+/** After a failed FCALL: load the library and call again, or switch the client to scripts. */
+export async function recoverScript(
+  error: unknown,
+  client: RedisClient,
+  name: ScriptName,
+  algorithms: Iterable<AlgorithmName>,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  if (isFunctionsUnavailable(error)) modes.set(client, "scripts");
+  else if (!isFunctionNotFound(error)) throw error;
+  if (modes.get(client) !== "scripts" && (await loadLibrary(client))) {
     try {
-      return await client.fcall(functionName, keys.length, ...keys, ...args);
+      return await fcall(client, FUNCTION_LIBRARY.functions[name], keys, args);
     } catch (error) {
-      if (isFunctionsUnavailable(error)) modes.set(client, "scripts");
-      else if (!isFunctionNotFound(error)) throw error;
-    }
-    if (modes.get(client) !== "scripts" && (await loadLibrary(client))) {
-      try {
-        return await client.fcall(functionName, keys.length, ...keys, ...args);
-      } catch (error) {
-        // Still missing (a Cluster node that joined meanwhile): EVAL below, once.
-        if (!isFunctionNotFound(error)) throw error;
-      }
+      // Still missing (a Cluster node that joined meanwhile): EVAL below, once.
+      if (!isFunctionNotFound(error)) throw error;
     }
   }
   return evalScript(client, scriptFor(name, algorithms), keys, args);

@@ -2,9 +2,10 @@ import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision } from "./redis-codec.js";
-import { withTimeout } from "./redis-errors.js";
-import { DEFAULT_KEY_PREFIX, keyLayout, validateKeyPrefix } from "./redis-keys.js";
-import { runScript } from "./redis-run.js";
+import { Deadlines, withTimeout } from "./redis-errors.js";
+import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-keys.js";
+import { recoverScript, sendScript } from "./redis-run.js";
+import type { AlgorithmName } from "../core/types.js";
 import type { RedisClient, ScriptName } from "./redis-scripts.js";
 import { LeaseWaiters } from "./redis-waiters.js";
 
@@ -77,6 +78,7 @@ export class RedisStore implements Limiter {
   private readonly channel: string;
   private readonly waiters: LeaseWaiters;
   private readonly log: (line: string) => void;
+  private readonly deadlines: Deadlines;
   private available = true;
 
   constructor(options: RedisStoreOptions) {
@@ -94,6 +96,11 @@ export class RedisStore implements Limiter {
     this.channel = `${this.keyPrefix}wake`;
     this.waiters = new LeaseWaiters({ client: this.client, channel: this.channel, pollIntervalMs });
     this.log = options.log ?? ((line) => console.warn(line));
+    this.deadlines = new Deadlines(this.timeoutMs, (error) => {
+      if (error === undefined) {
+        if (!this.available) this.markAvailable(true);
+      } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
+    });
   }
 
   /** Resolves true once connected (at most `timeoutMs` of waiting), false if not yet. */
@@ -107,7 +114,7 @@ export class RedisStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
-    const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : "";
+    const leaseId = options.cost > 0 && stackOf(policies).concurrency ? newLeaseId() : "";
     // Without a lease the lease arguments are left out: every argument costs Redis time.
     const args = leaseId ? [options.cost, options.mode, options.maxWaitMs, leaseId] : [options.cost, options.mode, options.maxWaitMs];
     const reply = await this.run("check", key, policies, args);
@@ -167,29 +174,25 @@ export class RedisStore implements Limiter {
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
    * timeoutMs. Answers the script's raw reply.
    */
-  private async run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
-    if (policies.length === 0) throw new TypeError("policies must name at least one policy");
-    const layout = keyLayout(this.keyPrefix, key);
-    const keys: string[] = [];
-    const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", this.channel, policies.length];
-    let concurrency = false;
-    for (const policy of policies) {
-      keys.push(layout.stateKey(policy.name));
-      args.push(policy.name, policy.algorithm, policy.limit, policy.periodMs, policy.burst, policy.leaseMs);
-      concurrency ||= policy.algorithm === "concurrency";
-    }
-    // The waiter keys go only to scripts that may touch them (every key costs Redis time).
-    if (name !== "extend" && (name !== "check" || concurrency)) keys.push(layout.queueKey, layout.waitersKey);
-    args.push(...extraArgs);
-    const algorithms = policies.map((policy) => policy.algorithm);
-    try {
-      const reply = await withTimeout(runScript(this.client, name, algorithms, keys, args), this.timeoutMs, name);
-      this.markAvailable(true);
-      return reply;
-    } catch (error) {
-      if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
-      throw error;
-    }
+  private run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
+    if (policies.length === 0) return Promise.reject(new TypeError("policies must name at least one policy"));
+    const stack = stackOf(policies);
+    const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
+    const names = stack.names;
+    const keys: string[] = new Array(names.length);
+    for (let i = 0; i < names.length; i++) keys[i] = base + names[i];
+    // The waiter keys, and the channel that wakes waiters, go only to scripts that may touch
+    // them (every key and argument costs Redis time): a check touches waiters only for a stack
+    // with a concurrency policy, extend never.
+    const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
+    if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
+    const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", waiters ? this.channel : ""];
+    const policyArgs = stack.args;
+    for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
+    for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
+    const first = sendScript(this.client, name, stack.algorithms, keys, args);
+    if (!first.recoverable) return this.deadlines.run(first.reply, name);
+    return this.deadlines.run(first.reply, name, (error) => recoverScript(error, this.client, name, stack.algorithms, keys, args));
   }
 
   /** Logs changes of availability once, not once per call. */
@@ -198,6 +201,44 @@ export class RedisStore implements Limiter {
     this.available = available;
     this.log(available ? `spillway: ${this.kind} store available again` : `spillway: ${this.kind} store unavailable: ${detail}`);
   }
+}
+
+/** What a stack sends on every call, encoded once per policies array (see stackOf). */
+interface Stack {
+  policies: readonly Policy[];
+  /** The policies themselves, to tell a reused array whose contents changed. */
+  members: readonly Policy[];
+  names: readonly string[];
+  algorithms: readonly AlgorithmName[];
+  /** N, then per policy: name, algorithm, limit, periodMs, burst, leaseMs (as text). */
+  args: readonly string[];
+  concurrency: boolean;
+}
+
+const stacks = new WeakMap<readonly Policy[], Stack>();
+
+/** The encoded stack of a policies array, cached by the array's identity (and its members). */
+function stackOf(policies: readonly Policy[]): Stack {
+  const cached = stacks.get(policies);
+  if (cached && sameMembers(cached.members, policies)) return cached;
+  const args = [String(policies.length)];
+  for (const policy of policies) args.push(policy.name, policy.algorithm, String(policy.limit), String(policy.periodMs), String(policy.burst), String(policy.leaseMs));
+  const stack: Stack = {
+    policies,
+    members: [...policies],
+    names: policies.map((policy) => policy.name),
+    algorithms: policies.map((policy) => policy.algorithm),
+    args,
+    concurrency: policies.some((policy) => policy.algorithm === "concurrency"),
+  };
+  stacks.set(policies, stack);
+  return stack;
+}
+
+function sameMembers(members: readonly Policy[], policies: readonly Policy[]): boolean {
+  if (members.length !== policies.length) return false;
+  for (let i = 0; i < members.length; i++) if (members[i] !== policies[i]) return false;
+  return true;
 }
 
 function isCluster(client: RedisClient): client is Cluster {
