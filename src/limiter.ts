@@ -59,9 +59,14 @@ export async function applyFailMode(policies: readonly Policy[], run: () => Prom
   try {
     return await run();
   } catch (error) {
-    if (!(error instanceof StoreUnavailableError) || !policies.every((policy) => policy.failMode === "open")) throw error;
-    return failedOpenDecision(policies);
+    return failOpenOrRethrow(policies, error);
   }
+}
+
+/** applyFailMode's rule for an error already caught (callers on a hot path skip the wrapper). */
+export function failOpenOrRethrow(policies: readonly Policy[], error: unknown): Decision {
+  if (!(error instanceof StoreUnavailableError) || !policies.every((policy) => policy.failMode === "open")) throw error;
+  return failedOpenDecision(policies);
 }
 
 export function failedOpenDecision(policies: readonly Policy[]): Decision {

@@ -16,11 +16,14 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
 const PORTS = { origin: 8790, bare: 8791, memory: 8792, redis: 8793, redisServer: 6391, workerBare: 8794, worker: 8795 };
+// Two `wrangler dev` at once each need their own inspector port, else the second fails to bind.
+const INSPECTOR_PORTS = { workerBare: 9294, worker: 9295 };
 const ORIGIN_URL = `http://127.0.0.1:${PORTS.origin}`;
 const children: ChildProcess[] = [];
 
-function start(command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
-  const child = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"], detached: true, env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...env } });
+/** `stdin: "pipe"` keeps the child's stdin open: `wrangler dev` may stop when its stdin closes. */
+function start(command: string, args: string[], env: Record<string, string> = {}, stdin: "ignore" | "pipe" = "ignore"): ChildProcess {
+  const child = spawn(command, args, { stdio: [stdin, "ignore", "pipe"], detached: true, env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...env } });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-2000);
@@ -142,11 +145,16 @@ async function main(): Promise<void> {
     { label: "spillway serve, Redis", url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", `redis://127.0.0.1:${PORTS.redisServer}`]) },
   ]);
 
-  const wrangler = (config: string, port: number) =>
-    start("wrangler", ["dev", "--config", config, "--port", String(port), "--ip", "127.0.0.1", "--var", `ORIGIN_URL:${ORIGIN_URL}`, "--var", `SPILLWAY_TOKEN:${TOKEN}`, "--log-level", "error"]);
+  const wrangler = (config: string, port: number, inspectorPort: number) =>
+    start(
+      "wrangler",
+      ["dev", "--config", config, "--port", String(port), "--inspector-port", String(inspectorPort), "--ip", "127.0.0.1", "--var", `ORIGIN_URL:${ORIGIN_URL}`, "--var", `SPILLWAY_TOKEN:${TOKEN}`, "--log-level", "error"],
+      {},
+      "pipe",
+    );
   const workerRows = await measureAll([
-    { label: "proxy Worker, no limiting", url: `http://127.0.0.1:${PORTS.workerBare}`, child: wrangler("scripts/bench/wrangler.gateway-bare.toml", PORTS.workerBare) },
-    { label: "Spillway Worker gateway (Durable Object)", url: `http://127.0.0.1:${PORTS.worker}`, child: wrangler("scripts/bench/wrangler.gateway.toml", PORTS.worker) },
+    { label: "proxy Worker, no limiting", url: `http://127.0.0.1:${PORTS.workerBare}`, child: wrangler("scripts/bench/wrangler.gateway-bare.toml", PORTS.workerBare, INSPECTOR_PORTS.workerBare) },
+    { label: "Spillway Worker gateway (Durable Object)", url: `http://127.0.0.1:${PORTS.worker}`, child: wrangler("scripts/bench/wrangler.gateway.toml", PORTS.worker, INSPECTOR_PORTS.worker) },
   ]);
 
   const nodeLines = table(nodeRows, "bare Node proxy");

@@ -54,9 +54,15 @@ export function decide(
     };
   });
 
-  const never = evaluated.some((item) => item.earliestMs === null);
-  const blocked = evaluated.some((item) => item.blockedByQueue);
-  let atMs = Math.max(nowMs, ...evaluated.map((item) => item.earliestMs ?? nowMs));
+  // One pass, no spread: decide runs for every request of every in-process store.
+  let never = false;
+  let blocked = false;
+  let atMs = nowMs;
+  for (const item of evaluated) {
+    if (item.earliestMs === null) never = true;
+    else if (item.earliestMs > atMs) atMs = item.earliestMs;
+    if (item.blockedByQueue) blocked = true;
+  }
   if (atMs - nowMs <= EPSILON_MS) atMs = nowMs;
   const waitMs = ceilMs(atMs - nowMs);
   // The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
@@ -121,7 +127,8 @@ function policyRetryAfterMs(item: Evaluated, nowMs: number): number | null {
  */
 function mostRestrictive(results: PolicyDecision[], allowed: boolean): PolicyDecision {
   let top = results[0]!;
-  for (const result of results.slice(1)) {
+  for (let i = 1; i < results.length; i++) {
+    const result = results[i]!;
     if (allowed ? result.remaining < top.remaining : denialRank(result) > denialRank(top)) top = result;
   }
   return top;

@@ -10,17 +10,19 @@ const secondsUp = (ms: number) => Math.ceil(ms / 1000);
  * @example rateLimitHeaders(decision, policies, { legacy: false })["RateLimit"] // '"per-minute";r=0;t=1'
  */
 export function rateLimitHeaders(decision: Decision, policies: readonly Policy[], options: { legacy?: boolean } = {}): Record<string, string> {
-  const byName = new Map(policies.map((policy) => [policy.name, policy]));
-  const policyItems: string[] = [];
-  const stateItems: string[] = [];
-  for (const result of decision.policies) {
-    const policy = byName.get(result.policy);
-    policyItems.push(policyItem(result, policy));
-    stateItems.push(`${quote(result.policy)};r=${result.remaining};t=${secondsUp(resetOrRetryMs(result))}`);
+  // Built by concatenation, without a Map or arrays: this runs for every limited request.
+  let policyField = "";
+  let stateField = "";
+  for (let i = 0; i < decision.policies.length; i++) {
+    const result = decision.policies[i]!;
+    const separator = i === 0 ? "" : ", ";
+    const name = quote(result.policy);
+    policyField += separator + policyItem(name, result, policyNamed(policies, result.policy));
+    stateField += `${separator}${name};r=${result.remaining};t=${secondsUp(resetOrRetryMs(result))}`;
   }
   const headers: Record<string, string> = {
-    "RateLimit-Policy": policyItems.join(", "),
-    RateLimit: stateItems.join(", "),
+    "RateLimit-Policy": policyField,
+    RateLimit: stateField,
   };
   if (!decision.allowed) {
     headers["Retry-After"] = String(retryAfterSeconds(decision));
@@ -50,15 +52,22 @@ function resetOrRetryMs(result: PolicyDecision): number {
   return result.retryAfterMs ?? result.resetMs;
 }
 
-function policyItem(result: PolicyDecision, policy: Policy | undefined): string {
-  if (policy?.algorithm === "concurrency") return `${quote(result.policy)};q=${result.limit};qu="concurrent-requests"`;
+/** The last policy of that name, as a Map built from the list would hold (a stack is a handful of policies: a scan beats building one). */
+function policyNamed(policies: readonly Policy[], name: string): Policy | undefined {
+  for (let i = policies.length - 1; i >= 0; i--) if (policies[i]!.name === name) return policies[i];
+  return undefined;
+}
+
+function policyItem(quotedName: string, result: PolicyDecision, policy: Policy | undefined): string {
+  if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
   // The quota is `limit` per `period` (a gcra/token-bucket burst lets more through at once).
   const quota = policy ? policy.limit : result.limit;
   const windowSeconds = policy ? secondsUp(policy.periodMs) : 0;
-  return `${quote(result.policy)};q=${quota};w=${windowSeconds}`;
+  return `${quotedName};q=${quota};w=${windowSeconds}`;
 }
 
 /** A structured-field string: policy names match [a-z0-9._-], so only quoting is needed. */
 function quote(name: string): string {
+  if (!name.includes('"') && !name.includes("\\")) return `"${name}"`;
   return `"${name.replace(/["\\]/g, "\\$&")}"`;
 }

@@ -10,13 +10,15 @@ import type { Policy } from "./types.js";
  */
 export class KeyState {
   readonly states = new Map<string, StoredState>();
+  /** Made once: a check runs for every request, and needs no fresh closure for reading. */
+  private readonly read = (name: string) => this.states.get(name);
 
   constructor(initial?: Iterable<[string, StoredState]>) {
     if (initial) for (const [name, stored] of initial) this.states.set(name, stored);
   }
 
   check(policies: readonly Policy[], nowMs: number, input: DecideInput): DecideOutput {
-    const output = decide(policies, (name) => this.states.get(name), nowMs, input);
+    const output = decide(policies, this.read, nowMs, input);
     this.apply(output.changes);
     return output;
   }
@@ -71,10 +73,10 @@ export class KeyState {
   }
 
   private apply(changes: Map<string, StateChange>): void {
-    for (const [name, change] of changes) {
+    changes.forEach((change, name) => {
       if (change) this.states.set(name, change.stored);
       else this.states.delete(name);
-    }
+    });
   }
 }
 

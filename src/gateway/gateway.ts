@@ -8,8 +8,8 @@ import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewa
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
-import { DRY_RUN_HEADER, type HeldLease, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
-import { type FetchOrigin, badGateway, clientResponse, globalFetchOrigin, originRequest, originUrlFor } from "./proxy.js";
+import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
+import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
 import { findRoute, normalizedPath, pathSegments } from "./routes.js";
 
 export interface GatewayOptions {
@@ -46,9 +46,13 @@ export function createGateway(options: GatewayOptions): Hono {
   const { limiter, clientIpOf } = options;
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
   const log = options.log ?? defaultLog;
+  // Built once per route rather than per request.
+  const planOf = new Map<GatewayRoute, LimitPlan>(
+    gateway.routes.map((route) => [route, { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: gateway.legacyHeaders }]),
+  );
 
   async function forward(request: Request, url: URL, extra: Record<string, string>, lease: HeldLease | undefined, key?: RequestKey, defer?: (p: Promise<unknown>) => void): Promise<Response> {
-    let origin: Response;
+    let origin: OriginAnswer;
     try {
       origin = await fetchOrigin(originRequest(request, originUrlFor(gateway.origin, url)));
     } catch (error) {
@@ -58,7 +62,7 @@ export function createGateway(options: GatewayOptions): Hono {
       return badGateway(gateway.origin, error);
     }
     if (gateway.originFeedback && key && origin.status === 429) {
-      const pauseMs = retryAfterMsOf(origin.headers.get("retry-after"), Date.now());
+      const pauseMs = retryAfterMsOf(originHeader(origin, "retry-after"), Date.now());
       if (pauseMs !== undefined) defer?.(pauseKey(limiter, key.storeKey, pauseMs));
     }
     if (!lease) return clientResponse(origin, extra);
@@ -82,8 +86,7 @@ export function createGateway(options: GatewayOptions): Hono {
         log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
       }
     }
-    const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: gateway.legacyHeaders };
-    const outcome = await limitRequest(limiter, key.storeKey, plan, { signal: request.signal, label: route.field, log, defer });
+    const outcome = await limitRequest(limiter, key.storeKey, planOf.get(route)!, { signal: request.signal, label: route.field, log, defer });
     if (!outcome.admitted) return outcome.response;
     if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
     return forward(request, url, outcome.headers, outcome.lease, key, defer);
@@ -96,7 +99,9 @@ export function createGateway(options: GatewayOptions): Hono {
       return problemResponse(problem(400, "the request has both Transfer-Encoding and Content-Length"));
     }
     const url = new URL(request.url);
-    const clientIp = resolveClientIp(clientIpOf(c), request.headers.get("x-forwarded-for"), gateway.trustProxy);
+    // Without a trusted proxy X-Forwarded-For is never believed, so it is not even looked up.
+    const forwardedFor = gateway.trustProxy.length > 0 ? request.headers.get("x-forwarded-for") : null;
+    const clientIp = resolveClientIp(clientIpOf(c), forwardedFor, gateway.trustProxy);
     if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return forbidden("the client address is on the deny list");
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, url, {}, undefined);
     const segments = pathSegments(url.pathname);
@@ -104,7 +109,10 @@ export function createGateway(options: GatewayOptions): Hono {
     if (!route) return forward(request, url, {}, undefined);
 
     const facts = { clientIp, headers: request.headers, url, path: normalizedPath(segments) };
-    const key = (await keyOf(route.key, facts)) ?? (route.fallbackKey ? await keyOf(route.fallbackKey, facts) : undefined);
+    // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
+    let found = keyOf(route.key, facts);
+    if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, facts);
+    const key = found instanceof Promise ? await found : found;
     if (!key) return problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`));
     if (gateway.deny.keys.has(key.value)) return forbidden("the key is on the deny list");
     if (gateway.allow.keys.has(key.value)) return forward(request, url, {}, undefined);
@@ -112,7 +120,13 @@ export function createGateway(options: GatewayOptions): Hono {
   }
 
   const app = new Hono();
-  app.onError(onError);
-  app.all("*", handle);
+  // Errors become problems here rather than through app.onError: Hono wraps every route of a
+  // sub-app that has its own error handler in a per-request compose when it is mounted.
+  app.all("*", (c) =>
+    handle(c).catch((error: unknown) => {
+      if (error instanceof Error) return onError(error, c);
+      throw error;
+    }),
+  );
   return app;
 }

@@ -67,8 +67,9 @@ const encoder = new TextEncoder();
  * Store keys are namespaced by source (`ip:…`, `header:x-api-key:…`) so one API key and one
  * path that happen to be spelled alike never share a budget; an IP key is shared by every
  * route keyed by `ip`, which is what a per-client budget means.
+ * A promise only when the value is long enough to be hashed (await the result either way).
  */
-export async function keyOf(source: KeySource, facts: RequestFacts): Promise<RequestKey | undefined> {
+export function keyOf(source: KeySource, facts: RequestFacts): RequestKey | undefined | Promise<RequestKey> {
   let value: string | null | undefined;
   let namespace: string;
   switch (source.kind) {
@@ -97,14 +98,15 @@ export async function keyOf(source: KeySource, facts: RequestFacts): Promise<Req
       break;
   }
   if (value === undefined || value === null || value === "") return undefined;
-  return { value, storeKey: await storeKeyOf(namespace, value) };
+  const storeKey = `${namespace}:${value}`;
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most keys need no encoding to know they fit.
+  // Those are answered synchronously: an await per request is measurable on a proxy's hot path.
+  if (storeKey.length * 3 <= MAX_KEY_BYTES || encoder.encode(storeKey).length <= MAX_KEY_BYTES) return { value, storeKey };
+  return hashedStoreKey(namespace, value).then((hashed) => ({ value, storeKey: hashed }));
 }
 
 /** Long values (a JWT in a header) are hashed: stores take keys of at most 512 bytes. */
-async function storeKeyOf(namespace: string, value: string): Promise<string> {
-  const key = `${namespace}:${value}`;
-  // A UTF-16 unit is at most 3 UTF-8 bytes: most keys need no encoding to know they fit.
-  if (key.length * 3 <= MAX_KEY_BYTES || encoder.encode(key).length <= MAX_KEY_BYTES) return key;
+async function hashedStoreKey(namespace: string, value: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(value)));
   const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
   return `${namespace}#sha256:${hex}`;

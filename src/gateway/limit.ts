@@ -4,7 +4,7 @@ import { concurrencyPolicies } from "../core/key-state.js";
 import type { Decision, Policy } from "../core/types.js";
 import { FAILED_OPEN_HEADER } from "../http/api.js";
 import { QUOTA_EXCEEDED_TYPE, problem, problemResponse } from "../http/problems.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
+import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 
 /** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done). */
 export const DRY_RUN_HEADER = "Spillway-Dry-Run";
@@ -133,7 +133,12 @@ export async function limitRequest(limiter: Limiter, key: string, plan: LimitPla
   const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
   let decision: Decision;
   try {
-    decision = await applyFailMode(policies, () => limiter.check(key, policies, options));
+    // applyFailMode's rule, inlined: its wrapper costs an async call per request.
+    try {
+      decision = await limiter.check(key, policies, options);
+    } catch (error) {
+      decision = failOpenOrRethrow(policies, error);
+    }
   } catch (error) {
     if (!plan.dryRun) throw error;
     context.log({ event: "dry-run-check-failed", route: context.label, error: String(error) });

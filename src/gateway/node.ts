@@ -7,7 +7,7 @@ import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
 import type { LogFn } from "./limit.js";
-import type { FetchOrigin } from "./proxy.js";
+import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "./proxy.js";
 
 /**
  * The client address on Node: the socket's peer, as @hono/node-server passes it in
@@ -34,18 +34,14 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
     "https:": new https.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
   };
   return (request) =>
-    new Promise<Response>((resolve, reject) => {
+    new Promise<OriginAnswer>((resolve, reject) => {
       const url = new URL(request.url);
       const secure = url.protocol === "https:";
-      const headers: Record<string, string> = {};
-      request.headers.forEach((value, name) => {
-        headers[name] = value;
-      });
-      const outgoing = (secure ? https : http).request(url, { method: request.method, headers, agent: agents[secure ? "https:" : "http:"], signal: request.signal });
+      const outgoing = (secure ? https : http).request(url, { method: request.method, headers: request.headerFields, agent: agents[secure ? "https:" : "http:"], signal: request.signal });
       outgoing.on("error", reject);
       outgoing.on("response", (incoming) => {
         try {
-          resolve(toResponse(incoming, request.method));
+          resolve(toAnswer(incoming, request.method));
         } catch (error) {
           incoming.destroy();
           reject(error);
@@ -62,10 +58,39 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
     });
 }
 
-function toResponse(incoming: IncomingMessage, method: string): Response {
+function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
+  const status = incoming.statusCode ?? 0;
+  // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
+  if (status < 200 || status > 599) throw new Error(`the origin answered with status ${status}`);
+  const answer = { status, statusText: incoming.statusMessage ?? "", headers: headersOf(incoming.rawHeaders) };
+  if (method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
+    incoming.resume();
+    return { ...answer, body: null };
+  }
+  return { ...answer, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array> };
+}
+
+/**
+ * The origin's fields as a record: lower-case names, repeated fields joined by ", " as
+ * Headers would join them. Node's parser has already refused malformed names and values.
+ * Several Set-Cookie lines cannot share one string, so such an answer gets a Headers, which
+ * keeps them apart (rawHeaders keeps repeated fields as they came).
+ */
+function headersOf(raw: readonly string[]): Headers | Record<string, string> {
+  const record = newFieldRecord();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    const seen = record[name];
+    if (seen === undefined) record[name] = value;
+    else if (name === "set-cookie") return headersFromRaw(raw);
+    else record[name] = `${seen}, ${value}`;
+  }
+  return record;
+}
+
+function headersFromRaw(raw: readonly string[]): Headers {
   const headers = new Headers();
-  const raw = incoming.rawHeaders;
-  // rawHeaders keeps repeated fields (several Set-Cookie) as they came.
   for (let i = 0; i < raw.length; i += 2) {
     try {
       headers.append(raw[i]!, raw[i + 1]!);
@@ -73,15 +98,7 @@ function toResponse(incoming: IncomingMessage, method: string): Response {
       // A field the Headers class refuses (bad characters) is dropped, not fatal.
     }
   }
-  const status = incoming.statusCode ?? 0;
-  // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
-  if (status < 200 || status > 599) throw new Error(`the origin answered with status ${status}`);
-  if (method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
-    incoming.resume();
-    return new Response(null, { status, statusText: incoming.statusMessage, headers });
-  }
-  const body = Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>;
-  return new Response(body, { status, statusText: incoming.statusMessage, headers });
+  return headers;
 }
 
 export interface NodeGatewayOptions {

@@ -9,14 +9,30 @@ export interface OriginRequest {
   method: string;
   /** Already without hop-by-hop fields and Host. */
   headers: Headers;
+  /** The same fields as a record (lower-case names), which is all the Node origin client needs. */
+  headerFields: Readonly<Record<string, string>>;
   /** The client's body stream, passed on as it arrives; null for GET and HEAD. */
   body: ReadableStream<Uint8Array> | null;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
 }
 
+/**
+ * The origin's answer: a Response, or the same four parts as a plain object. A Response
+ * fits this shape as it is; the Node origin client hands over a plain object because on
+ * Node building Response and Headers objects (and reading them back) costs more than the
+ * proxying itself.
+ */
+export interface OriginAnswer {
+  status: number;
+  statusText: string;
+  /** A record has lower-case names, repeated fields joined by ", " (Set-Cookie is never repeated in one). */
+  headers: Headers | Readonly<Record<string, string>>;
+  body: ReadableStream<Uint8Array> | null;
+}
+
 /** Sends a request to the origin: global `fetch` on Workers, a node:http client on Node. */
-export type FetchOrigin = (request: OriginRequest) => Promise<Response>;
+export type FetchOrigin = (request: OriginRequest) => Promise<OriginAnswer>;
 
 /**
  * The default origin client: global fetch, not following redirects (a 3xx goes back to the
@@ -33,6 +49,17 @@ export const globalFetchOrigin: FetchOrigin = ({ url, method, headers, body, sig
  * must not forward them. `proxy-connection` is the non-standard spelling old clients send.
  */
 export const HOP_BY_HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"] as const;
+
+const HOP_BY_HOP = new Set<string>(HOP_BY_HOP_HEADERS);
+
+/**
+ * Header fields as a record, one built and read several times per request. Nothing is
+ * inherited (a field named "constructor" or "__proto__" is a field like any other), yet the
+ * object keeps V8's fast layout, which Object.create(null) would give up.
+ */
+const FieldRecord = function FieldRecord() {} as unknown as { new (): Record<string, string>; prototype: object };
+FieldRecord.prototype = Object.create(null);
+export const newFieldRecord = (): Record<string, string> => new FieldRecord();
 
 /** A copy of `headers` without the hop-by-hop fields, including those the Connection field names. */
 export function withoutHopByHop(headers: Headers): Headers {
@@ -54,11 +81,50 @@ export function originUrlFor(origin: URL, requestUrl: URL): string {
  * (the origin client sets it). The body is the client's stream, not read here.
  */
 export function originRequest(request: Request, url: string): OriginRequest {
-  const headers = withoutHopByHop(request.headers);
-  headers.delete("host");
   // Method first: on Node, touching `body` materializes a full Request even for a GET.
   const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.body !== null;
-  return { url, method: request.method, headers, body: hasBody ? request.body : null, signal: request.signal };
+  return new ForwardedRequest(url, request.method, forwardedFields(request.headers), hasBody ? request.body : null, request.signal);
+}
+
+/** An OriginRequest whose Headers object is only built when read: the Node origin client never reads it. */
+class ForwardedRequest implements OriginRequest {
+  #headers: Headers | undefined;
+
+  constructor(
+    readonly url: string,
+    readonly method: string,
+    readonly headerFields: Readonly<Record<string, string>>,
+    readonly body: ReadableStream<Uint8Array> | null,
+    readonly signal: AbortSignal,
+  ) {}
+
+  get headers(): Headers {
+    if (!this.#headers) {
+      // Appended one by one: converting a record would drop a field named "__proto__".
+      this.#headers = new Headers();
+      for (const name in this.headerFields) this.#headers.append(name, this.headerFields[name]!);
+    }
+    return this.#headers;
+  }
+}
+
+/**
+ * The client's fields minus hop-by-hop ones (and those Connection names) and Host, in one
+ * pass into a record: copying into a Headers and deleting from it costs a validation each.
+ */
+function forwardedFields(source: Headers): Record<string, string> {
+  const connection = source.get("connection");
+  const named = connection ? connection.split(",").map((name) => name.trim().toLowerCase()) : undefined;
+  const fields = newFieldRecord();
+  source.forEach((value, name) => {
+    if (name !== "host" && !HOP_BY_HOP.has(name) && !named?.includes(name)) fields[name] = value;
+  });
+  return fields;
+}
+
+/** One field of an origin's answer, whichever form its headers take. */
+export function originHeader(origin: OriginAnswer, name: string): string | null {
+  return origin.headers instanceof Headers ? origin.headers.get(name) : (origin.headers[name] ?? null);
 }
 
 /**
@@ -66,17 +132,43 @@ export function originRequest(request: Request, url: string): OriginRequest {
  * removed), `extra` headers added, the body streamed through (`body` replaces it when the
  * caller wrapped it, e.g. to release a lease when it ends).
  */
-export function clientResponse(origin: Response, extra: Record<string, string>, body: ReadableStream<Uint8Array> | null = origin.body): Response {
-  const headers = withoutHopByHop(origin.headers);
-  for (const [name, value] of Object.entries(extra)) {
-    // RateLimit fields are structured lists: ours join the origin's own rather than replace them.
-    if (/^ratelimit(-policy)?$/i.test(name)) headers.append(name, value);
-    else headers.set(name, value);
-  }
+export function clientResponse(origin: OriginAnswer, extra: Record<string, string>, body: ReadableStream<Uint8Array> | null = origin.body): Response {
+  const headers = origin.headers instanceof Headers ? headersWithExtra(origin.headers, extra) : recordWithExtra(origin.headers, extra);
   // These statuses cannot carry a body (the Response constructor refuses one).
   const nullBody = origin.status === 204 || origin.status === 205 || origin.status === 304;
   if (nullBody && body) void body.cancel().catch(() => {});
   return new Response(nullBody ? null : body, { status: origin.status, statusText: origin.statusText, headers });
+}
+
+/** RateLimit fields are structured lists: ours join the origin's own rather than replace them. */
+const isListField = (lowerName: string) => lowerName === "ratelimit" || lowerName === "ratelimit-policy";
+
+function headersWithExtra(origin: Headers, extra: Record<string, string>): Headers {
+  const headers = withoutHopByHop(origin);
+  for (const name in extra) {
+    if (isListField(name.toLowerCase())) headers.append(name, extra[name]!);
+    else headers.set(name, extra[name]!);
+  }
+  return headers;
+}
+
+/**
+ * The record path: the same fields as headersWithExtra, as a plain record. On Node this is
+ * what @hono/node-server writes out directly; a Headers object it would copy once more.
+ */
+function recordWithExtra(origin: Readonly<Record<string, string>>, extra: Record<string, string>): Record<string, string> {
+  const headers = newFieldRecord();
+  const connection = origin.connection;
+  const named = connection ? connection.split(",").map((name) => name.trim().toLowerCase()) : undefined;
+  for (const name in origin) {
+    if (!HOP_BY_HOP.has(name) && !named?.includes(name)) headers[name] = origin[name]!;
+  }
+  for (const name in extra) {
+    const lower = name.toLowerCase();
+    const own = headers[lower];
+    headers[lower] = isListField(lower) && own !== undefined ? `${own}, ${extra[name]}` : extra[name]!;
+  }
+  return headers;
 }
 
 /** The 502 for an origin that could not be reached (refused, reset, DNS, TLS). */

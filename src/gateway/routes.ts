@@ -48,18 +48,23 @@ function safeDecode(segment: string): string {
 
 /** A URL path split into decoded segments, with empty segments (`//`, a trailing `/`) dropped. */
 export function pathSegments(pathname: string): string[] {
-  return pathname
-    .split("/")
-    .filter((part) => part !== "")
-    .map(safeDecode);
+  // A plain loop: this runs for every request the gateway sees.
+  const segments: string[] = [];
+  for (const part of pathname.split("/")) if (part !== "") segments.push(safeDecode(part));
+  return segments;
 }
 
 /** The normalized path, as the `path` key source sees it. */
 export const normalizedPath = (segments: readonly string[]) => `/${segments.join("/")}`;
 
 export function matchesPath(pattern: PathPattern, segments: readonly string[]): boolean {
-  if (pattern.rest ? segments.length < pattern.segments.length : segments.length !== pattern.segments.length) return false;
-  return pattern.segments.every((expected, i) => expected === null || expected === segments[i]);
+  const expected = pattern.segments;
+  if (pattern.rest ? segments.length < expected.length : segments.length !== expected.length) return false;
+  for (let i = 0; i < expected.length; i++) {
+    const want = expected[i];
+    if (want !== null && want !== segments[i]) return false;
+  }
+  return true;
 }
 
 /** Methods a route matches; GET brings HEAD along, as every HTTP server treats HEAD as a GET without body. */
@@ -72,5 +77,6 @@ export function methodSet(methods: readonly string[] | undefined): ReadonlySet<s
 
 /** The first route (in config order) whose method and path match; undefined: none. */
 export function findRoute<R extends { pattern: PathPattern; methods?: ReadonlySet<string> }>(routes: readonly R[], method: string, segments: readonly string[]): R | undefined {
-  return routes.find((route) => (!route.methods || route.methods.has(method)) && matchesPath(route.pattern, segments));
+  for (const route of routes) if ((!route.methods || route.methods.has(method)) && matchesPath(route.pattern, segments)) return route;
+  return undefined;
 }

@@ -40,6 +40,18 @@ describe("Node gateway: proxying", () => {
     expect(response.headers["ratelimit"]).toMatch(/^"big";r=\d+;t=\d+$/);
   });
 
+  it("joins repeated fields as Headers would and invents no Content-Type the origin did not send", async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, [["Vary", "a"], ["vary", "b"], ["X-Origin", "yes"]]);
+      res.end("raw");
+    };
+    const response = await request(`${gateway.url}/anything`);
+    expect(response.headers["vary"]).toBe("a, b");
+    expect(response.headers["x-origin"]).toBe("yes");
+    expect(response.headers["content-type"]).toBeUndefined();
+    expect(response.body.toString()).toBe("raw");
+  });
+
   it("passes compressed answers through untouched", async () => {
     const { gzipSync } = await import("node:zlib");
     const packed = gzipSync(Buffer.from("a".repeat(10_000)));

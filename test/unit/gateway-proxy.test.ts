@@ -3,7 +3,7 @@ import { parseConfig } from "../../src/config.js";
 import { retryAfterMsOf } from "../../src/gateway/feedback.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { onBodyDone } from "../../src/gateway/limit.js";
-import { type OriginRequest, clientResponse, originUrlFor, withoutHopByHop } from "../../src/gateway/proxy.js";
+import { type OriginRequest, clientResponse, newFieldRecord, originRequest, originUrlFor, withoutHopByHop } from "../../src/gateway/proxy.js";
 import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
@@ -25,6 +25,22 @@ describe("proxy helpers", () => {
     expect(response.statusText).toBe("Made");
     expect(response.headers.get("ratelimit")).toBe('"own";r=1;t=1, "ours";r=2;t=3');
     expect(response.headers.get("x-a")).toBe("1");
+  });
+
+  it("treats an answer whose headers are a record (the Node origin client's) like one with Headers", async () => {
+    const fields = newFieldRecord();
+    Object.assign(fields, { connection: "close, x-hop", "x-hop": "1", "keep-alive": "timeout=9", ratelimit: '"own";r=1;t=1', constructor: "kept", "x-a": "1" });
+    const response = clientResponse({ status: 201, statusText: "Made", headers: fields, body: null }, { RateLimit: '"ours";r=2;t=3', "Retry-After": "5" });
+    expect(response.status).toBe(201);
+    expect([...response.headers.keys()].sort()).toEqual(["constructor", "ratelimit", "retry-after", "x-a"]);
+    expect(response.headers.get("ratelimit")).toBe('"own";r=1;t=1, "ours";r=2;t=3');
+    expect(response.headers.get("retry-after")).toBe("5");
+  });
+
+  it("builds the forwarded request's Headers only when asked, without hop-by-hop fields or Host", () => {
+    const forwarded = originRequest(new Request("http://gw/a", { headers: { host: "gw", connection: "x-hop", "x-hop": "1", te: "trailers", "x-kept": "1" } }), "http://origin/a");
+    expect({ ...forwarded.headerFields }).toEqual({ "x-kept": "1" });
+    expect([...forwarded.headers.keys()]).toEqual(["x-kept"]);
   });
 
   it("never gives a 204 or 304 a body", () => {
