@@ -62,12 +62,13 @@ function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
   const status = incoming.statusCode ?? 0;
   // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
   if (status < 200 || status > 599) throw new Error(`the origin answered with status ${status}`);
-  const answer = { status, statusText: incoming.statusMessage ?? "", headers: headersOf(incoming.rawHeaders) };
+  const statusText = incoming.statusMessage ?? "";
+  const headers = headersOf(incoming.rawHeaders);
   if (method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
     incoming.resume();
-    return { ...answer, body: null };
+    return { status, statusText, headers, body: null };
   }
-  return { ...answer, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array> };
+  return { status, statusText, headers, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array> };
 }
 
 /**

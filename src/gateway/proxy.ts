@@ -1,8 +1,9 @@
 import { problem, problemResponse } from "../http/problems.js";
 
 /**
- * A request on its way to the origin. A plain object rather than a Request: constructing a
- * Request costs real time on Node, and the Node origin client never needs one.
+ * A request on its way to the origin. Not a Request: constructing one costs real time on
+ * Node, and the Node origin client never needs one (nor the Headers object: it sends
+ * `headerFields`, and `headers` is only built when read).
  */
 export interface OriginRequest {
   url: string;
@@ -26,7 +27,10 @@ export interface OriginRequest {
 export interface OriginAnswer {
   status: number;
   statusText: string;
-  /** A record has lower-case names, repeated fields joined by ", " (Set-Cookie is never repeated in one). */
+  /**
+   * A record has lower-case names and repeated fields joined by ", " as Headers would join
+   * them; it never stands for several Set-Cookie fields (those need a Headers).
+   */
   headers: Headers | Readonly<Record<string, string>>;
   body: ReadableStream<Uint8Array> | null;
 }
