@@ -1,7 +1,6 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
-import { type RedisServer, startRedis } from "../redis/redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "../redis/redis-server.js";
 import { redisAdapter } from "./redis-adapter.js";
 import { SCENARIOS, coreAdapter, runScenario } from "./scenarios.js";
 
@@ -10,15 +9,10 @@ describe("conformance table on Redis (standalone)", () => {
   let client: Redis;
 
   beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis(server.url, REDIS_CLIENT_OPTIONS);
-    await new Promise((resolve) => client.once("ready", resolve));
+    ({ server, client } = await connectRedis());
   });
 
-  afterAll(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+  afterAll(() => disconnectRedis(server, client));
 
   for (const [index, scenario] of SCENARIOS.entries()) {
     it(scenario.name, async () => {

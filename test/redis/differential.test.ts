@@ -1,11 +1,11 @@
 import fc from "fast-check";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_CLIENT_OPTIONS, decodeStoredState } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { type Scenario, type Step, coreAdapter, policiesOf, runScenario } from "../conformance/scenarios.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "./redis-server.js";
 
 const LABELS = ["p0", "p1", "p2"];
 const LEASES = ["l0", "l1", "l2", "l3"];
@@ -89,15 +89,10 @@ describe("differential: random traces through the core and through Redis", () =>
   let client: Redis;
 
   beforeAll(async () => {
-    server = await startRedis();
-    client = new Redis(server.url, REDIS_CLIENT_OPTIONS);
-    await new Promise((resolve) => client.once("ready", resolve));
+    ({ server, client } = await connectRedis());
   });
 
-  afterAll(async () => {
-    client?.disconnect();
-    await server?.stop();
-  });
+  afterAll(() => disconnectRedis(server, client));
 
   it("gives identical decisions and identical stored state", async () => {
     let run = 0;

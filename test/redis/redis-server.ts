@@ -1,3 +1,5 @@
+import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
+import { Redis } from "ioredis";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -130,4 +132,20 @@ export async function startRedisCluster(masters = 3): Promise<RedisClusterServer
       await Promise.all(nodes.map((node) => node.stop()));
     },
   };
+}
+
+/**
+ * A fresh redis-server and a client connected to it with the store's advised options:
+ * the set-up most Redis suites share. Stop both with `disconnectRedis`.
+ */
+export async function connectRedis(): Promise<{ server: RedisServer; client: Redis }> {
+  const server = await startRedis();
+  const client = new Redis(server.url, REDIS_CLIENT_OPTIONS);
+  await new Promise((resolve) => client.once("ready", resolve));
+  return { server, client };
+}
+
+export async function disconnectRedis(server: RedisServer | undefined, client: Redis | undefined): Promise<void> {
+  client?.disconnect();
+  await server?.stop();
 }
