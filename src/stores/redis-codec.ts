@@ -3,9 +3,9 @@ import type { Entry } from "../core/entries.js";
 import type { Decision, Policy, PolicyDecision } from "../core/types.js";
 
 /**
- * What the Lua scripts answer and store, read back in TypeScript. The scripts answer flat
- * arrays of integers (a Lua number becomes an integer reply; null is -1, booleans 0/1;
- * numbers beyond 2^53 come as decimal strings) and store each state as a compact string
+ * What the Lua scripts answer and store, read back in TypeScript. A decision comes as one
+ * string of numbers; the other scripts answer flat arrays of integers (a Lua number becomes
+ * an integer reply; null is -1, booleans 0/1). Each state is stored as a compact string
  * (see src/stores/lua/common.lua).
  */
 
@@ -24,55 +24,58 @@ export function reportedLimit(policy: Policy): number {
 }
 
 /**
- * Rebuilds a Decision from check.lua's array: [retryAfterMs, waitMs, top policy index,
- * leaseMs or -1], then per policy [remaining, resetMs, retryAfterMs]. A retryAfterMs of 0
- * means allowed, -1 null; the top level repeats the top policy's limit, remaining and
- * resetMs. `leaseId` is the id the store sent with the check.
+ * Rebuilds a Decision from check.lua's reply: one string of whole numbers separated by
+ * spaces, [retryAfterMs, waitMs, top policy index, leaseMs or -1], then per policy
+ * [remaining, resetMs, retryAfterMs]. A retryAfterMs of 0 means allowed, -1 null; the top
+ * level repeats the top policy's limit, remaining and resetMs. `leaseId` is the id the
+ * store sent with the check.
  */
-export function decodeDecision(reply: IntegerReply, policies: readonly Policy[], leaseId: string): Decision {
-  if (!Array.isArray(reply) || reply.length !== DECISION_HEADER + POLICY_FIELDS * policies.length) {
+export function decodeDecision(reply: string, policies: readonly Policy[], leaseId: string): Decision {
+  const fields = typeof reply === "string" ? reply.split(" ") : [];
+  const count = policies.length;
+  if (fields.length !== DECISION_HEADER + POLICY_FIELDS * count) {
     throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
   }
+  const numbers: number[] = new Array(fields.length);
+  for (let index = 0; index < fields.length; index++) {
+    const value = Number(fields[index]);
+    if (Number.isNaN(value)) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    numbers[index] = value;
+  }
   // A plain loop, no closures: this runs once per decision.
-  const count = policies.length;
   const results: PolicyDecision[] = new Array(count);
   for (let index = 0; index < count; index++) {
     const policy = policies[index]!;
     const base = DECISION_HEADER + POLICY_FIELDS * index;
-    const retryAfterMs = integerAt(reply, base + 2);
+    const retryAfterMs = numbers[base + 2]!;
     results[index] = {
       policy: policy.name,
       allowed: retryAfterMs === 0,
       limit: reportedLimit(policy),
-      remaining: integerAt(reply, base),
-      resetMs: integerAt(reply, base + 1),
+      remaining: numbers[base]!,
+      resetMs: numbers[base + 1]!,
       retryAfterMs: orNull(retryAfterMs),
     };
   }
-  const top = results[integerAt(reply, 2) - 1]!;
-  const retryAfterMs = integerAt(reply, 0);
+  const top = results[numbers[2]! - 1];
+  if (!top) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+  const retryAfterMs = numbers[0]!;
   const decision: Decision = {
     allowed: retryAfterMs === 0,
     limit: top.limit,
     remaining: top.remaining,
     resetMs: top.resetMs,
     retryAfterMs: orNull(retryAfterMs),
-    waitMs: integerAt(reply, 1),
+    waitMs: numbers[1]!,
     policy: top.policy,
     policies: results,
   };
-  const leaseMs = integerAt(reply, 3);
+  const leaseMs = numbers[3]!;
   if (leaseMs !== -1) {
     decision.leaseId = leaseId;
     decision.leaseMs = leaseMs;
   }
   return decision;
-}
-
-/** Element `index` of an integer reply as a number (beyond 2^53 it came as a decimal string). */
-function integerAt(reply: IntegerReply, index: number): number {
-  const value = reply[index]!;
-  return typeof value === "number" ? value : Number(value);
 }
 
 /** What one `acquire.lua` attempt answered. */

@@ -115,10 +115,15 @@ export class RedisStore implements Limiter {
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     const leaseId = options.cost > 0 && stackOf(policies).concurrency ? newLeaseId() : "";
-    // Without a lease the lease arguments are left out: every argument costs Redis time.
-    const args = leaseId ? [options.cost, options.mode, options.maxWaitMs, leaseId] : [options.cost, options.mode, options.maxWaitMs];
+    // Arguments the script would not read are left out (every argument costs Redis time):
+    // a plain check sends only its cost.
+    const args = leaseId
+      ? [options.cost, options.mode, options.maxWaitMs, leaseId]
+      : options.mode === "reserve"
+        ? [options.cost, options.mode, options.maxWaitMs]
+        : [options.cost];
     const reply = await this.run("check", key, policies, args);
-    return decodeDecision(reply as IntegerReply, policies, leaseId);
+    return decodeDecision(reply as string, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -186,9 +191,10 @@ export class RedisStore implements Limiter {
     // with a concurrency policy, extend never.
     const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
-    const args: (string | number)[] = [this.clockMs ? this.clockMs() : "", this.clockMs ? this.expirySlackMs : "", waiters ? this.channel : ""];
+    const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
+    if (waiters) args.push(this.channel);
     for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
     const first = sendScript(this.client, name, stack.algorithms, keys, args);
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
@@ -210,7 +216,7 @@ interface Stack {
   members: readonly Policy[];
   names: readonly string[];
   algorithms: readonly AlgorithmName[];
-  /** N, then per policy: name, algorithm, limit, periodMs, burst, leaseMs (as text). */
+  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
 }
@@ -222,7 +228,7 @@ function stackOf(policies: readonly Policy[]): Stack {
   const cached = stacks.get(policies);
   if (cached && sameMembers(cached.members, policies)) return cached;
   const args = [String(policies.length)];
-  for (const policy of policies) args.push(policy.name, policy.algorithm, String(policy.limit), String(policy.periodMs), String(policy.burst), String(policy.leaseMs));
+  for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
   const stack: Stack = {
     policies,
     members: [...policies],

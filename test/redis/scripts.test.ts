@@ -34,7 +34,8 @@ describe("Lua scripts and functions", () => {
       const header = readLua(`${name}.lua`).split("\n").filter((line) => line.startsWith("--")).join("\n");
       expect(header, name).toMatch(/KEYS\[i\]/);
       expect(header, name).toMatch(/ARGV\[1\]/);
-      expect(header, name).toMatch(/ARGV\[5\+6N\]|Returns/);
+      expect(header, name).toMatch(/ARGV\[2\+i\]/);
+      expect(header, name).toMatch(/Returns/);
     }
   });
 

@@ -4,15 +4,14 @@
 -- KEYS[i]    state of policy i of the stack, i = 1..N
 -- KEYS[N+1]  waiter queue of the user key (zset)
 -- KEYS[N+2]  waiters of the user key (hash)
--- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
--- ARGV[3]    pub/sub channel that wakes waiters
--- ARGV[4]    N, the number of policies
--- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
--- ARGV[5+6N] waiterId, which becomes the lease id
--- ARGV[6+6N] leaseMs override, or ""
--- ARGV[7+6N] "1" to join the queue when no lease is free, "0" to answer at once
--- ARGV[8+6N] waiterTtlMs: the waiter is dropped when it has not polled for this long
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[2]    N, the number of policies
+-- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
+-- ARGV[3+N]  pub/sub channel that wakes waiters
+-- ARGV[4+N]  waiterId, which becomes the lease id
+-- ARGV[5+N]  leaseMs override, or ""
+-- ARGV[6+N]  "1" to join the queue when no lease is free, "0" to answer at once
+-- ARGV[7+N]  waiterTtlMs: the waiter is dropped when it has not polled for this long
 -- Returns an array of integers (decodeAcquireAttempt in src/stores/redis-codec.ts):
 --   {1, stack index of the top policy, remaining} acquired
 --   | {0, retryAfterMs or -1 (null)} denied

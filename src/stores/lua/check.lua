@@ -3,22 +3,32 @@
 -- KEYS[i]    state of policy i of the stack, i = 1..N
 -- KEYS[N+1]  waiter queue of the user key (zset), only when the stack has a concurrency policy
 -- KEYS[N+2]  waiters of the user key (hash), likewise
--- ARGV[1]    nowMs, or "" for the Redis server clock (TIME)
--- ARGV[2]    client-clock expiry slack ms, or "" (server clock: PXAT at freshAtMs)
--- ARGV[3]    pub/sub channel that wakes waiters
--- ARGV[4]    N, the number of policies
--- ARGV[5..4+6N]  per policy: name, algorithm, limit, periodMs, burst, leaseMs
--- ARGV[5+6N] cost (0 peeks)
--- ARGV[6+6N] mode: "reject" or "reserve"
--- ARGV[7+6N] maxWaitMs (reserve)
--- ARGV[8+6N] leaseId for concurrency policies, or "" or absent (no concurrency policy)
--- ARGV[9+6N] leaseMs override, or "" or absent
--- Returns the decision as a flat array of integers (decide.lua).
--- The waiter keys are touched only when the stack has a concurrency policy (the script
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[2]    N, the number of policies
+-- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
+-- ARGV[3+N]  pub/sub channel that wakes waiters, only with the waiter keys
+-- then: cost (0 peeks); mode, "reject" (or absent) or "reserve"; maxWaitMs (reserve);
+--       leaseId for concurrency policies; leaseMs override, or "" or absent
+-- Returns the decision as one string of integers (decide.lua).
+-- The waiter keys are passed only when the stack has a concurrency policy (the script
 -- then holds waiters.lua): only those have waiters. Each key costs Redis time.
+local count = ARGV[2] + 0
+local single = count == 1 and policy_of(ARGV[3])
+if single and not single.concurrency then
+  -- One policy, no leases: the usual request, decided without the stack's tables.
+  local now_ms, slack_ms = read_clock(ARGV[1])
+  local key = KEYS[1]
+  local max_wait_ms = 0
+  local mode = ARGV[5] or "reject"
+  if mode == "reserve" then max_wait_ms = ARGV[6] + 0 end
+  local text, state = decide_one(single, read_live_state(key, single, now_ms), now_ms, ARGV[4] + 0, mode, max_wait_ms)
+  if state then write_policy_state(key, single, state, now_ms, slack_ms) end
+  return text
+end
+
 local ctx = read_context()
 local arg = ctx.nextArg
-local mode = ARGV[arg + 1]
+local mode = ARGV[arg + 1] or "reject"
 local max_wait_ms = 0
 if mode == "reserve" then max_wait_ms = ARGV[arg + 2] + 0 end
 local queued, lease_id, lease_ms = nil, nil, nil
@@ -29,4 +39,4 @@ if ctx.hasConcurrency then
 end
 local decision, changes = decide(ctx, ARGV[arg] + 0, mode, max_wait_ms, lease_id, lease_ms, queued)
 write_changes(ctx, changes)
-return decision
+return decision_text(decision)

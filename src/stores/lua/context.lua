@@ -3,11 +3,12 @@
 --   KEYS[i] state of policy i, i = 1..N (string "<tag>:<fields>", see common.lua)
 --   KEYS[N+1] waiter queue (zset waiterId -> arrival number), when the script touches it
 --   KEYS[N+2] waiters (hash waiterId -> "expiresAtMs|policy,policy"), likewise
---   ARGV[1] nowMs, or "" to read the Redis server clock (TIME)
---   ARGV[2] client-clock expiry slack in ms, or "" for server clock (PXAT at freshAtMs)
---   ARGV[3] pub/sub channel that wakes waiters
---   ARGV[4] N, the number of policies
---   ARGV[5 .. 4+6N] per policy: name, algorithm, limit, periodMs, burst, leaseMs
+--   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+--   ARGV[2] N, the number of policies
+--   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
+--   ARGV[3+N] the pub/sub channel that wakes waiters, only when the waiter keys are passed
+-- Every argument and every reply element costs Redis time, which is why a policy is one
+-- argument and the clock is one.
 
 local MAX_TTL_MS = 1e15
 
@@ -21,10 +22,52 @@ local function optional_string(value)
   return value
 end
 
+-- The clock of a call: now_ms, and the expiry slack (nil for the server clock: its times
+-- are Redis times, so keys expire exactly when their state becomes fresh).
+local function read_clock(clock)
+  if clock == "" then
+    local time = redis.call("TIME")
+    return time[1] * 1000 + floor(time[2] / 1000), nil
+  end
+  local now_ms, slack_ms = match(clock, "^([^:]+):(.+)$")
+  return now_ms + 0, slack_ms + 0
+end
+
+-- Parsed policies by their argument text. As Redis Functions the library stays loaded, so
+-- a policy is parsed on its first call and then found by its (interned) text; under EVALSHA
+-- the table lives for one call. Bounded: a server that sees endless distinct policies
+-- parses again now and then, nothing more.
+local policy_cache, policy_cache_size = {}, 0
+local POLICY_CACHE_MAX = 4096
+
+-- The policy an argument describes (never modified by the scripts: it is shared).
+local function policy_of(spec)
+  local policy = policy_cache[spec]
+  if policy then return policy end
+  local algorithm, limit, period_ms, burst, lease_ms, name = match(spec, "^(%S+) (%S+) (%S+) (%S+) (%S+) (.+)$")
+  if not algorithm then error("spillway: unreadable policy argument " .. spec) end
+  local impl = ALGORITHMS[algorithm]
+  if not impl then error("spillway: this script was not built for " .. algorithm) end
+  policy = {
+    name = name,
+    algorithm = algorithm,
+    limit = limit + 0,
+    periodMs = period_ms + 0,
+    burst = burst + 0,
+    leaseMs = lease_ms + 0,
+    concurrency = algorithm == "concurrency",
+    impl = impl,
+  }
+  if policy_cache_size >= POLICY_CACHE_MAX then policy_cache, policy_cache_size = {}, 0 end
+  policy_cache[spec] = policy
+  policy_cache_size = policy_cache_size + 1
+  return policy
+end
+
 -- The state stored for a policy when its own algorithm wrote it; nil when there is none or
 -- another algorithm wrote it (the policy was redefined). Anything else raises (here, or as
 -- a Lua error in decode): a script error is never taken as "store down, admit".
-local function decode_stored(raw, policy)
+local function decode_stored(raw, policy, key)
   if not raw then return nil end
   local algorithm = policy.impl
   if sub(raw, 1, 2) == algorithm.tag then
@@ -38,54 +81,41 @@ local function decode_stored(raw, policy)
   elseif find(raw, "^[gtfslc]:") then
     return nil
   end
-  error("spillway: unreadable state in " .. policy.key)
+  error("spillway: unreadable state in " .. key)
+end
+
+-- The stored state of a policy, live at now_ms: nil when absent, written by another
+-- algorithm, or already equivalent to fresh (liveState).
+local function read_live_state(key, policy, now_ms)
+  local state = decode_stored(redis.call("GET", key), policy, key)
+  if state == nil or now_ms >= policy.impl.fresh_at(state, policy) then return nil end
+  return state
 end
 
 local function read_context()
-  local now_ms = ARGV[1]
-  if now_ms == "" then
-    local time = redis.call("TIME")
-    now_ms = time[1] * 1000 + floor(time[2] / 1000)
-  else
-    now_ms = now_ms + 0
-  end
-  local count = ARGV[4] + 0
+  local now_ms, slack_ms = read_clock(ARGV[1])
+  local count = ARGV[2] + 0
   local policies, stored = {}, {}
+  local has_waiters = #KEYS > count
   local ctx = {
     nowMs = now_ms,
-    expirySlackMs = optional_number(ARGV[2]),
+    expirySlackMs = slack_ms,
+    keys = KEYS,
     queueKey = KEYS[count + 1],
     waitersKey = KEYS[count + 2],
+    channel = has_waiters and ARGV[3 + count] or nil,
     policies = policies,
     -- By stack index: the decoded state, or nil (see decode_stored).
     stored = stored,
     hasConcurrency = false,
     -- Index of the entry script's own first argument.
-    nextArg = 5 + 6 * count,
+    nextArg = has_waiters and 4 + count or 3 + count,
   }
-  local arg = 5
   for i = 1, count do
-    local algorithm = ARGV[arg + 1]
-    local impl = ALGORITHMS[algorithm]
-    if not impl then error("spillway: this script was not built for " .. algorithm) end
-    local policy = {
-      name = ARGV[arg],
-      algorithm = algorithm,
-      limit = ARGV[arg + 2] + 0,
-      periodMs = ARGV[arg + 3] + 0,
-      burst = ARGV[arg + 4] + 0,
-      -- Only concurrency uses it: converting it for the others would be wasted time.
-      leaseMs = 0,
-      key = KEYS[i],
-      impl = impl,
-    }
-    if algorithm == "concurrency" then
-      policy.leaseMs = ARGV[arg + 5] + 0
-      ctx.hasConcurrency = true
-    end
+    local policy = policy_of(ARGV[2 + i])
+    if policy.concurrency then ctx.hasConcurrency = true end
     policies[i] = policy
-    stored[i] = decode_stored(redis.call("GET", policy.key), policy)
-    arg = arg + 6
+    stored[i] = decode_stored(redis.call("GET", KEYS[i]), policy, KEYS[i])
   end
   return ctx
 end
@@ -101,11 +131,12 @@ local function live_state(ctx, i)
 end
 
 -- Writes a value that expires when the state becomes fresh again (SET PXAT: Redis >= 6.2).
-local function set_until_fresh(ctx, key, value, fresh_at_ms)
-  if ctx.expirySlackMs == nil then
+-- slack_ms is nil for the server clock.
+local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms)
+  if slack_ms == nil then
     -- Server clock: the state's own times are Redis times, so expire exactly then.
-    local at_ms = min(ceil(fresh_at_ms), ctx.nowMs + MAX_TTL_MS)
-    if at_ms <= ctx.nowMs then
+    local at_ms = min(ceil(fresh_at_ms), now_ms + MAX_TTL_MS)
+    if at_ms <= now_ms then
       redis.call("DEL", key)
       return
     end
@@ -113,14 +144,18 @@ local function set_until_fresh(ctx, key, value, fresh_at_ms)
   else
     -- Client clock: times are the client's, so expire relative to now, plus a slack for
     -- clocks that drift apart; an expired-late key is harmless (live_state ignores it).
-    local ttl_ms = min(max(1, ceil(fresh_at_ms - ctx.nowMs)) + ctx.expirySlackMs, MAX_TTL_MS)
+    local ttl_ms = min(max(1, ceil(fresh_at_ms - now_ms)) + slack_ms, MAX_TTL_MS)
     redis.call("SET", key, value, "PX", int_arg(ttl_ms))
   end
 end
 
+-- Writes policy's new state to key.
+local function write_policy_state(key, policy, state, now_ms, slack_ms)
+  set_until_fresh(key, policy.impl.encode(state), policy.impl.fresh_at(state, policy), now_ms, slack_ms)
+end
+
 local function write_state(ctx, i, state)
-  local policy = ctx.policies[i]
-  set_until_fresh(ctx, policy.key, policy.impl.encode(state), policy.impl.fresh_at(state, policy))
+  write_policy_state(ctx.keys[i], ctx.policies[i], state, ctx.nowMs, ctx.expirySlackMs)
 end
 
 -- changes: the new state by stack index (nil where nothing changed), or nil.

@@ -2,11 +2,10 @@
 -- Mirrors decide() in src/core/decision.ts line for line: the request is admitted at the
 -- latest of each policy's earliest slot, or nothing is consumed at all.
 --
--- The decision is a flat array of integers, rebuilt by decodeDecision() in
--- src/stores/redis-codec.ts (Redis turns Lua numbers into integer replies, and every field
--- is a whole number already; a nil would end the array, so null is -1; numbers beyond
--- 2^53, which an integer reply may not hold, go as exact decimal strings). Each reply
--- element costs Redis time, so nothing TypeScript can tell by itself is sent:
+-- The decision is a flat array of whole numbers (null is -1), sent to the caller as one
+-- string of them separated by spaces and rebuilt by decodeDecision() in
+-- src/stores/redis-codec.ts: one bulk string costs Redis a fraction of what an array of
+-- integer replies does. Nothing TypeScript can tell by itself is sent:
 --   [1] retryAfterMs (0: allowed, -1: null)  [2] waitMs  [3] stack index of the top policy
 --   [4] leaseMs, or -1 when no lease was taken
 --   [5 + 3(i-1) ..] per policy i: remaining, resetMs, retryAfterMs (0: allowed, -1: null)
@@ -62,7 +61,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     states[i], earliest[i] = state, earliest_ms or false
     if earliest_ms == nil then never = true elseif earliest_ms > at_ms then at_ms = earliest_ms end
     -- Only a concurrency policy has waiters (a redefined policy of the same name has none).
-    if queued and policy.algorithm == "concurrency" and queued[policy.name] == true then
+    if queued and policy.concurrency and queued[policy.name] == true then
       blocked_by_queue[i] = true
       blocked = true
     end
@@ -86,7 +85,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     granted_lease_ms = lease_ms
     if granted_lease_ms == nil then
       for _, policy in ipairs(policies) do
-        if policy.algorithm == "concurrency" then granted_lease_ms = min(granted_lease_ms or policy.leaseMs, policy.leaseMs) end
+        if policy.concurrency then granted_lease_ms = min(granted_lease_ms or policy.leaseMs, policy.leaseMs) end
       end
     end
   end
@@ -100,7 +99,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     local state = states[i]
     if admit then
       local lease = nil
-      if policy.algorithm == "concurrency" then lease = { leaseId = lease_id, leaseMs = lease_ms } end
+      if policy.concurrency then lease = { leaseId = lease_id, leaseMs = lease_ms } end
       state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
       states[i] = state
     end
@@ -124,9 +123,48 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   out[2] = admit and wait_ms or 0
   out[3] = most_restrictive(out, count, allowed)
   out[4] = granted_lease_ms
-  -- A GCRA backlog of 1e9 requests of a 366 d period is 3e19 ms: more than an int64.
-  for j = 1, #out do
-    if out[j] > MAX_SAFE_INTEGER then out[j] = format("%.17g", out[j]) end
-  end
   return out, admit and states or nil
+end
+
+-- The decision array as the text the caller reads: whole numbers as digits, and the rare
+-- one beyond 2^53 (a GCRA backlog of 1e9 requests of a 366 d period is 3e19 ms, more than
+-- an int64) as number_text writes it.
+local function decision_text(out)
+  local parts = {}
+  for j = 1, #out do parts[j] = number_text(out[j]) end
+  return table.concat(parts, " ")
+end
+
+-- decide() for a stack of one policy without leases, the usual request, without the
+-- tables a stack needs (a table costs Redis time on every call and again when collected).
+-- Same inputs, same decision: the conformance table and the differential test run every
+-- single-policy trace through here and every stack through decide().
+-- Returns the decision text and, when admitted, the policy's new state.
+local function decide_one(policy, state, now_ms, cost, mode, max_wait_ms)
+  local algorithm = policy.impl
+  local probe_cost = cost
+  if probe_cost == 0 then probe_cost = 1 end
+  local earliest_ms = algorithm.earliest(state, policy, now_ms, probe_cost)
+  local never = earliest_ms == nil
+  local wait_ms = 0
+  if not never and earliest_ms - now_ms > EPSILON_MS then wait_ms = ceil_ms(earliest_ms - now_ms) end
+  local fits_now = not never and wait_ms == 0
+  local admit = cost > 0 and (fits_now or (not never and mode == "reserve" and wait_ms <= max_wait_ms))
+  if admit then state = algorithm.admit(state, policy, now_ms, now_ms + wait_ms, cost) end
+  local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
+  remaining, reset_ms = floor_count(remaining), ceil_ms(reset_ms)
+  -- With one policy the decision's retryAfterMs is the policy's own.
+  local retry_after_ms = 0
+  if admit then
+    retry_after_ms = 0
+  elseif never then
+    retry_after_ms = -1
+  elseif not fits_now then
+    retry_after_ms = max(1, wait_ms)
+  end
+  if not admit then wait_ms = 0 end
+  if wait_ms < MAX_SAFE_INTEGER and remaining < MAX_SAFE_INTEGER and reset_ms < MAX_SAFE_INTEGER and retry_after_ms < MAX_SAFE_INTEGER then
+    return format("%d %d 1 -1 %d %d %d", retry_after_ms, wait_ms, remaining, reset_ms, retry_after_ms), admit and state or nil
+  end
+  return decision_text({ retry_after_ms, wait_ms, 1, -1, remaining, reset_ms, retry_after_ms }), admit and state or nil
 end

@@ -3,7 +3,7 @@
 -- only the head may take a lease, and checks may not pass a policy somebody waits for.
 -- ctx.queueKey (KEYS[N+1]): zset waiterId -> arrival number; ctx.waitersKey (KEYS[N+2]):
 -- hash waiterId -> "expiresAtMs|name,name" (the concurrency policies it waits for);
--- ARGV[3]: the pub/sub channel that wakes them. A waiter refreshes expiresAtMs each time it
+-- ctx.channel (ARGV[3+N]): the pub/sub channel that wakes them. A waiter refreshes expiresAtMs each time it
 -- polls, so a crashed process's waiters drop out on their own.
 
 -- Drops expired waiters; returns the set of policy names live waiters wait for.
@@ -36,13 +36,13 @@ end
 -- message is lost, e.g. while its subscriber reconnects).
 local function wake_head(ctx)
   local head = head_waiter(ctx)
-  if head then redis.call("PUBLISH", ARGV[3], head) end
+  if head then redis.call("PUBLISH", ctx.channel, head) end
 end
 
 local function waiter_meta(ctx, ttl_ms)
   local names = {}
   for _, policy in ipairs(ctx.policies) do
-    if policy.algorithm == "concurrency" then names[#names + 1] = policy.name end
+    if policy.concurrency then names[#names + 1] = policy.name end
   end
   return int_arg(ctx.nowMs + ttl_ms) .. "|" .. table.concat(names, ",")
 end
@@ -72,7 +72,7 @@ local function next_lease_expiry_ms(ctx)
   local next_ms = nil
   for i, policy in ipairs(ctx.policies) do
     local state = ctx.stored[i]
-    if policy.algorithm == "concurrency" and state then
+    if policy.concurrency and state then
       for _, entry in ipairs(state.entries) do
         if entry[1] > ctx.nowMs then next_ms = min(next_ms or entry[1], entry[1]) end
       end
