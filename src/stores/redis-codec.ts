@@ -1,6 +1,8 @@
 import type { StoredState } from "../core/algorithms.js";
+import { decide } from "../core/decision.js";
 import type { Entry } from "../core/entries.js";
-import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+import type { CheckOptions, Decision, Policy, PolicyDecision } from "../core/types.js";
+import { StoreFaultError } from "../limiter.js";
 
 /**
  * What the Lua scripts answer and store, read back in TypeScript. A decision comes as one
@@ -74,6 +76,49 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
   if (leaseMs !== -1) {
     decision.leaseId = leaseId;
     decision.leaseMs = leaseMs;
+  }
+  return decision;
+}
+
+/** The tag of each algorithm's stored states (src/stores/lua/<algorithm>.lua). */
+const STATE_TAGS: Record<Policy["algorithm"], string> = {
+  gcra: "g:",
+  "token-bucket": "t:",
+  "fixed-window": "f:",
+  "sliding-window": "s:",
+  "sliding-log": "l:",
+  concurrency: "c:",
+};
+
+/**
+ * The decision on one policy without leases, from check.lua's short reply
+ * "<1|0> [<sec> <usec>] <stored>": whether the script admitted the request, the server clock
+ * (TIME; absent when `clientNowMs` is given) and the state stored before the call. The
+ * decision is computed here with src/core from that same state and clock, exactly as the
+ * script decided admission (the differential test holds the two to each other), and a
+ * disagreement is a StoreFaultError, never an answer.
+ */
+export function decodeSingleDecision(reply: string, policy: Policy, options: CheckOptions, clientNowMs: number | undefined): Decision {
+  if (typeof reply !== "string" || (reply[0] !== "0" && reply[0] !== "1") || reply[1] !== " ") {
+    throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+  }
+  let nowMs = clientNowMs;
+  let rawAt = 2;
+  if (nowMs === undefined) {
+    const secondsEnd = reply.indexOf(" ", 2);
+    const microsEnd = reply.indexOf(" ", secondsEnd + 1);
+    if (secondsEnd < 0 || microsEnd < 0) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    // As the script computes it: seconds * 1000 + floor(microseconds / 1000).
+    nowMs = Number(reply.slice(2, secondsEnd)) * 1000 + Math.floor(Number(reply.slice(secondsEnd + 1, microsEnd)) / 1000);
+    rawAt = microsEnd + 1;
+  }
+  const raw = reply.slice(rawAt);
+  // Another algorithm's state (the policy was redefined) counts as none, as in the script.
+  const stored = raw !== "" && (raw.startsWith(STATE_TAGS[policy.algorithm]) || raw[0] === "{") ? decodeStoredState(raw) : undefined;
+  const { decision } = decide([policy], () => stored, nowMs, options);
+  const admitted = reply[0] === "1";
+  if (admitted !== (options.cost > 0 && decision.allowed)) {
+    throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored state ${JSON.stringify(raw)} says to ${admitted ? "refuse" : "admit"}`);
   }
   return decision;
 }

@@ -1,7 +1,7 @@
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
-import { type IntegerReply, decodeAcquireAttempt, decodeDecision } from "./redis-codec.js";
+import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./redis-codec.js";
 import { Deadlines, withTimeout } from "./redis-errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-keys.js";
 import { recoverScript, sendScript } from "./redis-run.js";
@@ -122,8 +122,11 @@ export class RedisStore implements Limiter {
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
         : [options.cost];
-    const reply = await this.run("check", key, policies, args);
-    return decodeDecision(reply as string, policies, leaseId);
+    // One policy without leases: the script decides admission, the core the rest.
+    const single = policies.length === 1 && !leaseId && policies[0]!.algorithm !== "concurrency";
+    const clientNowMs = this.clockMs ? this.clockMs() : undefined;
+    const reply = (await this.run("check", key, policies, args, clientNowMs)) as string;
+    return single ? decodeSingleDecision(reply, policies[0]!, options, clientNowMs) : decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -179,7 +182,7 @@ export class RedisStore implements Limiter {
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
    * timeoutMs. Answers the script's raw reply.
    */
-  private run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[]): Promise<unknown> {
+  private run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[], clientNowMs?: number): Promise<unknown> {
     if (policies.length === 0) return Promise.reject(new TypeError("policies must name at least one policy"));
     const stack = stackOf(policies);
     const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
@@ -191,7 +194,7 @@ export class RedisStore implements Limiter {
     // with a concurrency policy, extend never.
     const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
-    const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
+    const args: (string | number)[] = [this.clockMs ? `${clientNowMs ?? this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);

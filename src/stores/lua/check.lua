@@ -9,21 +9,30 @@
 -- ARGV[3+N]  pub/sub channel that wakes waiters, only with the waiter keys
 -- then: cost (0 peeks); mode, "reject" (or absent) or "reserve"; maxWaitMs (reserve);
 --       leaseId for concurrency policies; leaseMs override, or "" or absent
--- Returns the decision as one string of integers (decide.lua).
+-- Returns, for one policy without leases (the usual request): "<1|0> <sec> <usec> <stored>",
+--   whether it was admitted, the server clock (TIME's two numbers; absent with the client
+--   clock) and the state stored before the call (empty when none): the caller computes the
+--   rest of the decision from those with src/core (admit_one in decide.lua);
+-- for any other stack: the whole decision as one string of integers (decide.lua).
 -- The waiter keys are passed only when the stack has a concurrency policy (the script
 -- then holds waiters.lua): only those have waiters. Each key costs Redis time.
-local count = ARGV[2] + 0
-local single = count == 1 and policy_of(ARGV[3])
+local single = ARGV[2] == "1" and policy_of(ARGV[3])
 if single and not single.concurrency then
-  -- One policy, no leases: the usual request, decided without the stack's tables.
-  local now_ms, slack_ms = read_clock(ARGV[1])
+  local now_ms, slack_ms, time = read_clock(ARGV[1])
   local key = KEYS[1]
   local max_wait_ms = 0
   local mode = ARGV[5] or "reject"
   if mode == "reserve" then max_wait_ms = ARGV[6] + 0 end
-  local text, state = decide_one(single, read_live_state(key, single, now_ms), now_ms, ARGV[4] + 0, mode, max_wait_ms)
-  if state then write_policy_state(key, single, state, now_ms, slack_ms) end
-  return text
+  local raw, live = read_live_state(key, single, now_ms)
+  local state = admit_one(single, live, now_ms, ARGV[4] + 0, mode, max_wait_ms)
+  local admitted = "0 "
+  if state then
+    write_policy_state(key, single, state, now_ms, slack_ms)
+    admitted = "1 "
+  end
+  -- One concatenation (one VM instruction), no number formatting.
+  if time then return admitted .. time[1] .. " " .. time[2] .. " " .. (raw or "") end
+  return admitted .. (raw or "")
 end
 
 local ctx = read_context()

@@ -22,15 +22,16 @@ local function optional_string(value)
   return value
 end
 
--- The clock of a call: now_ms, and the expiry slack (nil for the server clock: its times
--- are Redis times, so keys expire exactly when their state becomes fresh).
+-- The clock of a call: now_ms, the expiry slack (nil for the server clock: its times are
+-- Redis times, so keys expire exactly when their state becomes fresh), and TIME's answer
+-- {seconds, microseconds} (nil for the client clock).
 local function read_clock(clock)
   if clock == "" then
     local time = redis.call("TIME")
-    return time[1] * 1000 + floor(time[2] / 1000), nil
+    return time[1] * 1000 + floor(time[2] / 1000), nil, time
   end
   local now_ms, slack_ms = match(clock, "^([^:]+):(.+)$")
-  return now_ms + 0, slack_ms + 0
+  return now_ms + 0, slack_ms + 0, nil
 end
 
 -- Parsed policies by their argument text. As Redis Functions the library stays loaded, so
@@ -84,12 +85,13 @@ local function decode_stored(raw, policy, key)
   error("spillway: unreadable state in " .. key)
 end
 
--- The stored state of a policy, live at now_ms: nil when absent, written by another
--- algorithm, or already equivalent to fresh (liveState).
+-- What key holds for policy: the stored text (or nil) and the state live at now_ms (nil
+-- when absent, written by another algorithm, or already equivalent to fresh: liveState).
 local function read_live_state(key, policy, now_ms)
-  local state = decode_stored(redis.call("GET", key), policy, key)
-  if state == nil or now_ms >= policy.impl.fresh_at(state, policy) then return nil end
-  return state
+  local raw = redis.call("GET", key)
+  local state = decode_stored(raw, policy, key)
+  if state == nil or now_ms >= policy.impl.fresh_at(state, policy) then return raw, nil end
+  return raw, state
 end
 
 local function read_context()
@@ -131,7 +133,9 @@ local function live_state(ctx, i)
 end
 
 -- Writes a value that expires when the state becomes fresh again (SET PXAT: Redis >= 6.2).
--- slack_ms is nil for the server clock.
+-- slack_ms is nil for the server clock. The times go to Redis as Lua numbers, whole and
+-- below 1e17, which Redis itself prints as plain integers (%.17g up to 7.0, ll2string
+-- since 7.2): cheaper than formatting them here.
 local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms)
   if slack_ms == nil then
     -- Server clock: the state's own times are Redis times, so expire exactly then.
@@ -140,12 +144,12 @@ local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms)
       redis.call("DEL", key)
       return
     end
-    redis.call("SET", key, value, "PXAT", format("%d", at_ms))
+    redis.call("SET", key, value, "PXAT", at_ms)
   else
     -- Client clock: times are the client's, so expire relative to now, plus a slack for
     -- clocks that drift apart; an expired-late key is harmless (live_state ignores it).
-    local ttl_ms = min(max(1, ceil(fresh_at_ms - now_ms)) + slack_ms, MAX_TTL_MS)
-    redis.call("SET", key, value, "PX", int_arg(ttl_ms))
+    local ttl_ms = min(max(1, ceil(fresh_at_ms - now_ms)) + ceil(slack_ms), MAX_TTL_MS)
+    redis.call("SET", key, value, "PX", ttl_ms)
   end
 end
 

@@ -135,36 +135,21 @@ local function decision_text(out)
   return table.concat(parts, " ")
 end
 
--- decide() for a stack of one policy without leases, the usual request, without the
--- tables a stack needs (a table costs Redis time on every call and again when collected).
--- Same inputs, same decision: the conformance table and the differential test run every
--- single-policy trace through here and every stack through decide().
--- Returns the decision text and, when admitted, the policy's new state.
-local function decide_one(policy, state, now_ms, cost, mode, max_wait_ms)
+-- Admission alone for a stack of one policy without leases, the usual request: whether
+-- decide() would admit it and, if so, the policy's new state (else nil). Redis runs one
+-- script at a time, so the check script leaves the rest of the decision (remaining, reset,
+-- retry times) to the caller, which computes it with src/core from the same stored state
+-- and clock (decodeSingleDecision in src/stores/redis-codec.ts), and checks that it agrees.
+local function admit_one(policy, state, now_ms, cost, mode, max_wait_ms)
+  -- A peek (cost 0) never admits.
+  if cost == 0 then return nil end
   local algorithm = policy.impl
-  local probe_cost = cost
-  if probe_cost == 0 then probe_cost = 1 end
-  local earliest_ms = algorithm.earliest(state, policy, now_ms, probe_cost)
-  local never = earliest_ms == nil
+  local earliest_ms = algorithm.earliest(state, policy, now_ms, cost)
+  if earliest_ms == nil then return nil end
   local wait_ms = 0
-  if not never and earliest_ms - now_ms > EPSILON_MS then wait_ms = ceil_ms(earliest_ms - now_ms) end
-  local fits_now = not never and wait_ms == 0
-  local admit = cost > 0 and (fits_now or (not never and mode == "reserve" and wait_ms <= max_wait_ms))
-  if admit then state = algorithm.admit(state, policy, now_ms, now_ms + wait_ms, cost) end
-  local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
-  remaining, reset_ms = floor_count(remaining), ceil_ms(reset_ms)
-  -- With one policy the decision's retryAfterMs is the policy's own.
-  local retry_after_ms = 0
-  if admit then
-    retry_after_ms = 0
-  elseif never then
-    retry_after_ms = -1
-  elseif not fits_now then
-    retry_after_ms = max(1, wait_ms)
+  if earliest_ms - now_ms > EPSILON_MS then
+    wait_ms = ceil_ms(earliest_ms - now_ms)
+    if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
   end
-  if not admit then wait_ms = 0 end
-  if wait_ms < MAX_SAFE_INTEGER and remaining < MAX_SAFE_INTEGER and reset_ms < MAX_SAFE_INTEGER and retry_after_ms < MAX_SAFE_INTEGER then
-    return format("%d %d 1 -1 %d %d %d", retry_after_ms, wait_ms, remaining, reset_ms, retry_after_ms), admit and state or nil
-  end
-  return decision_text({ retry_after_ms, wait_ms, 1, -1, remaining, reset_ms, retry_after_ms }), admit and state or nil
+  return algorithm.admit(state, policy, now_ms, now_ms + wait_ms, cost)
 end
