@@ -168,17 +168,19 @@ export function decodeStoredState(raw: string): StoredState {
   if (raw.startsWith("{")) return JSON.parse(raw) as StoredState;
   const tag = raw.slice(0, 2);
   const body = raw.slice(2);
+  // Runs on every single-policy decision: no closure, no split for GCRA.
+  if (tag === "g:") return { algorithm: "gcra", state: { tatMs: numberIn(body, raw) } };
   const fields = body.split(":");
-  const field = (index: number) => numberIn(fields[index], raw);
   switch (tag) {
-    case "g:":
-      return { algorithm: "gcra", state: { tatMs: field(0) } };
     case "t:":
-      return { algorithm: "token-bucket", state: { tokens: field(0), anchorMs: field(1) } };
+      return { algorithm: "token-bucket", state: { tokens: numberIn(fields[0], raw), anchorMs: numberIn(fields[1], raw) } };
     case "f:":
-      return { algorithm: "fixed-window", state: { windowStartMs: field(0), count: field(1) } };
+      return { algorithm: "fixed-window", state: { windowStartMs: numberIn(fields[0], raw), count: numberIn(fields[1], raw) } };
     case "s:":
-      return { algorithm: "sliding-window", state: { windowStartMs: field(0), prevCount: field(1), currCount: field(2) } };
+      return {
+        algorithm: "sliding-window",
+        state: { windowStartMs: numberIn(fields[0], raw), prevCount: numberIn(fields[1], raw), currCount: numberIn(fields[2], raw) },
+      };
     case "l:":
       return { algorithm: "sliding-log", state: { entries: decodeEntries(body, raw) } };
     case "c:":

@@ -86,36 +86,46 @@ export class Deadlines {
    * of `pending` and answers the promise to wait for instead (same deadline).
    */
   run<T>(pending: Promise<T>, what: string, recover?: (error: unknown) => Promise<T>): Promise<T> {
+    // Callbacks are inline and anonymous, the work is in methods: a named closure per call
+    // costs a defineProperty where the sources run through tsx (esbuild's keepNames).
     return new Promise<T>((resolve, reject) => {
       const waiting: Waiting = { deadlineMs: performance.now() + this.timeoutMs, what, reject, prev: this.tail, next: undefined, linked: true };
       if (this.tail) this.tail.next = waiting;
       else this.head = waiting;
       this.tail = waiting;
       if (this.timer === undefined && !this.sweeping) this.arm(this.timeoutMs);
-      const onValue = (value: T) => {
-        if (!waiting.linked) return; // late: that caller was told already
-        this.unlink(waiting);
-        this.settled(undefined);
-        resolve(value);
-      };
-      const onError = (error: unknown) => {
-        if (!waiting.linked) return;
-        this.unlink(waiting);
-        const translated = translateRedisError(error, what);
-        this.settled(translated);
-        reject(translated);
-      };
-      pending.then(onValue, (error: unknown) => {
-        if (!recover || !waiting.linked) return onError(error);
-        let retry: Promise<T>;
-        try {
-          retry = recover(error);
-        } catch (thrown) {
-          return onError(thrown);
-        }
-        retry.then(onValue, onError);
-      });
+      pending.then(
+        (value) => this.answer(waiting, value, resolve),
+        (error: unknown) => {
+          if (!recover || !waiting.linked) return this.fail(waiting, error);
+          let retry: Promise<T>;
+          try {
+            retry = recover(error);
+          } catch (thrown) {
+            return this.fail(waiting, thrown);
+          }
+          retry.then(
+            (value) => this.answer(waiting, value, resolve),
+            (retryError: unknown) => this.fail(waiting, retryError),
+          );
+        },
+      );
     });
+  }
+
+  private answer<T>(waiting: Waiting, value: T, resolve: (value: T) => void): void {
+    if (!waiting.linked) return; // late: that caller was told already
+    this.unlink(waiting);
+    this.settled(undefined);
+    resolve(value);
+  }
+
+  private fail(waiting: Waiting, error: unknown): void {
+    if (!waiting.linked) return;
+    this.unlink(waiting);
+    const translated = translateRedisError(error, waiting.what);
+    this.settled(translated);
+    waiting.reject(translated);
   }
 
   private unlink(waiting: Waiting): void {

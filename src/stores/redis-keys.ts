@@ -17,6 +17,8 @@ const ESCAPES: Record<string, string> = { "%": "%25", "{": "%7B", "}": "%7D" };
 // Lone UTF-16 surrogates: UTF-8 would turn each into U+FFFD, so two different JS strings
 // would map to one Redis key; spell them out instead.
 const ESCAPED = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+/** Whether ESCAPED may match at all (any surrogate, paired or not). */
+const NEEDS_ESCAPE = /[%{}\uD800-\uDFFF]/;
 
 /**
  * Escapes a user key for use inside a hash tag. Injective (percent-encoding of a few
@@ -26,6 +28,8 @@ const ESCAPED = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\
  * @example escapeUserKey("a{b}") // "a%7Bb%7D"
  */
 export function escapeUserKey(userKey: string): string {
+  // Most keys need nothing escaped: one cheap test instead of a replace.
+  if (!NEEDS_ESCAPE.test(userKey)) return userKey;
   return userKey.replace(ESCAPED, (char) => ESCAPES[char] ?? `%u${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`);
 }
 
