@@ -90,7 +90,7 @@ export async function runHttp(options: HttpOptions, progress: (line: string) => 
   }
 }
 
-const LABELS = { bare: "bare Hono on @hono/node-server, no store", spillway: "`spillway serve --redis` (GCRA, one EVALSHA per request)" };
+const LABELS = { bare: "bare Hono on @hono/node-server, no store", spillway: "`spillway serve --redis` (GCRA, one FCALL per request)" };
 
 export function httpTable(rows: readonly HttpRow[]): string[] {
   const lines = ["| server | keys | req/s | p50 ms | p99 ms | ratio to bare | other answers | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];

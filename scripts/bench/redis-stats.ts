@@ -23,3 +23,10 @@ export async function redisUsec(admin: Redis): Promise<number> {
   const counted = scripts.length > 0 ? scripts : [...usecByCommand];
   return counted.reduce((sum, [, usec]) => sum + usec, 0);
 }
+
+/** Milliseconds of CPU the Redis process has used (INFO cpu: user + system), I/O included. */
+export async function redisCpuMs(admin: Redis): Promise<number> {
+  const info = await admin.info("cpu");
+  const seconds = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, "m").exec(info)?.[1] ?? Number.NaN);
+  return (seconds("used_cpu_user") + seconds("used_cpu_sys")) * 1000;
+}

@@ -2,7 +2,7 @@
 // Redis, closed loop (each of `concurrency` callers awaits its answer, then sends again),
 // every contender on its own ioredis connection, cells interleaved so drift hits all alike.
 import type { Redis } from "ioredis";
-import { redisUsec, resetRedisStats } from "./redis-stats.js";
+import { redisCpuMs, redisUsec, resetRedisStats } from "./redis-stats.js";
 import { type Contender, type Decide, FLOOR_EVALSHA, type LimitSpec, RATE_LIMITER_FLEXIBLE, connect } from "./redis-contenders.js";
 
 export interface CellResult {
@@ -14,6 +14,9 @@ export interface CellResult {
   errors: number;
   /** Redis's own time per call (INFO commandstats), when measured. */
   redisUsPerCall?: number;
+  /** CPU per call of this Node process (load generator and limiter alike) and of the Redis process (I/O included), when measured. */
+  nodeCpuUsPerCall?: number;
+  redisCpuUsPerCall?: number;
 }
 
 export interface ThroughputOptions {
@@ -24,6 +27,8 @@ export interface ThroughputOptions {
   keyCounts: readonly number[];
   cellMs: number;
   warmUpMs: number;
+  /** The whole grid is run this many times, interleaved; each cell keeps its best round (noise only ever slows a run down). */
+  rounds: number;
 }
 
 /** Never denies during the run, so every contender takes its admit-and-write path on a live state. */
@@ -69,16 +74,28 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
       deciders.set(contender.id, await contender.create(client, HUGE, `bench:${options.runId}:${contender.id}:`));
     }
     const results: ThroughputResults = new Map();
-    for (const keyCount of options.keyCounts) {
-      for (const concurrency of options.concurrencies) {
-        for (const contender of options.contenders) {
-          const decide = deciders.get(contender.id)!;
-          await measureCell(decide, concurrency, keyCount, options.warmUpMs);
-          await resetRedisStats(admin);
-          const result = await measureCell(decide, concurrency, keyCount, options.cellMs);
-          result.redisUsPerCall = (await redisUsec(admin)) / (result.calls + result.errors);
-          results.set(cellId(keyCount, concurrency, contender), result);
-          progress(`${String(keyCount).padStart(5)} keys  c=${String(concurrency).padStart(3)}  ${contender.label.padEnd(48)} ${Math.round(result.perSecond).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  redis ${fixed(result.redisUsPerCall ?? Number.NaN, 1)} µs${result.errors ? `  errors ${result.errors}` : ""}`);
+    for (let round = 1; round <= options.rounds; round++) {
+      for (const keyCount of options.keyCounts) {
+        for (const concurrency of options.concurrencies) {
+          for (const contender of options.contenders) {
+            const decide = deciders.get(contender.id)!;
+            await measureCell(decide, concurrency, keyCount, options.warmUpMs);
+            await resetRedisStats(admin);
+            const redisCpuBeforeMs = await redisCpuMs(admin);
+            const nodeCpuBefore = process.cpuUsage();
+            const result = await measureCell(decide, concurrency, keyCount, options.cellMs);
+            const nodeCpu = process.cpuUsage(nodeCpuBefore);
+            const calls = result.calls + result.errors;
+            result.redisCpuUsPerCall = ((await redisCpuMs(admin)) - redisCpuBeforeMs) * 1000 / calls;
+            result.nodeCpuUsPerCall = (nodeCpu.user + nodeCpu.system) / calls;
+            result.redisUsPerCall = (await redisUsec(admin)) / calls;
+            const id = cellId(keyCount, concurrency, contender);
+            const best = results.get(id);
+            if (!best || result.perSecond > best.perSecond) results.set(id, result);
+            progress(
+              `r${round} ${String(keyCount).padStart(5)} keys  c=${String(concurrency).padStart(3)}  ${contender.label.padEnd(48)} ${Math.round(result.perSecond).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  redis script ${fixed(result.redisUsPerCall, 1)} µs  cpu node ${fixed(result.nodeCpuUsPerCall, 1)} + redis ${fixed(result.redisCpuUsPerCall, 1)} µs${result.errors ? `  errors ${result.errors}` : ""}`,
+            );
+          }
         }
       }
     }
@@ -88,7 +105,7 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
   }
 }
 
-const fixed = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : "–");
+const fixed = (value: number | undefined, digits: number) => (value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : "–");
 const keysLabel = (keyCount: number) => (keyCount === 1 ? "1 key" : `${keyCount.toLocaleString("en-US")} keys`);
 
 /** One table per key count: every contender at every concurrency, with its ratios. */
@@ -98,8 +115,8 @@ export function throughputTables(options: ThroughputOptions, results: Throughput
     lines.push(
       `**${keysLabel(keyCount)}**`,
       "",
-      "| contender | callers | decisions/s | p50 ms | p99 ms | Redis µs/decision | ratio to EVALSHA floor | ratio to rate-limiter-flexible | errors |",
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      "| contender | callers | decisions/s | p50 ms | p99 ms | Redis script µs/decision | CPU µs/decision: Node + Redis | ratio to EVALSHA floor | ratio to rate-limiter-flexible | errors |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     );
     for (const concurrency of options.concurrencies) {
       const floor = results.get(cellId(keyCount, concurrency, FLOOR_EVALSHA));
@@ -110,7 +127,7 @@ export function throughputTables(options: ThroughputOptions, results: Throughput
         const toFloor = floor ? fixed(result.perSecond / floor.perSecond, 2) : "–";
         const toRlf = rlf ? fixed(result.perSecond / rlf.perSecond, 2) : "–";
         lines.push(
-          `| ${contender.label} | ${concurrency} | ${Math.round(result.perSecond).toLocaleString("en-US")} | ${fixed(result.p50Ms, 2)} | ${fixed(result.p99Ms, 2)} | ${fixed(result.redisUsPerCall ?? Number.NaN, 1)} | ${toFloor} | ${toRlf} | ${result.errors} |`,
+          `| ${contender.label} | ${concurrency} | ${Math.round(result.perSecond).toLocaleString("en-US")} | ${fixed(result.p50Ms, 2)} | ${fixed(result.p99Ms, 2)} | ${fixed(result.redisUsPerCall ?? Number.NaN, 1)} | ${fixed(result.nodeCpuUsPerCall ?? Number.NaN, 1)} + ${fixed(result.redisCpuUsPerCall ?? Number.NaN, 1)} | ${toFloor} | ${toRlf} | ${result.errors} |`,
         );
       }
     }
