@@ -94,9 +94,9 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
   };
   const rlfCpu = cpu(RATE_LIMITER_FLEXIBLE);
   const lines = [
-    `- "At least as fast as rate-limiter-flexible": Spillway ÷ rlf throughput is ${range(toRlf)} over the ${toRlf.length} cells (GCRA and sliding-window, every key count and caller count), geometric mean ${geometricMean(toRlf).toFixed(2)}: ${verdict(fastAsRlf)} in every cell.`,
+    `- "At least as fast as rate-limiter-flexible": Spillway ÷ rlf throughput is ${range(toRlf)} over the ${toRlf.length} cells (GCRA and sliding-window, every key count and caller count), geometric mean ${geometricMean(toRlf).toFixed(2)}: ${verdict(fastAsRlf)} (met only when every cell reaches it).`,
     `- "With zero over-admission": Spillway over-admitted ${spillwayOver.reduce((sum, over) => sum + over, 0)} requests in total under ${admission[0]?.attempts ?? 0} concurrent attempts per round (rate-limiter-flexible: ${rlfOver.reduce((sum, over) => sum + over, 0)}): ${verdict(zeroOver)}.`,
-    `- "Within 80% of the EVALSHA floor": Spillway ÷ floor throughput is ${range(toFloor)}, geometric mean ${geometricMean(toFloor).toFixed(2)}: ${verdict(nearFloor)} in every cell.`,
+    `- "Within 80% of the EVALSHA floor": Spillway ÷ floor throughput is ${range(toFloor)}, geometric mean ${geometricMean(toFloor).toFixed(2)}: ${verdict(nearFloor)} (met only when every cell reaches it).`,
     "",
     "CPU per decision, the steadier measure on a shared machine (median over the cells; Node is the bench process, load generator included and the same for every contender; Redis is its whole process, I/O included):",
     "",
