@@ -215,6 +215,8 @@ describe("throttle on a real store and a real clock", () => {
     const times = await Promise.all(Array.from({ length: 9 }, () => throttle.run(() => Date.now() - startMs)));
     times.sort((a, b) => a - b);
     times.forEach((timeMs, index) => expect(timeMs).toBeGreaterThanOrEqual(Math.floor(index / 3) * periodMs));
-    expect(times[8]!).toBeLessThan(2 * periodMs + 100);
+    // The last group may start at 2 periods; a throttle that waited a whole period more would
+    // start at 3. The bound sits between, with room for timers that fire late on a loaded machine.
+    expect(times[8]!).toBeLessThan(3 * periodMs - 50);
   });
 });
