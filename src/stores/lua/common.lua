@@ -36,7 +36,7 @@ end
 --   earliest, admit, standing, fresh_at   the src/core Algorithm functions
 --   encode(state)       the stored string; decode(raw) the state (raises, or answers nil,
 --                       when raw is not one: `"x" + 0` is a Lua error)
--- States are stored compactly ("g:<tatMs>") with number_text. Decoded by
+-- States are stored compactly ("g:<tatMs>") with number<N>_text. Decoded by
 -- src/stores/redis-codec.ts in TypeScript.
 local ALGORITHMS = {}
 
@@ -51,21 +51,24 @@ local function number_text(value)
   return format("%.17g", value)
 end
 
--- "<tag><a>[:<b>[:<c>]]" with each number as number_text writes it, in a single format
--- call when all are whole (the usual case).
-local function numbers_text(tag, a, b, c)
-  -- Whole numbers in range are the fast case: tested inline, printed in one format call.
-  local whole = a % 1 == 0 and a < MAX_SAFE_INTEGER and a > -MAX_SAFE_INTEGER
-  if b ~= nil then whole = whole and b % 1 == 0 and b < MAX_SAFE_INTEGER and b > -MAX_SAFE_INTEGER end
-  if c ~= nil then whole = whole and c % 1 == 0 and c < MAX_SAFE_INTEGER and c > -MAX_SAFE_INTEGER end
-  if b == nil then
-    if whole then return format("%s%d", tag, a) end
-    return tag .. number_text(a)
-  elseif c == nil then
-    if whole then return format("%s%d:%d", tag, a, b) end
-    return tag .. number_text(a) .. ":" .. number_text(b)
+-- "<tag><a>", "<tag><a>:<b>" and "<tag><a>:<b>:<c>" with each number as number_text writes
+-- it. Whole numbers in range, the usual case, are tested inline (as is_whole does, without
+-- its call) and printed in one format call with the algorithm's own format string (`whole`,
+-- such as "g:%d"): half the cost of a generic "%s%d".
+local function number1_text(whole, tag, a)
+  if a % 1 == 0 and a < MAX_SAFE_INTEGER and a > -MAX_SAFE_INTEGER then return format(whole, a) end
+  return tag .. number_text(a)
+end
+
+local function number2_text(whole, tag, a, b)
+  if a % 1 == 0 and a < MAX_SAFE_INTEGER and a > -MAX_SAFE_INTEGER and b % 1 == 0 and b < MAX_SAFE_INTEGER and b > -MAX_SAFE_INTEGER then
+    return format(whole, a, b)
   end
-  if whole then return format("%s%d:%d:%d", tag, a, b, c) end
+  return tag .. number_text(a) .. ":" .. number_text(b)
+end
+
+local function number3_text(whole, tag, a, b, c)
+  if is_whole(a) and is_whole(b) and is_whole(c) then return format(whole, a, b, c) end
   return tag .. number_text(a) .. ":" .. number_text(b) .. ":" .. number_text(c)
 end
 

@@ -32,7 +32,7 @@ ALGORITHMS["fixed-window"] = {
     return state.windowStartMs + policy.periodMs
   end,
   encode = function(state)
-    return numbers_text("f:", state.windowStartMs, state.count)
+    return number2_text("f:%d:%d", "f:", state.windowStartMs, state.count)
   end,
   decode = function(raw)
     local start_ms, count = match(raw, "^f:([^:]+):([^:]+)$")

@@ -34,7 +34,7 @@ ALGORITHMS["gcra"] = {
     return state.tatMs
   end,
   encode = function(state)
-    return numbers_text("g:", state.tatMs)
+    return number1_text("g:%d", "g:", state.tatMs)
   end,
   decode = function(raw)
     return { tatMs = sub(raw, 3) + 0 }

@@ -61,7 +61,7 @@ ALGORITHMS["sliding-window"] = {
   end,
   fresh_at = sliding_fresh_at,
   encode = function(state)
-    return numbers_text("s:", state.windowStartMs, state.prevCount, state.currCount)
+    return number3_text("s:%d:%d:%d", "s:", state.windowStartMs, state.prevCount, state.currCount)
   end,
   decode = function(raw)
     local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")

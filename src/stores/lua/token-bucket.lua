@@ -35,7 +35,7 @@ ALGORITHMS["token-bucket"] = {
   end,
   fresh_at = token_bucket_fresh_at,
   encode = function(state)
-    return numbers_text("t:", state.tokens, state.anchorMs)
+    return number2_text("t:%d:%d", "t:", state.tokens, state.anchorMs)
   end,
   decode = function(raw)
     local tokens, anchor_ms = match(raw, "^t:([^:]+):([^:]+)$")
