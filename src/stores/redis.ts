@@ -214,7 +214,6 @@ export class RedisStore implements Limiter {
 
 /** What a stack sends on every call, encoded once per policies array (see stackOf). */
 interface Stack {
-  policies: readonly Policy[];
   /** The policies themselves, to tell a reused array whose contents changed. */
   members: readonly Policy[];
   names: readonly string[];
@@ -225,23 +224,34 @@ interface Stack {
 }
 
 const stacks = new WeakMap<readonly Policy[], Stack>();
+/** Stacks of one policy by the policy itself: an API request builds a new array each time. */
+const singles = new WeakMap<Policy, Stack>();
 
 /** The encoded stack of a policies array, cached by the array's identity (and its members). */
 function stackOf(policies: readonly Policy[]): Stack {
+  if (policies.length === 1) {
+    const policy = policies[0]!;
+    let single = singles.get(policy);
+    if (!single) singles.set(policy, (single = encodeStack(policies)));
+    return single;
+  }
   const cached = stacks.get(policies);
   if (cached && sameMembers(cached.members, policies)) return cached;
+  const stack = encodeStack(policies);
+  stacks.set(policies, stack);
+  return stack;
+}
+
+function encodeStack(policies: readonly Policy[]): Stack {
   const args = [String(policies.length)];
   for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
-  const stack: Stack = {
-    policies,
+  return {
     members: [...policies],
     names: policies.map((policy) => policy.name),
     algorithms: policies.map((policy) => policy.algorithm),
     args,
     concurrency: policies.some((policy) => policy.algorithm === "concurrency"),
   };
-  stacks.set(policies, stack);
-  return stack;
 }
 
 function sameMembers(members: readonly Policy[], policies: readonly Policy[]): boolean {
