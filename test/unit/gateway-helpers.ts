@@ -45,6 +45,21 @@ export async function startGateway(raw: Record<string, unknown>, limiter: Limite
   return { url: server.url, port: server.port, limiter, logs, close: () => server.close() };
 }
 
+/**
+ * A gateway whose origin is a loopback port nobody listens on (an origin that was started,
+ * then closed). The kernel may hand that freed port to the gateway itself, which would then
+ * proxy to itself: such a gateway is closed and started again.
+ */
+export async function startGatewayToClosedOrigin(raw: Record<string, unknown>, limiter?: Limiter): Promise<GatewayUnderTest & { closedPort: number }> {
+  for (;;) {
+    const closed = await startOrigin((_req, res) => res.end());
+    await closed.close();
+    const gateway = await startGateway({ ...raw, origin: closed.url }, limiter);
+    if (gateway.port !== closed.port) return { ...gateway, closedPort: closed.port };
+    await gateway.close();
+  }
+}
+
 /** A raw HTTP/1.1 exchange on a fresh socket: what was sent is exactly `text`. */
 export async function rawExchange(port: number, text: string): Promise<string> {
   const net = await import("node:net");

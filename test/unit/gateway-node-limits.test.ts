@@ -1,6 +1,6 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GatewayUnderTest, type Running, deferred, request, startGateway, startOrigin, waitFor } from "./gateway-helpers.js";
+import { type GatewayUnderTest, type Running, deferred, request, startGateway, startGatewayToClosedOrigin, startOrigin, waitFor } from "./gateway-helpers.js";
 
 // Limiting through the Node gateway in front of a real loopback origin.
 let origin: Running & { server: http.Server };
@@ -197,9 +197,7 @@ describe("Node gateway: concurrency leases", () => {
   });
 
   it("releases the lease when the origin cannot be reached", async () => {
-    const closed = await startOrigin((_req, res) => res.end());
-    await closed.close();
-    const down = await startGateway({ origin: closed.url, policies: [slot], routes: [{ match: { path: "/*" }, key: "const:all", policies: ["slot"] }] });
+    const down = await startGatewayToClosedOrigin({ policies: [slot], routes: [{ match: { path: "/*" }, key: "const:all", policies: ["slot"] }] });
     try {
       expect((await request(`${down.url}/a`)).status).toBe(502);
       expect((await request(`${down.url}/a`)).status).toBe(502); // not 429: the first lease was released

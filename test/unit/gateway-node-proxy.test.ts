@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type GatewayUnderTest, type Running, deferred, policies, rawExchange, request, startGateway, startOrigin } from "./gateway-helpers.js";
+import { type GatewayUnderTest, type Running, deferred, policies, rawExchange, request, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
 
 // The Node gateway (`spillway serve` in-process) in front of a real origin on loopback.
 let origin: Running & { server: http.Server };
@@ -163,14 +163,12 @@ describe("Node gateway: proxying", () => {
   }, 60_000);
 
   it("answers 502 with a problem body when the origin cannot be reached", async () => {
-    const closed = await startOrigin((_req, res) => res.end());
-    await closed.close();
-    const down = await startGateway({ origin: closed.url, policies, routes: [] });
+    const down = await startGatewayToClosedOrigin({ policies, routes: [] });
     try {
       const response = await request(`${down.url}/x`);
       expect(response.status).toBe(502);
       expect(response.headers["content-type"]).toBe("application/problem+json");
-      expect(JSON.parse(response.body.toString())).toMatchObject({ status: 502, title: "Bad Gateway", detail: expect.stringContaining(`127.0.0.1:${closed.port}`) });
+      expect(JSON.parse(response.body.toString())).toMatchObject({ status: 502, title: "Bad Gateway", detail: expect.stringContaining(`127.0.0.1:${down.closedPort}`) });
     } finally {
       await down.close();
     }
