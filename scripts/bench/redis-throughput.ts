@@ -127,7 +127,7 @@ export function throughputTables(options: ThroughputOptions, results: Throughput
         const toFloor = floor ? fixed(result.perSecond / floor.perSecond, 2) : "–";
         const toRlf = rlf ? fixed(result.perSecond / rlf.perSecond, 2) : "–";
         lines.push(
-          `| ${contender.label} | ${concurrency} | ${Math.round(result.perSecond).toLocaleString("en-US")} | ${fixed(result.p50Ms, 2)} | ${fixed(result.p99Ms, 2)} | ${fixed(result.redisUsPerCall ?? Number.NaN, 1)} | ${fixed(result.nodeCpuUsPerCall ?? Number.NaN, 1)} + ${fixed(result.redisCpuUsPerCall ?? Number.NaN, 1)} | ${toFloor} | ${toRlf} | ${result.errors} |`,
+          `| ${contender.label} | ${concurrency} | ${Math.round(result.perSecond).toLocaleString("en-US")} | ${fixed(result.p50Ms, 2)} | ${fixed(result.p99Ms, 2)} | ${fixed(result.redisUsPerCall, 1)} | ${fixed(result.nodeCpuUsPerCall, 1)} + ${fixed(result.redisCpuUsPerCall, 1)} | ${toFloor} | ${toRlf} | ${result.errors} |`,
         );
       }
     }

@@ -25,27 +25,12 @@ function isCluster(client: RedisClient): client is Cluster {
 
 /**
  * Runs entry script `name` for a stack of `algorithms` in one round trip in the steady
- * state: FCALL of the loaded library. After a restart or FUNCTION FLUSH (the function is
- * not found) it loads the library and calls again; where functions are unavailable it
- * switches the client to EVALSHA for good. A call never fails for want of a function or a
- * script: the last resort is EVAL of the script text.
- */
-export function runScript(
-  client: RedisClient,
-  name: ScriptName,
-  algorithms: Iterable<AlgorithmName>,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  const first = sendScript(client, name, algorithms, keys, args);
-  return first.recoverable ? first.reply.catch((error: unknown) => recoverScript(error, client, name, algorithms, keys, args)) : first.reply;
-}
-
-/**
- * The first attempt of runScript, for callers that handle its failure themselves (one
- * promise fewer per call): in the steady state one FCALL, sent as a Command of its own
- * (ioredis flattens keys and args without a spread, and skips its per-call option and
- * auto-pipelining work). When `recoverable`, a failure goes to recoverScript.
+ * state: one FCALL of the loaded library, sent as a Command of its own (ioredis flattens
+ * keys and args without a spread, and skips its per-call option and auto-pipelining work).
+ * When `recoverable`, a failure goes to recoverScript: after a restart or FUNCTION FLUSH it
+ * loads the library and calls again; where functions are unavailable it switches the client
+ * to EVALSHA for good. A call never fails for want of a function or a script: the last
+ * resort is EVAL of the script text.
  */
 export function sendScript(
   client: RedisClient,

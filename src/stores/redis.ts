@@ -114,7 +114,8 @@ export class RedisStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
-    const leaseId = options.cost > 0 && stackOf(policies).concurrency ? newLeaseId() : "";
+    const stack = stackOf(policies);
+    const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
     // Arguments the script would not read are left out (every argument costs Redis time):
     // a plain check sends only its cost.
     const args = leaseId
@@ -122,11 +123,10 @@ export class RedisStore implements Limiter {
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
         : [options.cost];
-    // One policy without leases: the script decides admission, the core the rest.
-    const single = policies.length === 1 && !leaseId && policies[0]!.algorithm !== "concurrency";
     const clientNowMs = this.clockMs ? this.clockMs() : undefined;
-    const reply = (await this.run("check", key, policies, args, clientNowMs)) as string;
-    return single ? decodeSingleDecision(reply, policies[0]!, options, clientNowMs) : decodeDecision(reply, policies, leaseId);
+    const reply = (await this.run("check", key, stack, args, clientNowMs)) as string;
+    // One policy without leases: the script decided admission, the core computes the rest.
+    return stack.single ? decodeSingleDecision(reply, policies[0]!, options, clientNowMs) : decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -134,7 +134,7 @@ export class RedisStore implements Limiter {
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
-    await this.run("reset", key, policies, []);
+    await this.run("reset", key, stackOf(policies), []);
   }
 
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
@@ -145,21 +145,21 @@ export class RedisStore implements Limiter {
     return this.waiters.acquire(
       {
         attempt: async (waiterId, mayWait) =>
-          decodeAcquireAttempt((await this.run("acquire", key, policies, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
-        leave: async (waiterId) => (await this.run("leave", key, policies, [waiterId])) as number,
+          decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
+        leave: async (waiterId) => (await this.run("leave", key, stackOf(policies), [waiterId])) as number,
       },
       options.maxWaitMs,
     );
   }
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
-    return { released: (await this.run("release", key, policies, [leaseId])) === 1 };
+    return { released: (await this.run("release", key, stackOf(policies), [leaseId])) === 1 };
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     const leases = policies.filter((policy) => policy.algorithm === "concurrency");
     const lengthMs = leaseMs ?? Math.min(...(leases.length > 0 ? leases : policies).map((policy) => policy.leaseMs));
-    return { extended: (await this.run("extend", key, policies, [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
+    return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 
   async health(): Promise<StoreHealth> {
@@ -182,9 +182,7 @@ export class RedisStore implements Limiter {
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
    * timeoutMs. Answers the script's raw reply.
    */
-  private run(name: ScriptName, key: string, policies: readonly Policy[], extraArgs: readonly (string | number)[], clientNowMs?: number): Promise<unknown> {
-    if (policies.length === 0) return Promise.reject(new TypeError("policies must name at least one policy"));
-    const stack = stackOf(policies);
+  private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[], clientNowMs?: number): Promise<unknown> {
     const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
     const names = stack.names;
     const keys: string[] = new Array(names.length);
@@ -221,6 +219,8 @@ interface Stack {
   /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
+  /** One policy without leases: check.lua decides admission only (decodeSingleDecision). */
+  single: boolean;
 }
 
 const stacks = new WeakMap<readonly Policy[], Stack>();
@@ -229,6 +229,7 @@ const singles = new WeakMap<Policy, Stack>();
 
 /** The encoded stack of a policies array, cached by the array's identity (and its members). */
 function stackOf(policies: readonly Policy[]): Stack {
+  if (policies.length === 0) throw new TypeError("policies must name at least one policy");
   if (policies.length === 1) {
     const policy = policies[0]!;
     let single = singles.get(policy);
@@ -245,12 +246,14 @@ function stackOf(policies: readonly Policy[]): Stack {
 function encodeStack(policies: readonly Policy[]): Stack {
   const args = [String(policies.length)];
   for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
+  const concurrency = policies.some((policy) => policy.algorithm === "concurrency");
   return {
     members: [...policies],
     names: policies.map((policy) => policy.name),
     algorithms: policies.map((policy) => policy.algorithm),
     args,
-    concurrency: policies.some((policy) => policy.algorithm === "concurrency"),
+    concurrency,
+    single: policies.length === 1 && !concurrency,
   };
 }
 

@@ -1,7 +1,6 @@
-import { Cluster } from "ioredis";
+import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
-import { type RedisClusterServers, startRedisCluster } from "../redis/redis-server.js";
+import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../redis/redis-server.js";
 import { redisAdapter } from "./redis-adapter.js";
 import { SCENARIOS, coreAdapter, runScenario } from "./scenarios.js";
 
@@ -10,15 +9,10 @@ describe("conformance table on a Redis Cluster of 3 masters", () => {
   let cluster: Cluster;
 
   beforeAll(async () => {
-    servers = await startRedisCluster(3);
-    cluster = new Cluster(servers.startupNodes, { enableOfflineQueue: false, redisOptions: REDIS_CLIENT_OPTIONS });
-    await new Promise((resolve) => cluster.once("ready", resolve));
+    ({ servers, cluster } = await connectRedisCluster(3));
   });
 
-  afterAll(async () => {
-    cluster?.disconnect();
-    await servers?.stop();
-  });
+  afterAll(() => disconnectRedis(servers, cluster));
 
   for (const [index, scenario] of SCENARIOS.entries()) {
     it(scenario.name, async () => {

@@ -1,13 +1,13 @@
-import { Cluster } from "ioredis";
+import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
+import { RedisStore, StoreFaultError } from "../../src/stores/redis.js";
 import { translateRedisError } from "../../src/stores/redis-errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
 import { evalScript } from "../../src/stores/redis-run.js";
 import { scriptFor } from "../../src/stores/redis-scripts.js";
-import { type RedisClusterServers, startRedisCluster } from "./redis-server.js";
+import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "./redis-server.js";
 
 /** Keys built to break naive hash tags and encodings. */
 const TRICKY_KEYS = [
@@ -55,15 +55,10 @@ describe("Redis Cluster specifics", () => {
   let cluster: Cluster;
 
   beforeAll(async () => {
-    servers = await startRedisCluster(3);
-    cluster = new Cluster(servers.startupNodes, { enableOfflineQueue: false, redisOptions: REDIS_CLIENT_OPTIONS });
-    await new Promise((resolve) => cluster.once("ready", resolve));
+    ({ servers, cluster } = await connectRedisCluster(3));
   });
 
-  afterAll(async () => {
-    cluster?.disconnect();
-    await servers?.stop();
-  });
+  afterAll(() => disconnectRedis(servers, cluster));
 
   it("puts every key of a user key in the slot of its escaped tag", async () => {
     const node = cluster.nodes("master")[0]!;

@@ -1,5 +1,5 @@
 import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -145,7 +145,15 @@ export async function connectRedis(): Promise<{ server: RedisServer; client: Red
   return { server, client };
 }
 
-export async function disconnectRedis(server: RedisServer | undefined, client: Redis | undefined): Promise<void> {
+/** A Cluster of `masters` fresh masters on free ports, and a connected ioredis Cluster client. */
+export async function connectRedisCluster(masters = 3): Promise<{ servers: RedisClusterServers; cluster: Cluster }> {
+  const servers = await startRedisCluster(masters);
+  const cluster = new Cluster(servers.startupNodes, { enableOfflineQueue: false, redisOptions: REDIS_CLIENT_OPTIONS });
+  await new Promise((resolve) => cluster.once("ready", resolve));
+  return { servers, cluster };
+}
+
+export async function disconnectRedis(server: { stop(): Promise<void> } | undefined, client: { disconnect(): void } | undefined): Promise<void> {
   client?.disconnect();
   await server?.stop();
 }
