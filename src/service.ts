@@ -17,10 +17,13 @@ export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
  * UnknownPolicyError) and StoreUnavailableError (failMode closed) propagate to the caller.
  */
 export class SpillwayService {
-  constructor(
-    readonly limiter: Limiter,
-    readonly config: SpillwayConfig,
-  ) {}
+  readonly limiter: Limiter;
+  readonly config: SpillwayConfig;
+
+  constructor(limiter: Limiter, config: SpillwayConfig) {
+    this.limiter = limiter;
+    this.config = config;
+  }
 
   async check(body: unknown): Promise<Checked> {
     const request = parseCheck(body, this.config.catalog);

@@ -36,15 +36,17 @@ const asyncDispose: typeof Symbol.asyncDispose = Symbol.asyncDispose ?? (Symbol.
  * try { await longJob(() => lease.extend()); } finally { await lease.release(); }
  */
 export class Lease {
+  private readonly target: Target;
+  readonly leaseId: string;
+  /** Lease length in ms, as granted. */
+  public leaseMs: number;
   private releasedFlag = false;
   private expiresAt: number;
 
-  constructor(
-    private readonly target: Target,
-    readonly leaseId: string,
-    /** Lease length in ms, as granted. */
-    public leaseMs: number,
-  ) {
+  constructor(target: Target, leaseId: string, leaseMs: number) {
+    this.target = target;
+    this.leaseId = leaseId;
+    this.leaseMs = leaseMs;
     this.expiresAt = Date.now() + leaseMs;
   }
 

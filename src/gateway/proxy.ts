@@ -92,15 +92,26 @@ export function originRequest(request: Request, url: string): OriginRequest {
 
 /** An OriginRequest whose Headers object is only built when read: the Node origin client never reads it. */
 class ForwardedRequest implements OriginRequest {
+  readonly url: string;
+  readonly method: string;
+  readonly headerFields: Readonly<Record<string, string>>;
+  readonly body: ReadableStream<Uint8Array> | null;
+  readonly signal: AbortSignal;
   #headers: Headers | undefined;
 
   constructor(
-    readonly url: string,
-    readonly method: string,
-    readonly headerFields: Readonly<Record<string, string>>,
-    readonly body: ReadableStream<Uint8Array> | null,
-    readonly signal: AbortSignal,
-  ) {}
+    url: string,
+    method: string,
+    headerFields: Readonly<Record<string, string>>,
+    body: ReadableStream<Uint8Array> | null,
+    signal: AbortSignal,
+  ) {
+    this.url = url;
+    this.method = method;
+    this.headerFields = headerFields;
+    this.body = body;
+    this.signal = signal;
+  }
 
   get headers(): Headers {
     if (!this.#headers) {

@@ -46,12 +46,14 @@ export async function withRetries<T>(call: () => Promise<T>, options: RetryOptio
  * survive the retries become StoreUnavailableError, so the policy's failMode decides.
  */
 export class DurableObjectStore implements Limiter {
+  private readonly namespace: DurableObjectNamespace<LimiterObject>;
+  private readonly retry: RetryOptions;
   readonly kind = "durable-object";
 
-  constructor(
-    private readonly namespace: DurableObjectNamespace<LimiterObject>,
-    private readonly retry: RetryOptions = DEFAULT_RETRY,
-  ) {}
+  constructor(namespace: DurableObjectNamespace<LimiterObject>, retry: RetryOptions = DEFAULT_RETRY) {
+    this.namespace = namespace;
+    this.retry = retry;
+  }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     return this.call(key, (stub) => stub.check([...policies], { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs }));

@@ -17,15 +17,22 @@ interface Waiter {
  * for the next expiry, one per waiter for its deadline.
  */
 export class LeaseQueue {
+  private readonly tryAcquire: TryAcquire;
+  /** When the next held lease of these policies expires (ms epoch), if any. */
+  private readonly nextExpiryMs: (policies: readonly Policy[]) => number | undefined;
+  private readonly nowMs: () => number;
   private readonly waiters: Waiter[] = [];
   private expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
-    private readonly tryAcquire: TryAcquire,
-    /** When the next held lease of these policies expires (ms epoch), if any. */
-    private readonly nextExpiryMs: (policies: readonly Policy[]) => number | undefined,
-    private readonly nowMs: () => number = Date.now,
-  ) {}
+    tryAcquire: TryAcquire,
+    nextExpiryMs: (policies: readonly Policy[]) => number | undefined,
+    nowMs: () => number = Date.now,
+  ) {
+    this.tryAcquire = tryAcquire;
+    this.nextExpiryMs = nextExpiryMs;
+    this.nowMs = nowMs;
+  }
 
   get size(): number {
     return this.waiters.length;

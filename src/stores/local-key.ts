@@ -15,14 +15,14 @@ export type Persist = (changes: Map<string, StateChange>) => void;
  * atomic Lua script gives on Redis. `persist` sees every change before the answer leaves.
  */
 export class LocalKey {
+  private readonly persist: Persist;
+  private readonly clockMs: () => number;
   readonly state: KeyState;
   readonly queue: LeaseQueue;
 
-  constructor(
-    initial: Iterable<[string, StoredState]>,
-    private readonly persist: Persist,
-    private readonly clockMs: () => number = Date.now,
-  ) {
+  constructor(initial: Iterable<[string, StoredState]>, persist: Persist, clockMs: () => number = Date.now) {
+    this.persist = persist;
+    this.clockMs = clockMs;
     this.state = new KeyState(initial);
     this.queue = new LeaseQueue(
       (policies, leaseMs) => this.tryAcquire(policies, leaseMs),

@@ -70,16 +70,18 @@ interface Waiting {
  * error) is swallowed; every error is translated (translateRedisError).
  */
 export class Deadlines {
+  readonly timeoutMs: number;
+  private readonly settled: (error: Error | undefined) => void;
   private head: Waiting | undefined;
   private tail: Waiting | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private sweeping = false;
 
   /** `settled` hears every outcome: undefined on a reply, the thrown error otherwise. */
-  constructor(
-    readonly timeoutMs: number,
-    private readonly settled: (error: Error | undefined) => void = () => {},
-  ) {}
+  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}) {
+    this.timeoutMs = timeoutMs;
+    this.settled = settled;
+  }
 
   /**
    * `pending` settled within timeoutMs. `recover`, when given, is asked once about an error

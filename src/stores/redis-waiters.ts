@@ -31,13 +31,16 @@ export interface LeaseWaitersOptions {
  * No busy polling: one timer per waiter, one subscriber connection per store.
  */
 export class LeaseWaiters {
+  private readonly options: LeaseWaitersOptions;
   private readonly pokes = new Map<string, () => void>();
   private subscriber: RedisClient | undefined;
   private subscribed: Promise<unknown> | undefined;
   private subscriptionLive = false;
   private closed = false;
 
-  constructor(private readonly options: LeaseWaitersOptions) {}
+  constructor(options: LeaseWaitersOptions) {
+    this.options = options;
+  }
 
   async acquire(calls: WaitCalls, maxWaitMs: number): Promise<AcquireResult> {
     const waiterId = newLeaseId();

@@ -6,9 +6,12 @@ import type { StateChange } from "../core/decision.js";
  * it becomes fresh so the alarm can delete it without knowing the policy.
  */
 export class StateTable {
+  private readonly sql: SqlStorage;
   private schemaReady = false;
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(sql: SqlStorage) {
+    this.sql = sql;
+  }
 
   load(): [string, StoredState][] {
     this.ensureSchema();

@@ -28,11 +28,13 @@ export function cloneKey(key: KeyState): KeyState {
  * get lease ids `lease-1`, `lease-2`, … unless the input names one.
  */
 export class Subject {
+  readonly policies: readonly Policy[];
+  readonly key: KeyState;
   private leaseCount = 0;
-  constructor(
-    readonly policies: readonly Policy[],
-    readonly key = new KeyState(),
-  ) {}
+  constructor(policies: readonly Policy[], key = new KeyState()) {
+    this.policies = policies;
+    this.key = key;
+  }
 
   check(nowMs: number, input: DecideInput = reject()): Decision {
     const leaseId = input.leaseId ?? `lease-${++this.leaseCount}`;

@@ -18,9 +18,12 @@ describe("property: token-bucket", () => {
 
 /** A bucket refilled on its grid; it forgets its grid (and starts a new one) once full. */
 class ModelBucket {
+  private readonly policy: Policy;
   private anchorMs = 0;
   private tokens: number | undefined;
-  constructor(private readonly policy: Policy) {}
+  constructor(policy: Policy) {
+    this.policy = policy;
+  }
 
   /** Rolls refills up to nowMs and answers whether `cost` is admitted, taking it if so. */
   take(nowMs: number, cost: number): boolean {
