@@ -18,6 +18,14 @@ export type StoredState =
 
 export type AnyState = StoredState["state"];
 
+/**
+ * The most a policy admits at once, which decisions report as its `limit`: the burst of
+ * GCRA and token bucket, the limit of every other algorithm.
+ */
+export function capacityOf(policy: Policy): number {
+  return policy.algorithm === "gcra" || policy.algorithm === "token-bucket" ? policy.burst : policy.limit;
+}
+
 const IMPLEMENTATIONS: Record<AlgorithmName, Algorithm<AnyState>> = {
   gcra: gcra as Algorithm<AnyState>,
   "token-bucket": tokenBucket as Algorithm<AnyState>,

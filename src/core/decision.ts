@@ -1,5 +1,5 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
-import { type AnyState, type StoredState, algorithmOf, liveState, wrapState } from "./algorithms.js";
+import { type AnyState, type StoredState, algorithmOf, capacityOf, liveState, wrapState } from "./algorithms.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
 export interface DecideInput extends CheckOptions {
@@ -90,7 +90,7 @@ export function decide(
     return {
       policy: item.policy.name,
       allowed: allowedAlone,
-      limit: item.policy.algorithm === "gcra" || item.policy.algorithm === "token-bucket" ? item.policy.burst : item.policy.limit,
+      limit: capacityOf(item.policy),
       remaining: floorCount(standing.remaining),
       resetMs: ceilMs(standing.resetMs),
       retryAfterMs: allowedAlone ? 0 : policyRetryAfterMs(item, nowMs),

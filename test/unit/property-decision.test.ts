@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Decision, PolicyDecision } from "../../src/core/types.js";
-import { RUNS, capacityOf, runTrace, stackTraceArb } from "./property-helpers.js";
+import { capacityOf } from "../../src/core/algorithms.js";
+import { RUNS, runTrace, stackTraceArb } from "./property-helpers.js";
 
 const isWholeMs = (value: number) => Number.isSafeInteger(value) && value >= 0;
 

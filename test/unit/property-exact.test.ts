@@ -4,7 +4,8 @@ import type { DecideInput } from "../../src/core/decision.js";
 import type { KeyState } from "../../src/core/key-state.js";
 import type { Policy } from "../../src/core/types.js";
 import { cloneKey } from "./core-helpers.js";
-import { RUNS, capacityOf, runTrace, stackTraceArb } from "./property-helpers.js";
+import { capacityOf } from "../../src/core/algorithms.js";
+import { RUNS, runTrace, stackTraceArb } from "./property-helpers.js";
 
 /** Whether `input` would be admitted at atMs, asked of a copy of the key. */
 function admitsAt(key: KeyState, policies: readonly Policy[], atMs: number, input: DecideInput): boolean {

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { liveState } from "../../src/core/algorithms.js";
+import { capacityOf, liveState } from "../../src/core/algorithms.js";
 import type { DecideInput } from "../../src/core/decision.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
@@ -12,11 +12,6 @@ export const RUNS = { numRuns: Number(process.env.RUNS ?? 150) } as const;
 /** The span a policy's rule is about: its period, or a concurrency policy's lease. */
 export function horizonMs(policy: Policy): number {
   return policy.algorithm === "concurrency" ? policy.leaseMs : policy.periodMs;
-}
-
-/** The largest cost a policy can ever admit at once. */
-export function capacityOf(policy: Policy): number {
-  return policy.algorithm === "gcra" || policy.algorithm === "token-bucket" ? policy.burst : policy.limit;
 }
 
 /** Small random policies: small limits and periods make collisions and refills frequent. */
