@@ -1,4 +1,4 @@
-import type { StoredState } from "../core/algorithms.js";
+import { type StoredState, capacityOf } from "../core/algorithms.js";
 import { decide } from "../core/decision.js";
 import type { Entry } from "../core/entries.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "../core/types.js";
@@ -11,6 +11,14 @@ import { StoreFaultError } from "../limiter.js";
  * (see src/stores/lua/common.lua).
  */
 
+/**
+ * What Redis answered or holds is not what the scripts write (a corrupt value, another
+ * program's keys): a store fault, answered as 503 with nothing admitted, never a decision.
+ */
+function unexpected(what: string, value: unknown): StoreFaultError {
+  return new StoreFaultError(`unexpected ${what}: ${JSON.stringify(value)}`);
+}
+
 /** An array reply of integers, some perhaps as decimal strings. */
 export type IntegerReply = readonly (number | string)[];
 
@@ -19,11 +27,6 @@ const DECISION_HEADER = 4;
 const POLICY_FIELDS = 3;
 
 const orNull = (value: number): number | null => (value === -1 ? null : value);
-
-/** The limit a decision reports for a policy: the burst of GCRA and token bucket (as decide() does). */
-export function reportedLimit(policy: Policy): number {
-  return policy.algorithm === "gcra" || policy.algorithm === "token-bucket" ? policy.burst : policy.limit;
-}
 
 /**
  * Rebuilds a Decision from check.lua's reply: one string of whole numbers separated by
@@ -36,12 +39,12 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
   const fields = typeof reply === "string" ? reply.split(" ") : [];
   const count = policies.length;
   if (fields.length !== DECISION_HEADER + POLICY_FIELDS * count) {
-    throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    throw unexpected("decision reply from Redis", reply);
   }
   const numbers: number[] = new Array(fields.length);
   for (let index = 0; index < fields.length; index++) {
     const value = Number(fields[index]);
-    if (Number.isNaN(value)) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    if (Number.isNaN(value)) throw unexpected("decision reply from Redis", reply);
     numbers[index] = value;
   }
   // A plain loop, no closures: this runs once per decision.
@@ -53,14 +56,14 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
     results[index] = {
       policy: policy.name,
       allowed: retryAfterMs === 0,
-      limit: reportedLimit(policy),
+      limit: capacityOf(policy),
       remaining: numbers[base]!,
       resetMs: numbers[base + 1]!,
       retryAfterMs: orNull(retryAfterMs),
     };
   }
   const top = results[numbers[2]! - 1];
-  if (!top) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+  if (!top) throw unexpected("decision reply from Redis", reply);
   const retryAfterMs = numbers[0]!;
   const decision: Decision = {
     allowed: retryAfterMs === 0,
@@ -100,14 +103,14 @@ const STATE_TAGS: Record<Policy["algorithm"], string> = {
  */
 export function decodeSingleDecision(reply: string, policy: Policy, options: CheckOptions, clientNowMs: number | undefined): Decision {
   if (typeof reply !== "string" || (reply[0] !== "0" && reply[0] !== "1") || reply[1] !== " ") {
-    throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    throw unexpected("decision reply from Redis", reply);
   }
   let nowMs = clientNowMs;
   let rawAt = 2;
   if (nowMs === undefined) {
     const secondsEnd = reply.indexOf(" ", 2);
     const microsEnd = reply.indexOf(" ", secondsEnd + 1);
-    if (secondsEnd < 0 || microsEnd < 0) throw new TypeError(`unexpected decision reply from Redis: ${JSON.stringify(reply)}`);
+    if (secondsEnd < 0 || microsEnd < 0) throw unexpected("decision reply from Redis", reply);
     // As the script computes it: seconds * 1000 + floor(microseconds / 1000).
     nowMs = Number(reply.slice(2, secondsEnd)) * 1000 + Math.floor(Number(reply.slice(secondsEnd + 1, microsEnd)) / 1000);
     rawAt = microsEnd + 1;
@@ -136,16 +139,16 @@ export type AcquireAttempt =
  */
 export function decodeAcquireAttempt(reply: IntegerReply, policies: readonly Policy[], leaseId: string, leaseMs: number): AcquireAttempt {
   const [status, first, second] = Array.isArray(reply) ? reply.map(Number) : [];
-  if (status === 1) return { status: "acquired", leaseId, leaseMs, limit: reportedLimit(policies[first! - 1]!), remaining: second! };
+  if (status === 1) return { status: "acquired", leaseId, leaseMs, limit: capacityOf(policies[first! - 1]!), remaining: second! };
   if (status === 0) return { status: "denied", retryAfterMs: orNull(first!) };
   if (status === 2) return { status: "queued", untilExpiryMs: orNull(first!) };
-  throw new TypeError(`unexpected acquire reply from Redis: ${JSON.stringify(reply)}`);
+  throw unexpected("acquire reply from Redis", reply);
 }
 
-/** A number the scripts wrote with %.17g (exact), or a TypeError naming the whole value. */
+/** A number the scripts wrote with %.17g (exact), or a StoreFaultError naming the whole value. */
 function numberIn(text: string | undefined, raw: string): number {
   const value = text === undefined || text === "" ? Number.NaN : Number(text);
-  if (Number.isNaN(value)) throw new TypeError(`unreadable Redis state ${JSON.stringify(raw)}`);
+  if (Number.isNaN(value)) throw unexpected("Redis state", raw);
   return value;
 }
 
@@ -165,7 +168,13 @@ function decodeEntries(body: string, raw: string): Entry[] {
  * @example decodeStoredState("g:1700000000250") // { algorithm: "gcra", state: { tatMs: 1700000000250 } }
  */
 export function decodeStoredState(raw: string): StoredState {
-  if (raw.startsWith("{")) return JSON.parse(raw) as StoredState;
+  if (raw.startsWith("{")) {
+    try {
+      return JSON.parse(raw) as StoredState;
+    } catch {
+      throw unexpected("Redis state", raw);
+    }
+  }
   const tag = raw.slice(0, 2);
   const body = raw.slice(2);
   // Runs on every single-policy decision: no closure, no split for GCRA.
@@ -186,6 +195,6 @@ export function decodeStoredState(raw: string): StoredState {
     case "c:":
       return { algorithm: "concurrency", state: { entries: decodeEntries(body, raw) } };
     default:
-      throw new TypeError(`unreadable Redis state ${JSON.stringify(raw)}`);
+      throw unexpected("Redis state", raw);
   }
 }

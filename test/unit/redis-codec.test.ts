@@ -55,11 +55,11 @@ describe("decodeSingleDecision (check.lua's short answer for one policy)", () =>
     expect(() => decodeSingleDecision("0 ", gcra, reject, NOW_MS)).toThrow(StoreFaultError);
   });
 
-  it("refuses replies it cannot read", () => {
+  it("refuses replies it cannot read with a StoreFaultError (503, nothing admitted), never a 500", () => {
     for (const reply of ["", "2 ", "1", "1 1795276437", "1 g:abc"]) {
-      expect(() => decodeSingleDecision(reply, gcra, reject, reply === "1 g:abc" ? NOW_MS : undefined), JSON.stringify(reply)).toThrow(TypeError);
+      expect(() => decodeSingleDecision(reply, gcra, reject, reply === "1 g:abc" ? NOW_MS : undefined), JSON.stringify(reply)).toThrow(StoreFaultError);
     }
-    expect(() => decodeSingleDecision(42 as unknown as string, gcra, reject, NOW_MS)).toThrow(TypeError);
+    expect(() => decodeSingleDecision(42 as unknown as string, gcra, reject, NOW_MS)).toThrow(StoreFaultError);
   });
 });
 
@@ -89,9 +89,24 @@ describe("decodeDecision (check.lua's whole decision for a stack)", () => {
     expect(decodeDecision("0 0 1 5000 4 200 0", [gcra], "lease-1")).toMatchObject({ leaseId: "lease-1", leaseMs: 5000 });
   });
 
-  it("refuses a reply of the wrong shape", () => {
+  it("refuses a reply of the wrong shape with a StoreFaultError", () => {
     for (const reply of ["0 0 1 -1 4 200", "0 0 3 -1 4 200 0", "0 0 1 -1 x 200 0"]) {
-      expect(() => decodeDecision(reply, [gcra], ""), reply).toThrow(TypeError);
+      expect(() => decodeDecision(reply, [gcra], ""), reply).toThrow(StoreFaultError);
+    }
+  });
+});
+
+describe("decodeStoredState (what the scripts store)", () => {
+  it("reads every compact state and the JSON of Spillway 0.1", () => {
+    expect(decodeStoredState(`g:${NOW_MS}`)).toEqual({ algorithm: "gcra", state: { tatMs: NOW_MS } });
+    expect(decodeStoredState("s:60000:3:1.5")).toEqual({ algorithm: "sliding-window", state: { windowStartMs: 60000, prevCount: 3, currCount: 1.5 } });
+    expect(decodeStoredState('{"algorithm":"gcra","state":{"tatMs":5}}')).toEqual({ algorithm: "gcra", state: { tatMs: 5 } });
+  });
+
+  it("refuses a value no script wrote with a StoreFaultError naming it", () => {
+    for (const raw of ["g:abc", "g:", "x:1", "s:1:2", "{not json"]) {
+      expect(() => decodeStoredState(raw), raw).toThrow(StoreFaultError);
+      expect(() => decodeStoredState(raw), raw).toThrow(JSON.stringify(raw));
     }
   });
 });

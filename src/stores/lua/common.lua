@@ -34,10 +34,14 @@ end
 -- The algorithms this script holds, by name, each added by its own file:
 --   tag                 the prefix of its stored states ("g:" for GCRA)
 --   earliest, admit, standing, fresh_at   the src/core Algorithm functions
---   encode(state)       the stored string; decode(raw) the state (raises, or answers nil,
+--   encode(state)       the stored string, and optionally the %d text of ceil(fresh_at)
+--                       when it has it for free; decode(raw) the state (raises, or answers nil,
 --                       when raw is not one: `"x" + 0` is a Lua error)
--- States are stored compactly ("g:<tatMs>") with number<N>_text. Decoded by
--- src/stores/redis-codec.ts in TypeScript.
+--   from_json(state)    optional: the state of a Spillway 0.1 JSON value, when it differs
+--   admit_alone(...)    optional: admit_one (decide.lua) fused, for the hottest algorithms
+-- A state is whatever its algorithm's functions agree on (a table, or GCRA's bare number);
+-- only they look inside it. States are stored compactly ("g:<tatMs>", number<N>_text) and
+-- decoded by src/stores/redis-codec.ts in TypeScript.
 local ALGORITHMS = {}
 
 -- Whole and printable with %d exactly (`% 1` is the VM's own arithmetic: no call).
@@ -51,22 +55,20 @@ local function number_text(value)
   return format("%.17g", value)
 end
 
--- "<tag><a>", "<tag><a>:<b>" and "<tag><a>:<b>:<c>" with each number as number_text writes
--- it. Whole numbers in range, the usual case, are printed in one format call with the
--- algorithm's own format string (`whole`, such as "g:%d"): half the cost of a generic
--- "%s%d". GCRA's, the hottest, tests its number inline (as is_whole does, without the call).
-local function number1_text(whole, tag, a)
-  if a % 1 == 0 and a < MAX_SAFE_INTEGER and a > -MAX_SAFE_INTEGER then return format(whole, a) end
-  return tag .. number_text(a)
-end
-
+-- "<tag><a>:<b>" and "<tag><a>:<b>:<c>" with each number as number_text writes it. Whole
+-- numbers in range, the usual case, are printed in one format call with the algorithm's own
+-- format string (`whole`, such as "s:%d:%d:%d"): half the cost of a generic "%s%d".
 local function number2_text(whole, tag, a, b)
   if is_whole(a) and is_whole(b) then return format(whole, a, b) end
   return tag .. number_text(a) .. ":" .. number_text(b)
 end
 
 local function number3_text(whole, tag, a, b, c)
-  if is_whole(a) and is_whole(b) and is_whole(c) then return format(whole, a, b, c) end
+  -- is_whole inlined three times: this runs on every sliding-window admission.
+  if a % 1 == 0 and b % 1 == 0 and c % 1 == 0 and a < MAX_SAFE_INTEGER and b < MAX_SAFE_INTEGER and c < MAX_SAFE_INTEGER
+    and a > -MAX_SAFE_INTEGER and b > -MAX_SAFE_INTEGER and c > -MAX_SAFE_INTEGER then
+    return format(whole, a, b, c)
+  end
   return tag .. number_text(a) .. ":" .. number_text(b) .. ":" .. number_text(c)
 end
 

@@ -77,8 +77,9 @@ local function decode_stored(raw, policy, key)
   elseif string.byte(raw) == 123 then
     -- "{": the JSON {"algorithm":..,"state":..} of Spillway 0.1, read during an upgrade.
     local stored = cjson.decode(raw)
-    if stored.algorithm == policy.algorithm then return stored.state end
-    return nil
+    if stored.algorithm ~= policy.algorithm then return nil end
+    if algorithm.from_json then return algorithm.from_json(stored.state) end
+    return stored.state
   elseif find(raw, "^[gtfslc]:") then
     return nil
   end
@@ -133,29 +134,32 @@ local function live_state(ctx, i)
 end
 
 -- Writes a value that expires when the state becomes fresh again (SET PXAT: Redis >= 6.2).
--- slack_ms is nil for the server clock. The times go to Redis as Lua numbers, whole and
--- below 1e17, which Redis itself prints as plain integers (%.17g up to 7.0, ll2string
--- since 7.2): cheaper than formatting them here.
-local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms)
+-- slack_ms is nil for the server clock. Times go to Redis as text printed with %d: a Lua
+-- number argument costs Redis more (up to 7.0 it prints it with %.17g). at_text, when
+-- given, is that text of ceil(fresh_at_ms) already (see encode in common.lua).
+local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
   if slack_ms == nil then
     -- Server clock: the state's own times are Redis times, so expire exactly then.
-    local at_ms = min(ceil(fresh_at_ms), now_ms + MAX_TTL_MS)
+    local at_ms = ceil(fresh_at_ms)
     if at_ms <= now_ms then
       redis.call("DEL", key)
       return
     end
-    redis.call("SET", key, value, "PXAT", at_ms)
+    if at_ms > now_ms + MAX_TTL_MS then at_ms, at_text = now_ms + MAX_TTL_MS, nil end
+    redis.call("SET", key, value, "PXAT", at_text or format("%d", at_ms))
   else
     -- Client clock: times are the client's, so expire relative to now, plus a slack for
     -- clocks that drift apart; an expired-late key is harmless (live_state ignores it).
     local ttl_ms = min(max(1, ceil(fresh_at_ms - now_ms)) + ceil(slack_ms), MAX_TTL_MS)
-    redis.call("SET", key, value, "PX", ttl_ms)
+    redis.call("SET", key, value, "PX", format("%d", ttl_ms))
   end
 end
 
 -- Writes policy's new state to key.
 local function write_policy_state(key, policy, state, now_ms, slack_ms)
-  set_until_fresh(key, policy.impl.encode(state), policy.impl.fresh_at(state, policy), now_ms, slack_ms)
+  local algorithm = policy.impl
+  local value, at_text = algorithm.encode(state)
+  set_until_fresh(key, value, algorithm.fresh_at(state, policy), now_ms, slack_ms, at_text)
 end
 
 local function write_state(ctx, i, state)

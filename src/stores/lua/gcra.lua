@@ -1,14 +1,16 @@
 -- gcra.lua — Generic Cell Rate Algorithm (library: no KEYS, no ARGV).
--- Mirrors src/core/gcra.ts. State: { tatMs }, stored as "g:<tatMs>". Emission interval
--- T = periodMs / limit. The backlog is counted in whole units of 1/limit ms
--- (tat - now = units / limit), so fractional intervals never accumulate rounding error.
+-- Mirrors src/core/gcra.ts, whose state is { tatMs }. Here the state is the number tatMs
+-- itself (a table per decode and per admit would cost Redis time on the hottest path), and
+-- it is stored as "g:<tatMs>". Emission interval T = periodMs / limit. The backlog is
+-- counted in whole units of 1/limit ms (tat - now = units / limit), so fractional
+-- intervals never accumulate rounding error.
 
 -- max(0, Math.round((tat - now) * limit)). Math.round is spelled out: the nearest integer,
 -- ties towards +infinity (floor(x + 0.5) is not the same: 0.49999999999999994 + 0.5 rounds
 -- up to 1 in floating point).
-local function gcra_backlog_units(state, policy, now_ms)
-  if not state then return 0 end
-  local units = (state.tatMs - now_ms) * policy.limit
+local function gcra_backlog_units(tat_ms, policy, now_ms)
+  if not tat_ms then return 0 end
+  local units = (tat_ms - now_ms) * policy.limit
   local whole = floor(units)
   if units - whole >= 0.5 then whole = whole + 1 end
   if whole < 0 then return 0 end
@@ -17,26 +19,54 @@ end
 
 ALGORITHMS["gcra"] = {
   tag = "g:",
-  earliest = function(state, policy, now_ms, cost)
+  earliest = function(tat_ms, policy, now_ms, cost)
     if cost > policy.burst then return nil end
-    local wait_units = gcra_backlog_units(state, policy, now_ms) + (cost - policy.burst) * policy.periodMs
-    return now_ms + max(0, wait_units) / policy.limit
+    local wait_units = gcra_backlog_units(tat_ms, policy, now_ms) + (cost - policy.burst) * policy.periodMs
+    if wait_units <= 0 then return now_ms end
+    return now_ms + wait_units / policy.limit
   end,
-  admit = function(state, policy, now_ms, at_ms, cost)
+  admit = function(tat_ms, policy, now_ms, at_ms, cost)
     -- max(tat, at) + cost*T, rebuilt from the slot so rounding never accumulates.
-    return { tatMs = at_ms + (gcra_backlog_units(state, policy, at_ms) + cost * policy.periodMs) / policy.limit }
+    return at_ms + (gcra_backlog_units(tat_ms, policy, at_ms) + cost * policy.periodMs) / policy.limit
   end,
-  standing = function(state, policy, now_ms)
-    local units = gcra_backlog_units(state, policy, now_ms)
+  standing = function(tat_ms, policy, now_ms)
+    local units = gcra_backlog_units(tat_ms, policy, now_ms)
     return floor_count((policy.burst * policy.periodMs - units) / policy.periodMs), units / policy.limit
   end,
-  fresh_at = function(state)
-    return state.tatMs
+  -- admit_one (decide.lua) for GCRA in one function: earliest, then admit at the slot,
+  -- with the policy's fields read once and the backlog at now computed once. The usual
+  -- request runs this; the differential test holds it to src/core like the rest.
+  admit_alone = function(tat_ms, policy, now_ms, cost, mode, max_wait_ms)
+    local limit, period_ms, burst = policy.limit, policy.periodMs, policy.burst
+    if cost > burst then return nil end
+    local units = gcra_backlog_units(tat_ms, policy, now_ms)
+    local wait_units = units + (cost - burst) * period_ms
+    -- The wait as admit_one measures it (earliest - now, in floating point, as src/core does).
+    local wait_exact_ms = 0
+    if wait_units > 0 then wait_exact_ms = (now_ms + wait_units / limit) - now_ms end
+    if wait_exact_ms <= EPSILON_MS then return now_ms + (units + cost * period_ms) / limit end
+    local wait_ms = ceil_ms(wait_exact_ms)
+    if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
+    local at_ms = now_ms + wait_ms
+    return at_ms + (gcra_backlog_units(tat_ms, policy, at_ms) + cost * period_ms) / limit
   end,
-  encode = function(state)
-    return number1_text("g:%d", "g:", state.tatMs)
+  fresh_at = function(tat_ms)
+    return tat_ms
+  end,
+  encode = function(tat_ms)
+    -- Whole numbers, the usual case, in one format call; their digits are also the
+    -- expiry time (fresh_at is tat), which spares set_until_fresh a second format.
+    if tat_ms % 1 == 0 and tat_ms < MAX_SAFE_INTEGER and tat_ms > -MAX_SAFE_INTEGER then
+      local value = format("g:%d", tat_ms)
+      return value, sub(value, 3)
+    end
+    return "g:" .. number_text(tat_ms)
   end,
   decode = function(raw)
-    return { tatMs = sub(raw, 3) + 0 }
+    return sub(raw, 3) + 0
+  end,
+  -- The { tatMs } of a Spillway 0.1 JSON state.
+  from_json = function(state)
+    return state.tatMs
   end,
 }
