@@ -8,6 +8,10 @@ import { afterEach, describe, expect, it } from "vitest";
 
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const children: ChildProcess[] = [];
+// Each test starts a Node process that loads the whole CLI. On a loaded 2-core CI machine
+// (workerd and redis-server suites running beside it) that start alone has taken over 5 s,
+// vitest's default, so these tests allow for it; a hang still fails, just later.
+const PROCESS_TEST_TIMEOUT_MS = 30_000;
 
 function run(args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exit: Promise<number | null> } {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SPILLWAY_TOKEN: "cli-token", ...env }, stdio: ["ignore", "pipe", "pipe"] });
@@ -36,7 +40,7 @@ afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
 });
 
-describe("spillway serve", () => {
+describe("spillway serve", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("exits 2 with the field named for a bad config", async () => {
     const path = await configFile({ policies: [{ name: "per-minute", limit: -1, period: "1m" }] });
     const { exit, output } = run(["serve", "--config", path, "--store", "memory", "--port", "0"]);
