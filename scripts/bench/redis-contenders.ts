@@ -5,6 +5,7 @@ import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName } from "../../src/core/types.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore, scriptFor } from "../../src/stores/redis.js";
+import { WriteCoalescer } from "../../src/stores/redis-coalesce.js";
 import { NEVER_DENY_GCRA } from "./redis-policies.js";
 import { upstashStyleLimiter } from "./redis-upstash.js";
 
@@ -43,14 +44,14 @@ export async function connect(url: string): Promise<Redis> {
 const SPILLWAY_TIMEOUT_MS = 2000;
 const CHECK = { cost: 1, mode: "reject", maxWaitMs: 0 } as const;
 
-function spillway(algorithm: AlgorithmName, label: string): Contender {
+function spillway(algorithm: AlgorithmName, label: string, coalesceWrites = true): Contender {
   return {
-    id: `spillway-${algorithm}`,
+    id: `spillway-${algorithm}${coalesceWrites ? "" : "-sent-at-once"}`,
     label,
     async create(client, spec, prefix) {
       const shape = algorithm === "gcra" && spec.neverDeny ? NEVER_DENY_GCRA : { limit: spec.limit };
       const policy = parsePolicy({ name: "bench", algorithm, ...shape, period: spec.periodMs }, "policy");
-      const store = new RedisStore({ client, keyPrefix: prefix, timeoutMs: SPILLWAY_TIMEOUT_MS });
+      const store = new RedisStore({ client, keyPrefix: prefix, timeoutMs: SPILLWAY_TIMEOUT_MS, coalesceWrites });
       const policies = [policy];
       return async (key) => (await store.check(key, policies, CHECK)).allowed;
     },
@@ -63,6 +64,20 @@ export const FLOOR_EVALSHA: Contender = {
   async create(client, _spec, prefix) {
     const sha = (await client.script("LOAD", "return 1")) as string;
     return async (key) => (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
+  },
+};
+
+/** The floor with Spillway's write coalescing (redis-coalesce.ts): what the transport alone gains. */
+export const FLOOR_EVALSHA_COALESCED: Contender = {
+  id: "floor-evalsha-coalesced",
+  label: "floor: EVALSHA `return 1`, writes coalesced",
+  async create(client, _spec, prefix) {
+    const sha = (await client.script("LOAD", "return 1")) as string;
+    const coalescer = new WriteCoalescer(client);
+    return async (key) => {
+      coalescer.beforeSend();
+      return (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
+    };
   },
 };
 
@@ -80,6 +95,8 @@ export const SPILLWAY_GCRA: Contender = {
   allowance: (spec, elapsedMs) => spec.limit + Math.floor((elapsedMs * spec.limit) / spec.periodMs),
 };
 export const SPILLWAY_SLIDING_WINDOW = spillway("sliding-window", "Spillway sliding-window");
+/** Spillway GCRA with `coalesceWrites: false`: every command written at once, as before write coalescing. */
+export const SPILLWAY_GCRA_SENT_AT_ONCE = spillway("gcra", "Spillway GCRA, writes sent at once", false);
 export const SPILLWAY_FIXED_WINDOW = spillway("fixed-window", "Spillway fixed-window");
 export const SPILLWAY_SLIDING_LOG = spillway("sliding-log", "Spillway sliding-log");
 
@@ -134,7 +151,16 @@ export const SPILLWAY_LIBRARY_ONLY: Contender = {
 };
 
 /** Throughput contenders, floors first (ratios are to FLOOR_EVALSHA). */
-export const THROUGHPUT_CONTENDERS = [FLOOR_EVALSHA, FLOOR_INCR, SPILLWAY_GCRA, SPILLWAY_SLIDING_WINDOW, RATE_LIMITER_FLEXIBLE, UPSTASH_STYLE];
+export const THROUGHPUT_CONTENDERS = [
+  FLOOR_EVALSHA,
+  FLOOR_EVALSHA_COALESCED,
+  FLOOR_INCR,
+  SPILLWAY_GCRA,
+  SPILLWAY_GCRA_SENT_AT_ONCE,
+  SPILLWAY_SLIDING_WINDOW,
+  RATE_LIMITER_FLEXIBLE,
+  UPSTASH_STYLE,
+];
 
 export const ADMISSION_CONTENDERS = [
   SPILLWAY_GCRA,

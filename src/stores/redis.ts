@@ -2,6 +2,7 @@ import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./redis-codec.js";
+import { ClusterWriteCoalescer, WriteCoalescer } from "./redis-coalesce.js";
 import { Deadlines, withTimeout } from "./redis-errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-keys.js";
 import { recoverScript, sendScript } from "./redis-run.js";
@@ -38,6 +39,11 @@ export interface RedisStoreOptions {
   pollIntervalMs?: number;
   /** Where availability changes are logged (default console.warn). */
   log?: (line: string) => void;
+  /**
+   * Under load (many commands in flight on a connection), hold further writes to the end of
+   * the event-loop turn and send them together (default true). See redis-coalesce.ts.
+   */
+  coalesceWrites?: boolean;
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
@@ -79,6 +85,8 @@ export class RedisStore implements Limiter {
   private readonly waiters: LeaseWaiters;
   private readonly log: (line: string) => void;
   private readonly deadlines: Deadlines;
+  /** Coalesces the standalone client's writes under load, unless turned off. */
+  private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
 
   constructor(options: RedisStoreOptions) {
@@ -96,6 +104,8 @@ export class RedisStore implements Limiter {
     this.channel = `${this.keyPrefix}wake`;
     this.waiters = new LeaseWaiters({ client: this.client, channel: this.channel, pollIntervalMs });
     this.log = options.log ?? ((line) => console.warn(line));
+    if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
+    if (options.coalesceWrites !== false) this.coalescer = isCluster(this.client) ? new ClusterWriteCoalescer(this.client) : new WriteCoalescer(this.client);
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
@@ -197,6 +207,7 @@ export class RedisStore implements Limiter {
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);
     for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
+    this.coalescer?.beforeSend();
     const first = sendScript(this.client, name, stack.algorithms, keys, args);
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
     return this.deadlines.run(first.reply, name, (error) => recoverScript(error, this.client, name, stack.algorithms, keys, args));

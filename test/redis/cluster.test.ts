@@ -83,6 +83,23 @@ describe("Redis Cluster specifics", () => {
     }
   });
 
+  it("holds a burst's writes on each busy master to the end of the turn, and every decision is exact", async () => {
+    const store = new RedisStore({ client: cluster, keyPrefix: "burst:", timeoutMs: 5000 });
+    const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+    await store.check("warm", [limitOne], reject); // the library is loaded on every master
+    const users = Array.from({ length: 60 }, (_, i) => `user${i}`);
+    const pending = users.flatMap((user) => Array.from({ length: 5 }, () => store.check(user, [limitOne], reject)));
+    const masters = cluster.nodes("master");
+    expect(masters.filter((node) => node.stream.writableCorked > 0).length).toBeGreaterThan(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(masters.every((node) => node.stream.writableCorked === 0)).toBe(true);
+    const decisions = await Promise.all(pending);
+    users.forEach((user, i) => {
+      // Per user, the first of its five checks (sent first, answered first) is the one admitted.
+      expect(decisions.slice(i * 5, i * 5 + 5).map((decision) => decision.allowed), user).toEqual([true, false, false, false, false]);
+    });
+  });
+
   it("wakes a lease waiter through the cluster bus (no polling), for keys on every master", async () => {
     const slots = parsePolicy({ name: "slots", algorithm: "concurrency", limit: 1, lease: "30s" }, "policy");
     const holderStore = new RedisStore({ client: cluster, keyPrefix: "wake:", timeoutMs: 1000 });

@@ -1,0 +1,85 @@
+import type { Cluster, Redis } from "ioredis";
+
+/** Never hold writes with fewer commands than this in flight: Redis would soon run dry. */
+export const COALESCE_MIN_IN_FLIGHT = 8;
+/** Always hold writes from this many in flight on: more only lengthened the tail (p99). */
+export const COALESCE_MAX_IN_FLIGHT = 32;
+/** Calls over which the peak number of commands in flight is measured. */
+const WINDOW_CALLS = 256;
+
+/**
+ * Write coalescing under load, for one standalone ioredis client.
+ *
+ * ioredis writes every command to its socket at once, and a write(2) to a socket costs more
+ * than everything else Node does for a decision (70–80% of the limiter's Node CPU in
+ * bench:redis). When many commands are already in flight, Redis has a backlog to work
+ * through, so holding further commands (cork) to the end of this turn of the event loop and
+ * sending them together (one writev) leaves Redis no idler and saves Node most of that CPU.
+ *
+ * How many in flight is "many" depends on the load: holding writes with too few in flight
+ * makes Node and Redis take turns instead of working at the same time (at 16 callers,
+ * coalescing from 1 in flight lost a quarter of the throughput). Holding from half the
+ * recent peak (at least 8, at most 32) measured best at every load we tried (8 to 256
+ * callers): the first commands of a round go out at once and keep Redis busy while Node
+ * works on the others. Measured with scripts/bench, GCRA and sliding-window, 10,000 keys:
+ * 1.0–1.4× the decisions per second at 16 to 256 callers, with 35–50% less Node CPU.
+ *
+ * Only the socket's write timing changes: commands keep their order (the socket buffers
+ * them), so replies still match ioredis's queue, other users of the same client included,
+ * and every held write goes out within the same turn of the event loop.
+ */
+export class WriteCoalescer {
+  private readonly client: Redis;
+  private peakInFlight = 0;
+  private windowPeak = 0;
+  private windowCalls = 0;
+  private held = false;
+
+  constructor(client: Redis) {
+    this.client = client;
+  }
+
+  /** Call before sending a command on the client. */
+  beforeSend(): void {
+    const inFlight = this.client.commandQueue.length;
+    if (inFlight > this.windowPeak) this.windowPeak = inFlight;
+    if (++this.windowCalls === WINDOW_CALLS) {
+      this.peakInFlight = this.windowPeak;
+      this.windowPeak = 0;
+      this.windowCalls = 0;
+    }
+    if (this.held || inFlight < COALESCE_MIN_IN_FLIGHT || inFlight < Math.min(COALESCE_MAX_IN_FLIGHT, this.peakInFlight >> 1)) return;
+    const socket = this.client.stream;
+    if (!socket?.writable) return;
+    this.held = true;
+    socket.cork();
+    // setImmediate, not nextTick: the check phase comes after every I/O callback of this turn,
+    // so the commands of many HTTP requests parsed in one turn share a write too.
+    setImmediate(() => {
+      this.held = false;
+      socket.uncork();
+    });
+  }
+}
+
+/**
+ * The same for a Cluster: each master's connection is coalesced on its own. Which master a
+ * command goes to is ioredis's business, so every master is looked at (a handful of them);
+ * one with few commands in flight is left alone.
+ */
+export class ClusterWriteCoalescer {
+  private readonly cluster: Cluster;
+  private readonly byNode = new WeakMap<Redis, WriteCoalescer>();
+
+  constructor(cluster: Cluster) {
+    this.cluster = cluster;
+  }
+
+  beforeSend(): void {
+    for (const node of this.cluster.nodes("master")) {
+      let coalescer = this.byNode.get(node);
+      if (!coalescer) this.byNode.set(node, (coalescer = new WriteCoalescer(node)));
+      coalescer.beforeSend();
+    }
+  }
+}
