@@ -29,7 +29,7 @@ const WINDOW_CALLS = 256;
  * and every held write goes out within the same turn of the event loop.
  */
 export class WriteCoalescer {
-  private readonly client: Redis;
+  readonly client: Redis;
   private peakInFlight = 0;
   private windowPeak = 0;
   private windowCalls = 0;
@@ -63,23 +63,38 @@ export class WriteCoalescer {
 }
 
 /**
- * The same for a Cluster: each master's connection is coalesced on its own. Which master a
- * command goes to is ioredis's business, so every master is looked at (a handful of them);
- * one with few commands in flight is left alone.
+ * The same for a Cluster: each node's connection is coalesced on its own (one with few
+ * commands in flight is left alone). Which node a command goes to is ioredis's business, so
+ * every node is looked at; the list follows the Cluster's +node/-node events, so a decision
+ * does not ask the Cluster for its nodes.
  */
 export class ClusterWriteCoalescer {
   private readonly cluster: Cluster;
-  private readonly byNode = new WeakMap<Redis, WriteCoalescer>();
+  private coalescers: WriteCoalescer[];
 
   constructor(cluster: Cluster) {
     this.cluster = cluster;
+    this.coalescers = cluster.nodes("all").map((node) => new WriteCoalescer(node));
+    cluster.on("+node", this.added);
+    cluster.on("-node", this.removed);
   }
 
   beforeSend(): void {
-    for (const node of this.cluster.nodes("master")) {
-      let coalescer = this.byNode.get(node);
-      if (!coalescer) this.byNode.set(node, (coalescer = new WriteCoalescer(node)));
-      coalescer.beforeSend();
-    }
+    const coalescers = this.coalescers;
+    for (let i = 0; i < coalescers.length; i++) coalescers[i]!.beforeSend();
   }
+
+  /** Stops following the Cluster's nodes (the Cluster may be the caller's and outlive us). */
+  close(): void {
+    this.cluster.off("+node", this.added);
+    this.cluster.off("-node", this.removed);
+  }
+
+  private readonly added = (node: Redis): void => {
+    this.coalescers = [...this.coalescers, new WriteCoalescer(node)];
+  };
+
+  private readonly removed = (node: Redis): void => {
+    this.coalescers = this.coalescers.filter((coalescer) => coalescer.client !== node);
+  };
 }

@@ -183,6 +183,7 @@ export class RedisStore implements Limiter {
 
   async close(): Promise<void> {
     this.waiters.close();
+    if (this.coalescer instanceof ClusterWriteCoalescer) this.coalescer.close();
     if (!this.ownsClient) return;
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
