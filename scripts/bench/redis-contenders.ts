@@ -1,6 +1,6 @@
 // The limiters (and floors) bench:redis compares, each as a "decider": one call per request
 // on one ioredis connection, resolving true when the request was admitted.
-import { Redis } from "ioredis";
+import { Command, Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName } from "../../src/core/types.js";
@@ -81,6 +81,34 @@ export const FLOOR_EVALSHA_COALESCED: Contender = {
   },
 };
 
+/**
+ * The commands of a Spillway GCRA decision and nothing else: one FCALL with Spillway's key
+ * and arguments that reads the server clock, GETs the state, SETs a constant one with PXAT
+ * and answers a reply of the same shape. Spillway ÷ this row is the cost of its own logic
+ * (Lua and Node); this row ÷ the floor is the cost of any exact limiter's clock, read and write.
+ */
+const COMMANDS_ONLY_LIBRARY = `#!lua name=spillway_bench_commands
+redis.register_function("spillway_bench_commands", function(keys, args)
+  local time = redis.call("TIME")
+  local raw = redis.call("GET", keys[1])
+  redis.call("SET", keys[1], "g:4102444800000", "PXAT", "4102444800000")
+  return "1 " .. time[1] .. " " .. time[2] .. " " .. (raw or "")
+end)
+`;
+
+export const FLOOR_COMMANDS_ONLY: Contender = {
+  id: "floor-commands",
+  label: "floor: FCALL of TIME + GET + SET PXAT, no logic",
+  async create(client, _spec, prefix) {
+    await client.call("FUNCTION", "LOAD", "REPLACE", COMMANDS_ONLY_LIBRARY);
+    const args = ["", "1", "gcra 1000 86400000 1000000000 0 bench", 1];
+    return async (key) => {
+      const command = new Command("fcall", ["spillway_bench_commands", 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
+      return (await client.sendCommand(command)) !== null;
+    };
+  },
+};
+
 export const FLOOR_INCR: Contender = {
   id: "floor-incr",
   label: "floor: INCR",
@@ -155,6 +183,7 @@ export const THROUGHPUT_CONTENDERS = [
   FLOOR_EVALSHA,
   FLOOR_EVALSHA_COALESCED,
   FLOOR_INCR,
+  FLOOR_COMMANDS_ONLY,
   SPILLWAY_GCRA,
   SPILLWAY_GCRA_SENT_AT_ONCE,
   SPILLWAY_SLIDING_WINDOW,

@@ -1,6 +1,6 @@
 // The goals of issue 3, set next to what bench:redis measured.
 import { type AdmissionResult, overAdmitted } from "./redis-admission.js";
-import { type Contender, FLOOR_EVALSHA, FLOOR_EVALSHA_COALESCED, RATE_LIMITER_FLEXIBLE, SPILLWAY_GCRA, SPILLWAY_GCRA_SENT_AT_ONCE, SPILLWAY_SLIDING_WINDOW } from "./redis-contenders.js";
+import { type Contender, FLOOR_COMMANDS_ONLY, FLOOR_EVALSHA, FLOOR_EVALSHA_COALESCED, RATE_LIMITER_FLEXIBLE, SPILLWAY_GCRA, SPILLWAY_GCRA_SENT_AT_ONCE, SPILLWAY_SLIDING_WINDOW } from "./redis-contenders.js";
 import { type CellResult, type ThroughputOptions, type ThroughputResults, cellId } from "./redis-throughput.js";
 
 const RLF_GOAL = 1;
@@ -14,10 +14,14 @@ interface Ratios {
   toCoalescedFloor: number[];
   /** Not a goal: Spillway GCRA ÷ the same with coalesceWrites: false. */
   coalescingGain: number[];
+  /** Not a goal: Spillway GCRA ÷ its commands alone (FCALL of TIME + GET + SET), by caller count. */
+  toCommandsByCallers: Map<number, number[]>;
+  /** Not a goal: rate-limiter-flexible ÷ the same. */
+  rlfToCommands: number[];
 }
 
 function ratios(options: ThroughputOptions, results: ThroughputResults): Ratios {
-  const out: Ratios = { toRlf: [], toFloor: [], toCoalescedFloor: [], coalescingGain: [] };
+  const out: Ratios = { toRlf: [], toFloor: [], toCoalescedFloor: [], coalescingGain: [], toCommandsByCallers: new Map(), rlfToCommands: [] };
   for (const keyCount of options.keyCounts) {
     for (const concurrency of options.concurrencies) {
       const rate = (contender: Contender) => results.get(cellId(keyCount, concurrency, contender))?.perSecond ?? Number.NaN;
@@ -27,6 +31,10 @@ function ratios(options: ThroughputOptions, results: ThroughputResults): Ratios 
         out.toCoalescedFloor.push(rate(spillway) / rate(FLOOR_EVALSHA_COALESCED));
       }
       out.coalescingGain.push(rate(SPILLWAY_GCRA) / rate(SPILLWAY_GCRA_SENT_AT_ONCE));
+      const toCommands = out.toCommandsByCallers.get(concurrency) ?? [];
+      toCommands.push(rate(SPILLWAY_GCRA_SENT_AT_ONCE) / rate(FLOOR_COMMANDS_ONLY));
+      out.toCommandsByCallers.set(concurrency, toCommands);
+      out.rlfToCommands.push(rate(RATE_LIMITER_FLEXIBLE) / rate(FLOOR_COMMANDS_ONLY));
     }
   }
   return out;
@@ -86,7 +94,7 @@ export interface GoalInputs {
 }
 
 export function goalLines({ options, results, admission, libraryUs }: GoalInputs): string[] {
-  const { toRlf, toFloor, toCoalescedFloor, coalescingGain } = ratios(options, results);
+  const { toRlf, toFloor, toCoalescedFloor, coalescingGain, toCommandsByCallers, rlfToCommands } = ratios(options, results);
   const spillwayOver = admission.filter((result) => result.contender.id.startsWith("spillway-")).map(overAdmitted);
   const rlfOver = admission.filter((result) => result.contender === RATE_LIMITER_FLEXIBLE).map(overAdmitted);
   const fastAsRlf = toRlf.every((ratio) => ratio >= RLF_GOAL);
@@ -125,6 +133,10 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
       "Node computes the rest of the decision (remaining, reset, retry times) from those with src/core, and checks that it agrees on admission.",
       `Without FUNCTION (Redis < 7) it is one EVALSHA of a script holding only the stack's algorithms, whose definitions add ${libraryUs.toFixed(1)} µs (GCRA).`,
       "rate-limiter-flexible's script is SET NX + INCRBY + PTTL on a plain counter: no clock, no state to parse or format.",
+      "",
+      "What Spillway's own logic costs, Lua and Node, against the FCALL of its commands alone (TIME + GET + SET … PXAT, no logic; both with writes sent at once, like that floor):",
+      `Spillway GCRA ÷ commands-only floor is ${[...toCommandsByCallers].map(([callers, values]) => `${range(values)} at ${callers} caller${callers === 1 ? "" : "s"}`).join(", ")};`,
+      `rate-limiter-flexible ÷ the same is ${range(rlfToCommands)}.`,
     );
   }
   return lines;

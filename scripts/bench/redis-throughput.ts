@@ -1,6 +1,8 @@
 // Part 1 of bench:redis: decisions per second and latency of each contender against one
 // Redis, closed loop (each of `concurrency` callers awaits its answer, then sends again),
-// every contender on its own ioredis connection, cells interleaved so drift hits all alike.
+// every contender on its own ioredis connection. The contenders of one cell take turns in
+// short slices, so that the drift of a shared machine (its fast and slow minutes) hits all
+// of them alike: their ratios are what the bench is for.
 import type { Redis } from "ioredis";
 import { redisCpuMs, redisUsec, resetRedisStats } from "./redis-stats.js";
 import { type Contender, type Decide, FLOOR_EVALSHA, type LimitSpec, RATE_LIMITER_FLEXIBLE, connect } from "./redis-contenders.js";
@@ -25,17 +27,25 @@ export interface ThroughputOptions {
   contenders: readonly Contender[];
   concurrencies: readonly number[];
   keyCounts: readonly number[];
-  cellMs: number;
+  /** Each contender's turn within a cell. */
+  sliceMs: number;
+  /** Turns per contender and cell: each is measured for slices × sliceMs in all. */
+  slices: number;
   warmUpMs: number;
-  /** The whole grid is run this many times, interleaved; each cell keeps its best round (noise only ever slows a run down). */
-  rounds: number;
 }
 
 /** Never denies during the run, so every contender takes its admit-and-write path on a live state. */
 const HUGE: LimitSpec = { limit: 1_000_000_000, periodMs: 86_400_000, neverDeny: true };
 
-export async function measureCell(decide: Decide, concurrency: number, keyCount: number, durationMs: number): Promise<CellResult> {
-  const latenciesMs: number[] = [];
+/** What one closed-loop run adds to a cell: its answered calls' latencies, its errors and its length. */
+interface Run {
+  latenciesMs: number[];
+  errors: number;
+  elapsedMs: number;
+}
+
+/** `concurrency` callers send `decide` calls for `durationMs`, each awaiting its answer; latencies go to `latenciesMs`. */
+async function closedLoop(decide: Decide, concurrency: number, keyCount: number, durationMs: number, latenciesMs: number[]): Promise<Run> {
   let errors = 0;
   let next = 0;
   const deadline = performance.now() + durationMs;
@@ -53,15 +63,34 @@ export async function measureCell(decide: Decide, concurrency: number, keyCount:
   };
   const startedMs = performance.now();
   await Promise.all(Array.from({ length: concurrency }, caller));
-  const elapsedMs = performance.now() - startedMs;
+  return { latenciesMs, errors, elapsedMs: performance.now() - startedMs };
+}
+
+function cellOf(latenciesMs: number[], errors: number, elapsedMs: number): CellResult {
   latenciesMs.sort((a, b) => a - b);
   const at = (q: number) => latenciesMs[Math.min(latenciesMs.length - 1, Math.floor(q * latenciesMs.length))] ?? Number.NaN;
   return { perSecond: (latenciesMs.length / elapsedMs) * 1000, p50Ms: at(0.5), p99Ms: at(0.99), calls: latenciesMs.length, errors };
 }
 
+/** One contender alone for `durationMs` (warm-ups and single measurements). */
+export async function measureCell(decide: Decide, concurrency: number, keyCount: number, durationMs: number): Promise<CellResult> {
+  const run = await closedLoop(decide, concurrency, keyCount, durationMs, []);
+  return cellOf(run.latenciesMs, run.errors, run.elapsedMs);
+}
+
 /** Results by `${keyCount}/${concurrency}/${contender.id}`. */
 export type ThroughputResults = Map<string, CellResult>;
 export const cellId = (keyCount: number, concurrency: number, contender: Contender) => `${keyCount}/${concurrency}/${contender.id}`;
+
+/** A contender's slices of one cell, summed. */
+interface Tally {
+  latenciesMs: number[];
+  errors: number;
+  elapsedMs: number;
+  nodeCpuUs: number;
+  redisCpuMs: number;
+  redisUs: number;
+}
 
 export async function runThroughput(options: ThroughputOptions, progress: (line: string) => void): Promise<ThroughputResults> {
   const admin = await connect(options.url);
@@ -74,29 +103,40 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
       deciders.set(contender.id, await contender.create(client, HUGE, `bench:${options.runId}:${contender.id}:`));
     }
     const results: ThroughputResults = new Map();
-    for (let round = 1; round <= options.rounds; round++) {
-      for (const keyCount of options.keyCounts) {
-        for (const concurrency of options.concurrencies) {
-          for (const contender of options.contenders) {
-            const decide = deciders.get(contender.id)!;
-            await measureCell(decide, concurrency, keyCount, options.warmUpMs);
+    for (const keyCount of options.keyCounts) {
+      for (const concurrency of options.concurrencies) {
+        const contenders = options.contenders;
+        for (const contender of contenders) await measureCell(deciders.get(contender.id)!, concurrency, keyCount, options.warmUpMs);
+        const tallies = contenders.map((): Tally => ({ latenciesMs: [], errors: 0, elapsedMs: 0, nodeCpuUs: 0, redisCpuMs: 0, redisUs: 0 }));
+        for (let slice = 0; slice < options.slices; slice++) {
+          // Each slice starts with the next contender, so that none always follows the same one.
+          for (let turn = 0; turn < contenders.length; turn++) {
+            const index = (slice + turn) % contenders.length;
+            const tally = tallies[index]!;
             await resetRedisStats(admin);
             const redisCpuBeforeMs = await redisCpuMs(admin);
             const nodeCpuBefore = process.cpuUsage();
-            const result = await measureCell(decide, concurrency, keyCount, options.cellMs);
+            const run = await closedLoop(deciders.get(contenders[index]!.id)!, concurrency, keyCount, options.sliceMs, tally.latenciesMs);
             const nodeCpu = process.cpuUsage(nodeCpuBefore);
-            const calls = result.calls + result.errors;
-            result.redisCpuUsPerCall = ((await redisCpuMs(admin)) - redisCpuBeforeMs) * 1000 / calls;
-            result.nodeCpuUsPerCall = (nodeCpu.user + nodeCpu.system) / calls;
-            result.redisUsPerCall = (await redisUsec(admin)) / calls;
-            const id = cellId(keyCount, concurrency, contender);
-            const best = results.get(id);
-            if (!best || result.perSecond > best.perSecond) results.set(id, result);
-            progress(
-              `r${round} ${String(keyCount).padStart(5)} keys  c=${String(concurrency).padStart(3)}  ${contender.label.padEnd(48)} ${Math.round(result.perSecond).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  redis script ${fixed(result.redisUsPerCall, 1)} µs  cpu node ${fixed(result.nodeCpuUsPerCall, 1)} + redis ${fixed(result.redisCpuUsPerCall, 1)} µs${result.errors ? `  errors ${result.errors}` : ""}`,
-            );
+            tally.nodeCpuUs += nodeCpu.user + nodeCpu.system;
+            tally.redisCpuMs += (await redisCpuMs(admin)) - redisCpuBeforeMs;
+            tally.redisUs += await redisUsec(admin);
+            tally.errors += run.errors;
+            tally.elapsedMs += run.elapsedMs;
           }
         }
+        contenders.forEach((contender, index) => {
+          const tally = tallies[index]!;
+          const result = cellOf(tally.latenciesMs, tally.errors, tally.elapsedMs);
+          const calls = result.calls + result.errors;
+          result.nodeCpuUsPerCall = tally.nodeCpuUs / calls;
+          result.redisCpuUsPerCall = (tally.redisCpuMs * 1000) / calls;
+          result.redisUsPerCall = tally.redisUs / calls;
+          results.set(cellId(keyCount, concurrency, contender), result);
+          progress(
+            `${String(keyCount).padStart(5)} keys  c=${String(concurrency).padStart(3)}  ${contender.label.padEnd(60)} ${Math.round(result.perSecond).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  redis script ${fixed(result.redisUsPerCall, 1)} µs  cpu node ${fixed(result.nodeCpuUsPerCall, 1)} + redis ${fixed(result.redisCpuUsPerCall, 1)} µs${result.errors ? `  errors ${result.errors}` : ""}`,
+          );
+        });
       }
     }
     return results;

@@ -2,10 +2,10 @@
 // run against one local Redis, then end to end over HTTP, then over-admission under
 // contention; writes `## Redis (bench:redis)` of BENCHMARKS.md.
 //
-//   npm run bench:redis                    (a throwaway redis-server on a free port; ~3 min)
+//   npm run bench:redis                    (a throwaway redis-server on a free port; ~5 min)
 //   BENCH_QUICK=1 npm run bench:redis      (short cells, prints only, writes nothing)
-//   BENCH_CELL_MS=1000 BENCH_HTTP_MS=2000  (shorter cells, still written)
-//   BENCH_ROUNDS=3                         (the grid three times; each cell keeps its best round)
+//   BENCH_SLICES=6 BENCH_HTTP_MS=2000      (fewer turns per contender and cell, shorter HTTP rows, still written)
+//   BENCH_SLICE_MS=250                     (each contender's turn within a cell)
 //   REDIS_URL=redis://127.0.0.1:6379       (an existing server; keys are prefixed bench:<run>:)
 import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-admission.js";
 import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
@@ -17,8 +17,9 @@ import { type ThroughputOptions, measureCell, runThroughput, throughputTables } 
 import { writeBenchmarkSection } from "./load.js";
 
 const QUICK = process.env.BENCH_QUICK === "1";
-const CELL_MS = Number(process.env.BENCH_CELL_MS ?? (QUICK ? 400 : 2000));
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 2));
+const SLICE_MS = Number(process.env.BENCH_SLICE_MS ?? (QUICK ? 100 : 250));
+const SLICES = Number(process.env.BENCH_SLICES ?? (QUICK ? 2 : 12));
+const WARM_UP_MS = QUICK ? 100 : 500;
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? (QUICK ? 1000 : 5000));
 const HTTP_CONCURRENCY = 64;
 const TITLE = "Redis (bench:redis)";
@@ -30,9 +31,9 @@ async function libraryCost(url: string, runId: string): Promise<number> {
   const admin = await connect(url);
   try {
     const decide = await SPILLWAY_LIBRARY_ONLY.create(client, { limit: 1, periodMs: 1 }, `bench:${runId}:library:`);
-    await measureCell(decide, 16, 10_000, Math.min(CELL_MS, 500));
+    await measureCell(decide, 16, 10_000, WARM_UP_MS);
     await resetRedisStats(admin);
-    const result = await measureCell(decide, 16, 10_000, CELL_MS);
+    const result = await measureCell(decide, 16, 10_000, SLICE_MS * SLICES);
     return (await redisUsec(admin)) / (result.calls + result.errors);
   } finally {
     client.disconnect();
@@ -45,16 +46,16 @@ async function main(): Promise<void> {
   const redis = await startBenchRedis();
   const runId = Date.now().toString(36);
   try {
-    log(`bench:redis against ${redis.description}, ${CELL_MS} ms per cell${QUICK ? " (quick: nothing is written)" : ""}\n`);
+    log(`bench:redis against ${redis.description}, ${SLICES} turns of ${SLICE_MS} ms per contender and cell${QUICK ? " (quick: nothing is written)" : ""}\n`);
     const throughput: ThroughputOptions = {
       url: redis.url,
       runId,
       contenders: THROUGHPUT_CONTENDERS,
       concurrencies: [1, 16, 256],
       keyCounts: [1, 10_000],
-      cellMs: CELL_MS,
-      warmUpMs: Math.min(500, CELL_MS / 4),
-      rounds: ROUNDS,
+      sliceMs: SLICE_MS,
+      slices: SLICES,
+      warmUpMs: WARM_UP_MS,
     };
     const results = await runThroughput(throughput, log);
     const libraryUs = await libraryCost(redis.url, runId);
@@ -88,11 +89,12 @@ async function main(): Promise<void> {
       "",
       "### Decisions against one Redis",
       "",
-      `Closed loop: \`callers\` concurrent callers, each awaiting its answer before sending again, ${CELL_MS / 1000} s per cell after a ${throughput.warmUpMs / 1000} s warm-up, cells of one key count and caller count run back to back;`,
-      `the whole grid ran ${ROUNDS} times and each cell shows its best round (noise on a shared machine only ever slows a run down).`,
+      `Closed loop: \`callers\` concurrent callers, each awaiting its answer before sending again. In each cell (a key count and a caller count) every contender warms up for ${WARM_UP_MS / 1000} s, then the contenders take turns of ${SLICE_MS} ms, ${SLICES} turns each (${(SLICE_MS * SLICES) / 1000} s measured per contender and cell),`,
+      "each turn starting with the next contender: the fast and slow minutes of a shared machine fall on all of them alike, so their ratios hold even when the absolute numbers drift. Each row sums its turns.",
       "Every contender has its own ioredis connection with the same settings (Spillway's `REDIS_CLIENT_OPTIONS`) and a limit no request reaches, so every call takes the admit-and-write path on a live state (1e9 per day; GCRA: 1000 per day with a burst of 1e9, whose state stays days ahead).",
       "10,000 keys are visited round robin. Redis script µs/decision is Redis's own time per call (INFO commandstats: the script, including what it calls); CPU µs/decision is this Node process's CPU (load generator included) and the Redis process's CPU (I/O included) per call.",
-      "The floor is the cheapest possible EVALSHA (`return 1`, one key), sent as plain ioredis sends it; the coalesced floor is the same with Spillway's write coalescing; INCR is the cheapest possible counter.",
+      "The floor is the cheapest possible EVALSHA (`return 1`, one key), sent as plain ioredis sends it; the coalesced floor is the same with Spillway's write coalescing; INCR is the cheapest possible counter;",
+      "the commands-only floor is one FCALL with Spillway's key and arguments that runs a Spillway GCRA decision's commands (TIME, GET, SET … PXAT of a constant) with no logic and answers a reply of the same shape.",
       "Spillway is `RedisStore.check` (one FCALL, one policy, server clock, per-call timeout 2 s, the decision computed in full, writes coalesced under load: the defaults), and once more with `coalesceWrites: false`; rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
       "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
       "",

@@ -63,51 +63,29 @@ export function decide(
     else if (item.earliestMs > atMs) atMs = item.earliestMs;
     if (item.blockedByQueue) blocked = true;
   }
-  if (atMs - nowMs <= EPSILON_MS) atMs = nowMs;
-  const waitMs = ceilMs(atMs - nowMs);
-  // The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
-  // fractional earliest moment: recording it earlier would let the next slot come too soon.
-  const slotMs = nowMs + waitMs;
-  const fitsNow = !never && !blocked && waitMs === 0;
-  const fitsReserved = !never && !blocked && input.mode === "reserve" && waitMs <= input.maxWaitMs;
-  // A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
-  const admit = input.cost > 0 && (fitsNow || fitsReserved);
-  const allowed = input.cost === 0 ? fitsNow : admit;
+  const slot = slotOf(never || blocked, atMs, nowMs, input);
 
   const changes = new Map<string, StateChange>();
-  const usesLease = admit && policies.some((policy) => policy.algorithm === "concurrency");
+  const usesLease = slot.admit && policies.some((policy) => policy.algorithm === "concurrency");
   if (usesLease && !input.leaseId) throw new Error("a leaseId is needed to admit a concurrency policy");
   const results = evaluated.map((item): PolicyDecision => {
     const algorithm = algorithmOf(item.policy);
     let state = item.state;
-    if (admit) {
+    if (slot.admit) {
       const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
-      state = algorithm.admit(state, item.policy, nowMs, slotMs, input.cost, lease);
+      state = algorithm.admit(state, item.policy, nowMs, slot.atMs, input.cost, lease);
       changes.set(item.policy.name, { stored: wrapState(item.policy, state), freshAtMs: algorithm.freshAtMs(state, item.policy) });
     }
-    const standing = algorithm.standing(state, item.policy, nowMs);
-    const allowedAlone = admit || (item.earliestMs !== null && item.earliestMs - nowMs <= EPSILON_MS && !item.blockedByQueue);
-    return {
-      policy: item.policy.name,
-      allowed: allowedAlone,
-      limit: capacityOf(item.policy),
-      remaining: floorCount(standing.remaining),
-      resetMs: ceilMs(standing.resetMs),
-      retryAfterMs: allowedAlone ? 0 : policyRetryAfterMs(item, nowMs),
-    };
+    return policyDecision(item, state, slot.admit, nowMs);
   });
 
-  const top = mostRestrictive(results, allowed);
-  const decision: Decision = {
-    allowed,
-    limit: top.limit,
-    remaining: top.remaining,
-    resetMs: top.resetMs,
-    retryAfterMs: allowed ? 0 : never ? null : Math.max(1, waitMs, ...results.map((r) => r.retryAfterMs ?? 0)),
-    waitMs: admit ? waitMs : 0,
-    policy: top.policy,
-    policies: results,
-  };
+  const top = mostRestrictive(results, slot.allowed);
+  let retryAfterMs: number | null = 0;
+  if (!slot.allowed) {
+    retryAfterMs = never ? null : Math.max(1, slot.waitMs);
+    if (retryAfterMs !== null) for (const result of results) retryAfterMs = Math.max(retryAfterMs, result.retryAfterMs ?? 0);
+  }
+  const decision = topDecision(top, slot, retryAfterMs, results);
   if (usesLease) {
     decision.leaseId = input.leaseId;
     decision.leaseMs = input.leaseMs ?? Math.min(...policies.filter((p) => p.algorithm === "concurrency").map((p) => p.leaseMs));
@@ -115,8 +93,77 @@ export function decide(
   return { decision, changes };
 }
 
+/**
+ * decide() for a stack of one policy that takes no lease (any algorithm but concurrency),
+ * answering only the decision: a store that already recorded the admission itself (the
+ * Redis check script) needs no state changes. The same functions in the same order as
+ * decide(), without its arrays, closures and Map: it runs on every Redis decision.
+ */
+export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs: number, input: CheckOptions): Decision {
+  if (policy.algorithm === "concurrency") throw new TypeError("decideOne decides no concurrency policy (leases): use decide");
+  const algorithm = algorithmOf(policy);
+  const live = liveState(stored, policy, nowMs);
+  const earliestMs = algorithm.earliestMs(live, policy, nowMs, input.cost === 0 ? 1 : input.cost);
+  const never = earliestMs === null;
+  const slot = slotOf(never, never || earliestMs < nowMs ? nowMs : earliestMs, nowMs, input);
+  const state = slot.admit ? algorithm.admit(live, policy, nowMs, slot.atMs, input.cost, undefined) : live;
+  const result = policyDecision({ policy, earliestMs, blockedByQueue: false }, state, slot.admit, nowMs);
+  // decide's retry time for one policy: the policy's own is never below max(1, waitMs).
+  const retryAfterMs = slot.allowed ? 0 : result.retryAfterMs;
+  return topDecision(result, slot, retryAfterMs, [result]);
+}
+
+/** When the request goes: admitted at atMs (a whole-ms slot), now, or not at all. */
+interface Slot {
+  /** The whole-ms moment the admission is recorded: now + waitMs. */
+  atMs: number;
+  waitMs: number;
+  admit: boolean;
+  allowed: boolean;
+}
+
+/** The slot of a request whose policies all fit from `earliestMs` on (`shut`: never, or held by waiters). */
+function slotOf(shut: boolean, earliestMs: number, nowMs: number, input: CheckOptions): Slot {
+  const waitMs = earliestMs - nowMs <= EPSILON_MS ? 0 : ceilMs(earliestMs - nowMs);
+  // The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
+  // fractional earliest moment: recording it earlier would let the next slot come too soon.
+  const fitsNow = !shut && waitMs === 0;
+  const fitsReserved = !shut && input.mode === "reserve" && waitMs <= input.maxWaitMs;
+  // A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
+  const admit = input.cost > 0 && (fitsNow || fitsReserved);
+  return { atMs: nowMs + waitMs, waitMs, admit, allowed: input.cost === 0 ? fitsNow : admit };
+}
+
+/** One policy's part of a decision, from its state after the request (admitted or not). */
+function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blockedByQueue">, state: AnyState | undefined, admit: boolean, nowMs: number): PolicyDecision {
+  const standing = algorithmOf(item.policy).standing(state, item.policy, nowMs);
+  const allowedAlone = admit || (item.earliestMs !== null && item.earliestMs - nowMs <= EPSILON_MS && !item.blockedByQueue);
+  return {
+    policy: item.policy.name,
+    allowed: allowedAlone,
+    limit: capacityOf(item.policy),
+    remaining: floorCount(standing.remaining),
+    resetMs: ceilMs(standing.resetMs),
+    retryAfterMs: allowedAlone ? 0 : policyRetryAfterMs(item, nowMs),
+  };
+}
+
+/** The decision, its top level describing policy `top`. */
+function topDecision(top: PolicyDecision, slot: Slot, retryAfterMs: number | null, results: PolicyDecision[]): Decision {
+  return {
+    allowed: slot.allowed,
+    limit: top.limit,
+    remaining: top.remaining,
+    resetMs: top.resetMs,
+    retryAfterMs,
+    waitMs: slot.admit ? slot.waitMs : 0,
+    policy: top.policy,
+    policies: results,
+  };
+}
+
 /** A denied policy's own retry time; a queue ahead of it counts as at least 1 ms. */
-function policyRetryAfterMs(item: Evaluated, nowMs: number): number | null {
+function policyRetryAfterMs(item: Pick<Evaluated, "earliestMs">, nowMs: number): number | null {
   if (item.earliestMs === null) return null;
   return Math.max(1, ceilMs(item.earliestMs - nowMs));
 }

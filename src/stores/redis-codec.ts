@@ -1,5 +1,5 @@
 import { type StoredState, capacityOf } from "../core/algorithms.js";
-import { decide } from "../core/decision.js";
+import { decideOne } from "../core/decision.js";
 import type { Entry } from "../core/entries.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "../core/types.js";
 import { StoreFaultError } from "../limiter.js";
@@ -118,7 +118,7 @@ export function decodeSingleDecision(reply: string, policy: Policy, options: Che
   const raw = reply.slice(rawAt);
   // Another algorithm's state (the policy was redefined) counts as none, as in the script.
   const stored = raw !== "" && (raw.startsWith(STATE_TAGS[policy.algorithm]) || raw[0] === "{") ? decodeStoredState(raw) : undefined;
-  const { decision } = decide([policy], () => stored, nowMs, options);
+  const decision = decideOne(policy, stored, nowMs, options);
   const admitted = reply[0] === "1";
   if (admitted !== (options.cost > 0 && decision.allowed)) {
     throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored state ${JSON.stringify(raw)} says to ${admitted ? "refuse" : "admit"}`);

@@ -2,7 +2,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Decision, PolicyDecision } from "../../src/core/types.js";
 import { capacityOf } from "../../src/core/algorithms.js";
-import { RUNS, runTrace, stackTraceArb } from "./property-helpers.js";
+import { decideOne } from "../../src/core/decision.js";
+import { KeyState } from "../../src/core/key-state.js";
+import { ALL_ALGORITHMS, RUNS, inputOf, policyTraceArb, runTrace, stackTraceArb } from "./property-helpers.js";
 
 const isWholeMs = (value: number) => Number.isSafeInteger(value) && value >= 0;
 
@@ -72,5 +74,30 @@ describe("property: decisions", () => {
       }),
       RUNS,
     );
+  });
+
+  // decideOne is what the Redis store answers for a stack of one policy: it must be decide().
+  for (const algorithm of ALL_ALGORITHMS.filter((name) => name !== "concurrency")) {
+    it(`of one ${algorithm} policy: decideOne answers exactly what decide does, field order included`, () => {
+      fc.assert(
+        fc.property(policyTraceArb(algorithm), fc.integer({ min: 0, max: 2e12 }), ({ policy, steps }, startMs) => {
+          const key = new KeyState();
+          let nowMs = startMs;
+          for (const step of steps) {
+            nowMs += step.gapMs;
+            const stored = key.states.get(policy.name);
+            const expected = key.check([policy], nowMs, inputOf(step)).decision;
+            const answered = decideOne(policy, stored, nowMs, inputOf(step));
+            expect(JSON.stringify(answered)).toBe(JSON.stringify(expected));
+          }
+        }),
+        RUNS,
+      );
+    });
+  }
+
+  it("decideOne refuses a concurrency policy (leases need decide)", () => {
+    const [policy] = fc.sample(policyTraceArb("concurrency"), { numRuns: 1, seed: 1 }).map((run) => run.policy);
+    expect(() => decideOne(policy!, undefined, 0, { cost: 1, mode: "reject", maxWaitMs: 0 })).toThrow(/concurrency/);
   });
 });

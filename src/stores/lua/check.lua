@@ -18,16 +18,33 @@
 -- then holds waiters.lua): only those have waiters. Each key costs Redis time.
 local single = ARGV[2] == "1" and policy_of(ARGV[3])
 if single and not single.concurrency then
-  local now_ms, slack_ms, time = read_clock(ARGV[1])
-  local key = KEYS[1]
-  local max_wait_ms = 0
-  local mode = ARGV[5] or "reject"
+  -- The usual request, written out in one place (read_clock, decode_stored, admit_one and
+  -- write_policy_state are the long way): each Lua call and table lookup is Redis time.
+  local impl, key = single.impl, KEYS[1]
+  local now_ms, slack_ms, time
+  if ARGV[1] == "" then
+    time = redis.call("TIME")
+    now_ms = time[1] * 1000 + floor(time[2] / 1000)
+  else
+    now_ms, slack_ms = read_clock(ARGV[1])
+  end
+  local raw = redis.call("GET", key)
+  local live = nil
+  if raw then
+    live = decode_stored(raw, single, key)
+    if live ~= nil and now_ms >= impl.fresh_at(live, single) then live = nil end
+  end
+  local cost, mode, max_wait_ms = ARGV[4] + 0, ARGV[5] or "reject", 0
   if mode == "reserve" then max_wait_ms = ARGV[6] + 0 end
-  local raw, live = read_live_state(key, single, now_ms)
-  local state = admit_one(single, live, now_ms, ARGV[4] + 0, mode, max_wait_ms)
+  local state = nil
+  if cost > 0 then
+    if impl.admit_alone then state = impl.admit_alone(live, single, now_ms, cost, mode, max_wait_ms)
+    else state = admit_one(single, live, now_ms, cost, mode, max_wait_ms) end
+  end
   local admitted = "0 "
   if state then
-    write_policy_state(key, single, state, now_ms, slack_ms)
+    local value, at_text = impl.encode(state)
+    set_until_fresh(key, value, impl.fresh_at(state, single), now_ms, slack_ms, at_text)
     admitted = "1 "
   end
   -- One concatenation (one VM instruction), no number formatting.

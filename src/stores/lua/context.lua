@@ -86,15 +86,6 @@ local function decode_stored(raw, policy, key)
   error("spillway: unreadable state in " .. key)
 end
 
--- What key holds for policy: the stored text (or nil) and the state live at now_ms (nil
--- when absent, written by another algorithm, or already equivalent to fresh: liveState).
-local function read_live_state(key, policy, now_ms)
-  local raw = redis.call("GET", key)
-  local state = decode_stored(raw, policy, key)
-  if state == nil or now_ms >= policy.impl.fresh_at(state, policy) then return raw, nil end
-  return raw, state
-end
-
 local function read_context()
   local now_ms, slack_ms = read_clock(ARGV[1])
   local count = ARGV[2] + 0
