@@ -148,6 +148,19 @@ describe("Lua scripts and functions", () => {
     expect(await store.check("k", [policy], reject)).toMatchObject({ allowed: false, retryAfterMs: 10 });
   });
 
+  it("a policy redefined with another algorithm starts fresh on its old key, and takes the key over", async () => {
+    const store = new RedisStore({ client, keyPrefix: "redefined:", clock: "client", clockMs: () => 1_000_000 });
+    const key = keyLayout("redefined:", "k").stateKey(policy.name);
+    // A full fixed window of the old definition, and the GCRA policy that now has its name.
+    await client.set(key, "f:1000000:100", "PX", 60_000);
+    expect(await store.check("k", [policy], reject)).toMatchObject({ allowed: true, remaining: 99 });
+    expect(await client.get(key)).toBe("g:1000010");
+    // And back: the fixed window reads the GCRA state as none.
+    const window = parsePolicy({ name: policy.name, algorithm: "fixed-window", limit: 2, period: "1s" }, "policy");
+    expect(await store.check("k", [window], reject)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await client.get(key)).toMatch(/^f:/);
+  });
+
   it("an unreadable state is a StoreFaultError, never an admission", async () => {
     const store = new RedisStore({ client, keyPrefix: "corrupt:" });
     for (const value of ["g:", "g:x", "nonsense", "{broken"]) {

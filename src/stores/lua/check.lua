@@ -29,23 +29,28 @@ if single and not single.concurrency then
     now_ms, slack_ms = read_clock(ARGV[1])
   end
   local raw = redis.call("GET", key)
-  local live = nil
-  if raw then
-    live = decode_stored(raw, single, key)
-    if live ~= nil and now_ms >= impl.fresh_at(live, single) then live = nil end
-  end
   local cost, mode, max_wait_ms = ARGV[4] + 0, ARGV[5] or "reject", 0
   if mode == "reserve" then max_wait_ms = ARGV[6] + 0 end
-  local state = nil
-  if cost > 0 then
-    if impl.admit_alone then state = impl.admit_alone(live, single, now_ms, cost, mode, max_wait_ms)
-    else state = admit_one(single, live, now_ms, cost, mode, max_wait_ms) end
-  end
   local admitted = "0 "
-  if state then
-    local value, at_text = impl.encode(state)
-    set_until_fresh(key, value, impl.fresh_at(state, single), now_ms, slack_ms, at_text)
-    admitted = "1 "
+  if cost > 0 and impl.step and (not raw or sub(raw, 1, 2) == impl.tag) then
+    -- The algorithm's own state or none: one call does it all (gcra.lua).
+    local fresh_at_ms, value, at_text = impl.step(raw, single, now_ms, cost, mode, max_wait_ms)
+    if fresh_at_ms then
+      set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
+      admitted = "1 "
+    end
+  else
+    local live = nil
+    if raw then
+      live = decode_stored(raw, single, key)
+      if live ~= nil and now_ms >= impl.fresh_at(live, single) then live = nil end
+    end
+    local state = admit_one(single, live, now_ms, cost, mode, max_wait_ms)
+    if state then
+      local value, at_text = impl.encode(state)
+      set_until_fresh(key, value, impl.fresh_at(state, single), now_ms, slack_ms, at_text)
+      admitted = "1 "
+    end
   end
   -- One concatenation (one VM instruction), no number formatting.
   if time then return admitted .. time[1] .. " " .. time[2] .. " " .. (raw or "") end

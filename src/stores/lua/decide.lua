@@ -144,8 +144,6 @@ local function admit_one(policy, state, now_ms, cost, mode, max_wait_ms)
   -- A peek (cost 0) never admits.
   if cost == 0 then return nil end
   local algorithm = policy.impl
-  -- An algorithm may fuse the two steps below (gcra.lua does).
-  if algorithm.admit_alone then return algorithm.admit_alone(state, policy, now_ms, cost, mode, max_wait_ms) end
   local earliest_ms = algorithm.earliest(state, policy, now_ms, cost)
   if earliest_ms == nil then return nil end
   local wait_ms = 0

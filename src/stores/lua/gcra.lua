@@ -17,6 +17,16 @@ local function gcra_backlog_units(tat_ms, policy, now_ms)
   return whole
 end
 
+-- The stored text of a tat. Whole numbers, the usual case, in one format call; their digits
+-- are also the expiry time (fresh_at is tat), which spares set_until_fresh a second format.
+local function gcra_encode(tat_ms)
+  if tat_ms % 1 == 0 and tat_ms < MAX_SAFE_INTEGER and tat_ms > -MAX_SAFE_INTEGER then
+    local value = format("g:%d", tat_ms)
+    return value, sub(value, 3)
+  end
+  return "g:" .. number_text(tat_ms)
+end
+
 ALGORITHMS["gcra"] = {
   tag = "g:",
   earliest = function(tat_ms, policy, now_ms, cost)
@@ -33,35 +43,38 @@ ALGORITHMS["gcra"] = {
     local units = gcra_backlog_units(tat_ms, policy, now_ms)
     return floor_count((policy.burst * policy.periodMs - units) / policy.periodMs), units / policy.limit
   end,
-  -- admit_one (decide.lua) for GCRA in one function: earliest, then admit at the slot,
-  -- with the policy's fields read once and the backlog at now computed once. The usual
-  -- request runs this; the differential test holds it to src/core like the rest.
-  admit_alone = function(tat_ms, policy, now_ms, cost, mode, max_wait_ms)
+  -- The usual request in one call (check.lua's single-policy path): raw, the stored text,
+  -- is this algorithm's or false (none); cost ≥ 1. Answers the new tat (also its fresh_at),
+  -- its stored text and the %d text of its expiry (nil when not whole), or nil when not
+  -- admitted. decode, fresh_at, earliest, admit and encode fused, with the backlog at now
+  -- computed once; the differential test holds it to src/core like the rest.
+  step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
     local limit, period_ms, burst = policy.limit, policy.periodMs, policy.burst
     if cost > burst then return nil end
-    local units = gcra_backlog_units(tat_ms, policy, now_ms)
+    local tat_ms, units = nil, 0
+    if raw then
+      tat_ms = sub(raw, 3) + 0
+      -- A state fresh at now counts as none (fresh_at is tat itself).
+      if now_ms >= tat_ms then tat_ms = nil else units = gcra_backlog_units(tat_ms, policy, now_ms) end
+    end
+    local at_ms = now_ms
     local wait_units = units + (cost - burst) * period_ms
-    -- The wait as admit_one measures it (earliest - now, in floating point, as src/core does).
-    local wait_exact_ms = 0
-    if wait_units > 0 then wait_exact_ms = (now_ms + wait_units / limit) - now_ms end
-    if wait_exact_ms <= EPSILON_MS then return now_ms + (units + cost * period_ms) / limit end
-    local wait_ms = ceil_ms(wait_exact_ms)
-    if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
-    local at_ms = now_ms + wait_ms
-    return at_ms + (gcra_backlog_units(tat_ms, policy, at_ms) + cost * period_ms) / limit
+    if wait_units > 0 then
+      local wait_exact_ms = (now_ms + wait_units / limit) - now_ms
+      if wait_exact_ms > EPSILON_MS then
+        local wait_ms = ceil_ms(wait_exact_ms)
+        if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
+        at_ms = now_ms + wait_ms
+        units = gcra_backlog_units(tat_ms, policy, at_ms)
+      end
+    end
+    local new_tat_ms = at_ms + (units + cost * period_ms) / limit
+    return new_tat_ms, gcra_encode(new_tat_ms)
   end,
   fresh_at = function(tat_ms)
     return tat_ms
   end,
-  encode = function(tat_ms)
-    -- Whole numbers, the usual case, in one format call; their digits are also the
-    -- expiry time (fresh_at is tat), which spares set_until_fresh a second format.
-    if tat_ms % 1 == 0 and tat_ms < MAX_SAFE_INTEGER and tat_ms > -MAX_SAFE_INTEGER then
-      local value = format("g:%d", tat_ms)
-      return value, sub(value, 3)
-    end
-    return "g:" .. number_text(tat_ms)
-  end,
+  encode = gcra_encode,
   decode = function(raw)
     return sub(raw, 3) + 0
   end,
