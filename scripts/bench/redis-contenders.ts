@@ -83,7 +83,7 @@ export const FLOOR_EVALSHA_COALESCED: Contender = {
 
 /**
  * The commands of a Spillway GCRA decision and nothing else: one FCALL with Spillway's key
- * and arguments that reads the server clock, GETs the state, SETs a constant one with PXAT
+ * and argument that reads the server clock, GETs the state, SETs a constant one with PXAT
  * and answers a reply of the same shape. Spillway ÷ this row is the cost of its own logic
  * (Lua and Node); this row ÷ the floor is the cost of any exact limiter's clock, read and write.
  */
@@ -101,7 +101,8 @@ export const FLOOR_COMMANDS_ONLY: Contender = {
   label: "floor: FCALL of TIME + GET + SET PXAT, no logic",
   async create(client, _spec, prefix) {
     await client.call("FUNCTION", "LOAD", "REPLACE", COMMANDS_ONLY_LIBRARY);
-    const args = ["", "1", "gcra 1000 86400000 1000000000 0 bench", 1];
+    // What Spillway sends for the usual request: the policy alone (single.lua).
+    const args = ["gcra 1000 86400000 1000000000 0 bench"];
     return async (key) => {
       const command = new Command("fcall", ["spillway_bench_commands", 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
       return (await client.sendCommand(command)) !== null;
@@ -165,13 +166,13 @@ export const NAIVE_GET_INCR: Contender = {
   },
 };
 
-/** Diagnostic: what the EVALSHA fallback (Redis < 7) pays on each call to define its Lua (the GCRA check script up to the entry code, then `return 1`). */
+/** Diagnostic: what the EVALSHA fallback (Redis < 7) pays on each call to define its Lua (the single-policy GCRA script up to the entry code, then `return 1`). */
 export const SPILLWAY_LIBRARY_ONLY: Contender = {
   id: "spillway-library",
-  label: "diagnostic: Spillway's GCRA check script definitions (EVALSHA fallback), then `return 1`",
+  label: "diagnostic: Spillway's single-policy GCRA script definitions (EVALSHA fallback), then `return 1`",
   async create(client, _spec, prefix) {
-    const text = scriptFor("check", ["gcra"]).text;
-    const entry = text.indexOf("-- >>> check.lua");
+    const text = scriptFor("single", ["gcra"]).text;
+    const entry = text.indexOf("-- >>> single.lua");
     if (entry < 0) throw new Error("the check script no longer marks its entry code");
     const sha = (await client.script("LOAD", `${text.slice(0, entry)}\nreturn 1\n`)) as string;
     return async (key) => (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;

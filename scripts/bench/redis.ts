@@ -25,7 +25,7 @@ const HTTP_CONCURRENCY = 64;
 const TITLE = "Redis (bench:redis)";
 const log = (line: string) => console.log(line);
 
-/** Redis µs per call of defining the GCRA check script in the EVALSHA fallback (16 callers, 10,000 keys). */
+/** Redis µs per call of defining the single-policy GCRA script in the EVALSHA fallback (16 callers, 10,000 keys). */
 async function libraryCost(url: string, runId: string): Promise<number> {
   const client = await connect(url);
   const admin = await connect(url);
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
       "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
       "",
       ...throughputTables(throughput, results),
-      `Spillway uses FCALL (Redis 7 Functions: its Lua is defined once per server). Diagnostic for its EVALSHA fallback (Redis < 7): the GCRA check script up to its entry code, then \`return 1\`, costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
+      `Spillway uses FCALL (Redis 7 Functions: its Lua is defined once per server). Diagnostic for its EVALSHA fallback (Redis < 7): the single-policy GCRA script up to its entry code, then \`return 1\`, costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
       "",
       "### End to end over HTTP",
       "",

@@ -125,6 +125,12 @@ export class RedisStore implements Limiter {
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     const stack = stackOf(policies);
+    if (stack.single) {
+      // One policy without leases: single.lua decides admission, the core computes the rest.
+      const clientNowMs = this.clockMs ? this.clockMs() : undefined;
+      const reply = (await this.runSingle(key, stack, options, clientNowMs)) as string;
+      return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
+    }
     const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
     // Arguments the script would not read are left out (every argument costs Redis time):
     // a plain check sends only its cost.
@@ -133,10 +139,8 @@ export class RedisStore implements Limiter {
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
         : [options.cost];
-    const clientNowMs = this.clockMs ? this.clockMs() : undefined;
-    const reply = (await this.run("check", key, stack, args, clientNowMs)) as string;
-    // One policy without leases: the script decided admission, the core computes the rest.
-    return stack.single ? decodeSingleDecision(reply, policies[0]!, options, clientNowMs) : decodeDecision(reply, policies, leaseId);
+    const reply = (await this.run("check", key, stack, args)) as string;
+    return decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -193,7 +197,7 @@ export class RedisStore implements Limiter {
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
    * timeoutMs. Answers the script's raw reply.
    */
-  private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[], clientNowMs?: number): Promise<unknown> {
+  private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[]): Promise<unknown> {
     const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
     const names = stack.names;
     const keys: string[] = new Array(names.length);
@@ -203,11 +207,29 @@ export class RedisStore implements Limiter {
     // with a concurrency policy, extend never.
     const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
-    const args: (string | number)[] = [this.clockMs ? `${clientNowMs ?? this.clockMs()}:${this.expirySlackMs}` : ""];
+    const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);
     for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
+    return this.send(name, stack, keys, args);
+  }
+
+  /**
+   * single.lua for (key, a stack of one policy without leases): the usual request, so only
+   * the arguments that differ from their usual value are sent (see single.lua).
+   */
+  private runSingle(key: string, stack: Stack, options: CheckOptions, clientNowMs: number | undefined): Promise<unknown> {
+    const keys = [`${this.keyPrefix}{${escapeUserKey(key)}}:${stack.names[0]!}`];
+    const args: (string | number)[] = [stack.args[1]!];
+    if (clientNowMs !== undefined) args.push(options.cost, options.mode, options.maxWaitMs, `${clientNowMs}:${this.expirySlackMs}`);
+    else if (options.mode === "reserve") args.push(options.cost, options.mode, options.maxWaitMs);
+    else if (options.cost !== 1) args.push(options.cost);
+    return this.send("single", stack, keys, args);
+  }
+
+  /** One FCALL (or EVALSHA), bounded by timeoutMs, recovering from a missing library or script. */
+  private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     this.coalescer?.beforeSend();
     const first = sendScript(this.client, name, stack.algorithms, keys, args);
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
@@ -231,7 +253,7 @@ interface Stack {
   /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
-  /** One policy without leases: check.lua decides admission only (decodeSingleDecision). */
+  /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
   single: boolean;
 }
 

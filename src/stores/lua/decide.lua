@@ -137,7 +137,7 @@ end
 
 -- Admission alone for a stack of one policy without leases, the usual request: whether
 -- decide() would admit it and, if so, the policy's new state (else nil). Redis runs one
--- script at a time, so the check script leaves the rest of the decision (remaining, reset,
+-- script at a time, so single.lua leaves the rest of the decision (remaining, reset,
 -- retry times) to the caller, which computes it with src/core from the same stored state
 -- and clock (decodeSingleDecision in src/stores/redis-codec.ts), and checks that it agrees.
 local function admit_one(policy, state, now_ms, cost, mode, max_wait_ms)
