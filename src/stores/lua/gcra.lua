@@ -50,13 +50,14 @@ ALGORITHMS["gcra"] = {
   -- computed once; the differential test holds it to src/core like the rest.
   step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
     local limit, period_ms, burst = policy.limit, policy.periodMs, policy.burst
-    if cost > burst then return nil end
     local tat_ms, units = nil, 0
     if raw then
+      -- Raises on an unreadable state (a store fault, never an answer).
       tat_ms = sub(raw, 3) + 0
       -- A state fresh at now counts as none (fresh_at is tat itself).
       if now_ms >= tat_ms then tat_ms = nil else units = gcra_backlog_units(tat_ms, policy, now_ms) end
     end
+    if cost > burst then return nil end
     local at_ms = now_ms
     local wait_units = units + (cost - burst) * period_ms
     if wait_units > 0 then

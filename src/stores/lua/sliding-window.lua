@@ -8,14 +8,12 @@ local function sliding_window_start(time_ms, period_ms)
   return floor(time_ms / period_ms) * period_ms
 end
 
--- The state as seen from the window that holds time_ms, as start, prev, curr (never moves
--- a future window back).
-local function sliding_roll_to(state, period_ms, time_ms)
-  local start_ms = sliding_window_start(time_ms, period_ms)
-  local state_start_ms = state.windowStartMs
-  if start_ms <= state_start_ms then return state_start_ms, state.prevCount, state.currCount end
-  if start_ms == state_start_ms + period_ms then return start_ms, state.currCount, 0 end
-  return start_ms, 0, 0
+-- The window that holds time_ms, as start, prev, curr (never moves a future window back).
+local function sliding_roll_to(start_ms, prev_count, curr_count, period_ms, time_ms)
+  local at_start_ms = sliding_window_start(time_ms, period_ms)
+  if at_start_ms <= start_ms then return start_ms, prev_count, curr_count end
+  if at_start_ms == start_ms + period_ms then return at_start_ms, curr_count, 0 end
+  return at_start_ms, 0, 0
 end
 
 local function sliding_estimate(start_ms, prev_count, curr_count, period_ms, time_ms)
@@ -31,38 +29,77 @@ local function sliding_window_fresh_at(start_ms, prev_count, curr_count, period_
   return start_ms
 end
 
+-- earliestMs for a live state (start, prev, curr) and cost ≤ limit.
+local function sliding_earliest(start_ms, prev_count, curr_count, policy, now_ms, cost)
+  local limit, period_ms = policy.limit, policy.periodMs
+  local from_ms = max(now_ms, start_ms)
+  start_ms, prev_count, curr_count = sliding_roll_to(start_ms, prev_count, curr_count, period_ms, from_ms)
+  if curr_count + cost > limit then
+    -- Only the next window can take it, once this window's weight has decayed enough.
+    local fraction = 1 - (limit - cost) / curr_count
+    return start_ms + period_ms + fraction * period_ms
+  end
+  if sliding_estimate(start_ms, prev_count, curr_count, period_ms, from_ms) + cost <= limit + 1e-9 then return from_ms end
+  local fraction = 1 - (limit - cost - curr_count) / prev_count
+  return max(from_ms, start_ms + fraction * period_ms)
+end
+
+local function sliding_state(start_ms, prev_count, curr_count)
+  return { windowStartMs = start_ms, prevCount = prev_count, currCount = curr_count }
+end
+
+local function sliding_decode(raw)
+  local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")
+  return start_ms + 0, prev_count + 0, curr_count + 0
+end
+
 ALGORITHMS["sliding-window"] = {
   tag = "s:",
   earliest = function(state, policy, now_ms, cost)
-    local limit = policy.limit
-    if cost > limit then return nil end
+    if cost > policy.limit then return nil end
     if not state then return now_ms end
-    local period_ms = policy.periodMs
-    local from_ms = max(now_ms, state.windowStartMs)
-    local start_ms, prev_count, curr_count = sliding_roll_to(state, period_ms, from_ms)
-    if curr_count + cost > limit then
-      -- Only the next window can take it, once this window's weight has decayed enough.
-      local fraction = 1 - (limit - cost) / curr_count
-      return start_ms + period_ms + fraction * period_ms
-    end
-    if sliding_estimate(start_ms, prev_count, curr_count, period_ms, from_ms) + cost <= limit + 1e-9 then return from_ms end
-    local fraction = 1 - (limit - cost - curr_count) / prev_count
-    return max(from_ms, start_ms + fraction * period_ms)
+    return sliding_earliest(state.windowStartMs, state.prevCount, state.currCount, policy, now_ms, cost)
   end,
   admit = function(state, policy, now_ms, at_ms, cost)
-    if not state then return { windowStartMs = sliding_window_start(at_ms, policy.periodMs), prevCount = 0, currCount = cost } end
-    local start_ms, prev_count, curr_count = sliding_roll_to(state, policy.periodMs, at_ms)
-    return { windowStartMs = start_ms, prevCount = prev_count, currCount = curr_count + cost }
+    if not state then return sliding_state(sliding_window_start(at_ms, policy.periodMs), 0, cost) end
+    local start_ms, prev_count, curr_count = sliding_roll_to(state.windowStartMs, state.prevCount, state.currCount, policy.periodMs, at_ms)
+    return sliding_state(start_ms, prev_count, curr_count + cost)
   end,
   standing = function(state, policy, now_ms)
     if not state then return policy.limit, 0 end
     local period_ms = policy.periodMs
-    local start_ms, prev_count, curr_count = sliding_roll_to(state, period_ms, now_ms)
+    local start_ms, prev_count, curr_count = sliding_roll_to(state.windowStartMs, state.prevCount, state.currCount, period_ms, now_ms)
     local remaining = 0
     if now_ms >= start_ms then
       remaining = floor_count(policy.limit - sliding_estimate(start_ms, prev_count, curr_count, period_ms, now_ms))
     end
     return remaining, max(0, sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms) - now_ms)
+  end,
+  -- The usual request in one call (single.lua): raw, the stored text, is this algorithm's or
+  -- false (none); cost ≥ 1. Answers the new state's fresh_at and stored text, or nil when not
+  -- admitted: decode, fresh_at, earliest, admit and encode on three numbers, no table.
+  step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
+    local period_ms = policy.periodMs
+    local live, start_ms, prev_count, curr_count = false, 0, 0, 0
+    if raw then
+      start_ms, prev_count, curr_count = sliding_decode(raw)
+      live = now_ms < sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms)
+    end
+    if cost > policy.limit then return nil end
+    local at_ms = now_ms
+    if live then
+      local earliest_ms = sliding_earliest(start_ms, prev_count, curr_count, policy, now_ms, cost)
+      if earliest_ms - now_ms > EPSILON_MS then
+        local wait_ms = ceil_ms(earliest_ms - now_ms)
+        if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
+        at_ms = now_ms + wait_ms
+      end
+      start_ms, prev_count, curr_count = sliding_roll_to(start_ms, prev_count, curr_count, period_ms, at_ms)
+    else
+      start_ms, prev_count, curr_count = sliding_window_start(at_ms, period_ms), 0, 0
+    end
+    curr_count = curr_count + cost
+    return sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms), number3_text("s:%d:%d:%d", "s:", start_ms, prev_count, curr_count)
   end,
   fresh_at = function(state, policy)
     return sliding_window_fresh_at(state.windowStartMs, state.prevCount, state.currCount, policy.periodMs)
@@ -71,7 +108,6 @@ ALGORITHMS["sliding-window"] = {
     return number3_text("s:%d:%d:%d", "s:", state.windowStartMs, state.prevCount, state.currCount)
   end,
   decode = function(raw)
-    local start_ms, prev_count, curr_count = match(raw, "^s:([^:]+):([^:]+):([^:]+)$")
-    return { windowStartMs = start_ms + 0, prevCount = prev_count + 0, currCount = curr_count + 0 }
+    return sliding_state(sliding_decode(raw))
   end,
 }
