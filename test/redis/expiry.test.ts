@@ -48,6 +48,54 @@ describe("key expiry", () => {
     await store.close();
   });
 
+  it("server clock, one policy at a time: after every admission the key expires when its state becomes fresh; a window's count going up keeps the expiry", async () => {
+    const store = new RedisStore({ url: server.url, keyPrefix: "single:" });
+    expect(await store.ready()).toBe(true);
+    const monitor = await admin.monitor();
+    const sets: string[][] = [];
+    monitor.on("monitor", (_time: string, args: unknown[]) => {
+      if (String(args[0]).toUpperCase() === "SET") sets.push(args.map((arg) => String(arg).toUpperCase()));
+    });
+    // Windows of 10 s: three checks within a few ms stay in one window.
+    const singles = [
+      POLICIES[0]!,
+      parsePolicy({ name: "t", algorithm: "token-bucket", limit: 1, period: "700ms", burst: 5 }, "policy"),
+      parsePolicy({ name: "f", algorithm: "fixed-window", limit: 5, period: "10s" }, "policy"),
+      parsePolicy({ name: "s", algorithm: "sliding-window", limit: 5, period: "10s" }, "policy"),
+      POLICIES[4]!,
+    ];
+    const layout = keyLayout("single:", "user");
+    for (const policy of singles) {
+      for (const options of [reject, { ...reject, cost: 2 }, { cost: 1, mode: "reserve" as const, maxWaitMs: 5000 }]) {
+        expect((await store.check("user", [policy], options)).allowed, policy.name).toBe(true);
+        const stored = decodeStoredState((await admin.get(layout.stateKey(policy.name)))!);
+        const freshAtMs = algorithmOf(policy).freshAtMs(stored.state, policy);
+        expect(await admin.pexpiretime(layout.stateKey(policy.name)), policy.name).toBe(Math.ceil(freshAtMs));
+      }
+    }
+    // MONITOR shows a script's commands after the script: wait for the last ones.
+    await admin.ping();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const setsOf = (name: string) => sets.filter((args) => args[1] === layout.stateKey(name).toUpperCase());
+    // Counts going up within their window: the first write sets the expiry, later ones keep it.
+    for (const name of ["f", "s"]) expect(setsOf(name).map((args) => args.slice(3, 4)[0]), name).toEqual(["PXAT", "KEEPTTL", "KEEPTTL"]);
+    // GCRA's state becomes fresh later with each admission: its expiry moves every time.
+    expect(setsOf("g").map((args) => args[3])).toEqual(["PXAT", "PXAT", "PXAT"]);
+    // Leases: releasing one that ends before another leaves the key's expiry where it is.
+    const leases = POLICIES[5]!;
+    const first = await store.acquire("user", [leases], { maxWaitMs: 0, leaseMs: 200 });
+    const second = await store.acquire("user", [leases], { maxWaitMs: 0, leaseMs: 600 });
+    expect(first.acquired && second.acquired).toBe(true);
+    expect((await store.release("user", [leases], first.acquired ? first.leaseId : "")).released).toBe(true);
+    const held = decodeStoredState((await admin.get(layout.stateKey("c")))!);
+    expect(await admin.pexpiretime(layout.stateKey("c"))).toBe(Math.ceil(algorithmOf(leases).freshAtMs(held.state, leases)));
+    await admin.ping();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(setsOf("c").map((args) => args[3])).toEqual(["PXAT", "PXAT", "KEEPTTL"]);
+    monitor.disconnect();
+    await store.close();
+  });
+
   it("client clock: keys live for the state's remaining time plus the slack", async () => {
     const store = new RedisStore({ url: server.url, keyPrefix: "client-clock:", clock: "client", clientExpirySlackMs: 5000 });
     expect(await store.ready()).toBe(true);

@@ -146,6 +146,15 @@ local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_tex
   end
 end
 
+-- Whether a new state that becomes fresh when the stored one did may keep the key's expiry
+-- (SET … KEEPTTL, which spares Redis the expiry update of SET … PXAT): with the server
+-- clock every write sets the expiry to ceil(fresh_at) exactly (set_until_fresh), so the key
+-- already expires then, unless that moment was beyond MAX_TTL_MS and cut short. With the
+-- client clock expiries carry a slack that moves with each write, so they are set again.
+local function keeps_expiry(fresh_at_ms, now_ms, slack_ms)
+  return slack_ms == nil and ceil(fresh_at_ms) <= now_ms + MAX_TTL_MS
+end
+
 -- Writes policy's new state to key.
 local function write_policy_state(key, policy, state, now_ms, slack_ms)
   local algorithm = policy.impl
@@ -153,8 +162,20 @@ local function write_policy_state(key, policy, state, now_ms, slack_ms)
   set_until_fresh(key, value, algorithm.fresh_at(state, policy), now_ms, slack_ms, at_text)
 end
 
+-- Writes policy i's new state, keeping the key's expiry when the state it replaces was live
+-- and became fresh at the same moment (keeps_expiry). Each script writes a key once at most,
+-- so the stored state read at the start is what the key holds.
 local function write_state(ctx, i, state)
-  write_policy_state(ctx.keys[i], ctx.policies[i], state, ctx.nowMs, ctx.expirySlackMs)
+  local policy, old = ctx.policies[i], live_state(ctx, i)
+  if old ~= nil then
+    local algorithm = policy.impl
+    local fresh_at_ms = algorithm.fresh_at(state, policy)
+    if fresh_at_ms == algorithm.fresh_at(old, policy) and keeps_expiry(fresh_at_ms, ctx.nowMs, ctx.expirySlackMs) then
+      redis.call("SET", ctx.keys[i], (algorithm.encode(state)), "KEEPTTL")
+      return
+    end
+  end
+  write_policy_state(ctx.keys[i], policy, state, ctx.nowMs, ctx.expirySlackMs)
 end
 
 -- changes: the new state by stack index (nil where nothing changed), or nil.

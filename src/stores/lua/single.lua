@@ -30,9 +30,13 @@ if ARGV[4] then max_wait_ms = ARGV[4] + 0 end
 local admitted = "0 "
 if cost > 0 and impl.step and (not raw or sub(raw, 1, 2) == impl.tag) then
   -- The algorithm's own state or none: one call does it all (gcra.lua).
-  local fresh_at_ms, value, at_text = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
+  local fresh_at_ms, value, at_text, fresh_as_stored = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
   if fresh_at_ms then
-    set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
+    if fresh_as_stored and keeps_expiry(fresh_at_ms, now_ms, slack_ms) then
+      redis.call("SET", key, value, "KEEPTTL")
+    else
+      set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
+    end
     admitted = "1 "
   end
 else
@@ -44,7 +48,12 @@ else
   local state = admit_one(policy, live, now_ms, cost, mode, max_wait_ms)
   if state then
     local value, at_text = impl.encode(state)
-    set_until_fresh(key, value, impl.fresh_at(state, policy), now_ms, slack_ms, at_text)
+    local fresh_at_ms = impl.fresh_at(state, policy)
+    if live ~= nil and fresh_at_ms == impl.fresh_at(live, policy) and keeps_expiry(fresh_at_ms, now_ms, slack_ms) then
+      redis.call("SET", key, value, "KEEPTTL")
+    else
+      set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
+    end
     admitted = "1 "
   end
 end

@@ -76,14 +76,17 @@ ALGORITHMS["sliding-window"] = {
     return remaining, max(0, sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms) - now_ms)
   end,
   -- The usual request in one call (single.lua): raw, the stored text, is this algorithm's or
-  -- false (none); cost ≥ 1. Answers the new state's fresh_at and stored text, or nil when not
-  -- admitted: decode, fresh_at, earliest, admit and encode on three numbers, no table.
+  -- false (none); cost ≥ 1. Answers the new state's fresh_at, its stored text, nil (no
+  -- expiry text) and whether the stored state was live with that same fresh_at (a count
+  -- going up within its window), or nil when not admitted: decode, fresh_at, earliest,
+  -- admit and encode on three numbers, no table.
   step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
     local period_ms = policy.periodMs
-    local live, start_ms, prev_count, curr_count = false, 0, 0, 0
+    local live, start_ms, prev_count, curr_count, stored_fresh_at_ms = false, 0, 0, 0, nil
     if raw then
       start_ms, prev_count, curr_count = sliding_decode(raw)
-      live = now_ms < sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms)
+      stored_fresh_at_ms = sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms)
+      live = now_ms < stored_fresh_at_ms
     end
     if cost > policy.limit then return nil end
     local at_ms = now_ms
@@ -99,7 +102,8 @@ ALGORITHMS["sliding-window"] = {
       start_ms, prev_count, curr_count = sliding_window_start(at_ms, period_ms), 0, 0
     end
     curr_count = curr_count + cost
-    return sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms), number3_text("s:%d:%d:%d", "s:", start_ms, prev_count, curr_count)
+    local fresh_at_ms = sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms)
+    return fresh_at_ms, number3_text("s:%d:%d:%d", "s:", start_ms, prev_count, curr_count), nil, live and fresh_at_ms == stored_fresh_at_ms
   end,
   fresh_at = function(state, policy)
     return sliding_window_fresh_at(state.windowStartMs, state.prevCount, state.currCount, policy.periodMs)
