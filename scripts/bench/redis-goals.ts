@@ -129,7 +129,7 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
       "",
       `Where the time goes: Redis runs one script at a time. Median Redis script time per decision: EVALSHA floor ${us(FLOOR_EVALSHA)} µs, rate-limiter-flexible ${us(RATE_LIMITER_FLEXIBLE)} µs, Spillway GCRA ${us(SPILLWAY_GCRA)} µs, Spillway sliding-window ${us(SPILLWAY_SLIDING_WINDOW)} µs.`,
       "A single-policy Spillway decision is one FCALL (its Lua library is loaded once per server) with one key and one argument, the policy (single.lua). The script reads the server clock (TIME), GETs the compact state,",
-      "decides admission with the algorithm's Lua, writes the new state with SET … PXAT (expiring when it becomes fresh), and answers one string: admitted or not, the clock and the state it read.",
+      "decides admission with the algorithm's Lua, writes the new state with SET … PXAT (expiring when it becomes fresh; KEEPTTL when that moment did not move, as when a window's count goes up), and answers one string: admitted or not, the clock and the state it read.",
       "Node computes the rest of the decision (remaining, reset, retry times) from those with src/core, and checks that it agrees on admission.",
       `Without FUNCTION (Redis < 7) it is one EVALSHA of a script holding only the stack's algorithms, whose definitions add ${libraryUs.toFixed(1)} µs (GCRA).`,
       "rate-limiter-flexible's script is SET NX + INCRBY + PTTL on a plain counter: no clock, no state to parse or format.",
