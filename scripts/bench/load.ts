@@ -22,6 +22,23 @@ export interface LoadResult {
   /** Answers by status code. */
   statuses: Record<number, number>;
   errors: number;
+  /** Every answer's latency, sorted, and how long the run took (to merge runs: mergeLoads). */
+  latenciesMs: number[];
+  elapsedMs: number;
+}
+
+function loadResult(latenciesMs: number[], elapsedMs: number, statuses: Record<number, number>, errors: number): LoadResult {
+  latenciesMs.sort((a, b) => a - b);
+  const at = (q: number) => latenciesMs[Math.min(latenciesMs.length - 1, Math.floor(q * latenciesMs.length))] ?? 0;
+  return { requests: latenciesMs.length, perSecond: (latenciesMs.length / elapsedMs) * 1000, p50Ms: at(0.5), p99Ms: at(0.99), statuses, errors, latenciesMs, elapsedMs };
+}
+
+/** Several runs of one load (turns taken with other targets) as one: answers and times summed. */
+export function mergeLoads(runs: readonly LoadResult[]): LoadResult {
+  const statuses: Record<number, number> = {};
+  for (const run of runs) for (const [status, count] of Object.entries(run.statuses)) statuses[Number(status)] = (statuses[Number(status)] ?? 0) + count;
+  const sum = (field: (run: LoadResult) => number) => runs.reduce((total, run) => total + field(run), 0);
+  return loadResult(runs.flatMap((run) => run.latenciesMs), sum((run) => run.elapsedMs), statuses, sum((run) => run.errors));
 }
 
 /**
@@ -68,9 +85,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   await Promise.all(Array.from({ length: options.concurrency }, worker));
   const elapsedMs = performance.now() - startedMs;
   agent.destroy();
-  latenciesMs.sort((a, b) => a - b);
-  const at = (q: number) => latenciesMs[Math.min(latenciesMs.length - 1, Math.floor(q * latenciesMs.length))] ?? 0;
-  return { requests: latenciesMs.length, perSecond: (latenciesMs.length / elapsedMs) * 1000, p50Ms: at(0.5), p99Ms: at(0.99), statuses, errors };
+  return loadResult(latenciesMs, elapsedMs, statuses, errors);
 }
 
 /** Waits until `url` answers at all (any status). */

@@ -1,12 +1,13 @@
 // Part 2 of bench:redis: end to end over HTTP. `spillway serve --redis` (the real CLI, its
 // own process) against a bare Hono app on @hono/node-server answering the same JSON shape
-// without any store (scripts/bench/redis-bare-server.ts), both loaded by runLoad.
+// without any store (scripts/bench/redis-bare-server.ts), both loaded by runLoad in
+// alternating turns, so that a shared machine's drift falls on both alike.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type LoadResult, runLoad, waitForHttp } from "./load.js";
+import { type LoadResult, mergeLoads, runLoad, waitForHttp } from "./load.js";
 import { SERVER_POLICY } from "./redis-policies.js";
 import { freePort } from "./redis-server.js";
 
@@ -14,7 +15,9 @@ export interface HttpOptions {
   redisUrl: string;
   concurrency: number;
   keyCounts: readonly number[];
+  /** Measured per server and key count, in `turns` turns. */
   durationMs: number;
+  turns: number;
   warmUpMs: number;
 }
 
@@ -52,15 +55,13 @@ async function startNode(args: string[], port: number, env: Record<string, strin
   return { url, stop };
 }
 
-async function measure(url: string, keyCount: number, options: HttpOptions): Promise<LoadResult> {
-  const load = {
+function loadOf(url: string, keyCount: number, options: HttpOptions) {
+  return {
     url: `${url}/v1/check`,
     concurrency: options.concurrency,
     headers: { authorization: `Bearer ${TOKEN}` },
     body: (index: number) => ({ key: keyCount === 1 ? "hot" : `user-${index % keyCount}`, policy: "bench" }),
   };
-  await runLoad({ ...load, durationMs: options.warmUpMs });
-  return runLoad({ ...load, durationMs: options.durationMs });
 }
 
 export async function runHttp(options: HttpOptions, progress: (line: string) => void): Promise<HttpRow[]> {
@@ -76,9 +77,18 @@ export async function runHttp(options: HttpOptions, progress: (line: string) => 
     const spillway = await startNode(spillwayArgs, spillwayPort, { SPILLWAY_TOKEN: TOKEN });
     children.push(spillway);
     const rows: HttpRow[] = [];
+    const servers = [["bare", bare.url], ["spillway", spillway.url]] as const;
     for (const keyCount of options.keyCounts) {
-      for (const [server, url] of [["bare", bare.url], ["spillway", spillway.url]] as const) {
-        const result = await measure(url, keyCount, options);
+      for (const [, url] of servers) await runLoad({ ...loadOf(url, keyCount, options), durationMs: options.warmUpMs });
+      const turns = { bare: [] as LoadResult[], spillway: [] as LoadResult[] };
+      for (let turn = 0; turn < options.turns; turn++) {
+        // Each turn starts with the other server.
+        for (const [server, url] of turn % 2 === 0 ? servers : [...servers].reverse()) {
+          turns[server].push(await runLoad({ ...loadOf(url, keyCount, options), durationMs: options.durationMs / options.turns }));
+        }
+      }
+      for (const [server] of servers) {
+        const result = mergeLoads(turns[server]);
         rows.push({ server, keyCount, result });
         progress(`${server.padEnd(9)} ${String(keyCount).padStart(5)} keys  ${Math.round(result.perSecond)} req/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  statuses ${JSON.stringify(result.statuses)}  errors ${result.errors}`);
       }

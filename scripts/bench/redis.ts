@@ -22,6 +22,7 @@ const SLICES = Number(process.env.BENCH_SLICES ?? (QUICK ? 2 : 12));
 const WARM_UP_MS = QUICK ? 100 : 500;
 const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? (QUICK ? 1000 : 5000));
 const HTTP_CONCURRENCY = 64;
+const HTTP_TURNS = QUICK ? 2 : 5;
 const TITLE = "Redis (bench:redis)";
 const log = (line: string) => console.log(line);
 
@@ -61,7 +62,7 @@ async function main(): Promise<void> {
     const libraryUs = await libraryCost(redis.url, runId);
     log(`\nSpillway's EVALSHA fallback, GCRA script definitions alone: ${libraryUs.toFixed(1)} µs of Redis time per call\n`);
 
-    const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
+    const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, turns: HTTP_TURNS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
     const httpRows = await runHttp(http, log);
 
     const admission: AdmissionOptions = {
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
       "",
       "### End to end over HTTP",
       "",
-      `runLoad (scripts/bench/load.ts), ${HTTP_CONCURRENCY} requests in flight on keep-alive sockets, ${HTTP_MS / 1000} s per row after a warm-up, POST /v1/check \`{ key, policy: "bench" }\` (GCRA, 1000 per day with a burst of 1e9: a limit no request reaches).`,
+      `runLoad (scripts/bench/load.ts), ${HTTP_CONCURRENCY} requests in flight on keep-alive sockets, ${HTTP_MS / 1000} s per row after a warm-up, in ${HTTP_TURNS} turns that alternate between the two servers; POST /v1/check \`{ key, policy: "bench" }\` (GCRA, 1000 per day with a burst of 1e9: a limit no request reaches).`,
       "Both servers are their own Node process: `spillway serve --redis` (bin/spillway.mjs, the default 50 ms store timeout: a 503 is a decision that took longer) and scripts/bench/redis-bare-server.ts,",
       "a bare Hono app on @hono/node-server that parses the body and answers the same decision JSON and RateLimit headers with no store, validation or auth.",
       "",
