@@ -155,27 +155,25 @@ local function keeps_expiry(fresh_at_ms, now_ms, slack_ms)
   return slack_ms == nil and ceil(fresh_at_ms) <= now_ms + MAX_TTL_MS
 end
 
--- Writes policy's new state to key.
-local function write_policy_state(key, policy, state, now_ms, slack_ms)
-  local algorithm = policy.impl
-  local value, at_text = algorithm.encode(state)
-  set_until_fresh(key, value, algorithm.fresh_at(state, policy), now_ms, slack_ms, at_text)
+-- Writes value to key, to expire when its state becomes fresh. same_fresh_at: the state it
+-- replaces was live and became fresh at that same moment, so the key may keep its expiry.
+local function write_until_fresh(key, value, fresh_at_ms, same_fresh_at, now_ms, slack_ms, at_text)
+  if same_fresh_at and keeps_expiry(fresh_at_ms, now_ms, slack_ms) then
+    redis.call("SET", key, value, "KEEPTTL")
+  else
+    set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
+  end
 end
 
--- Writes policy i's new state, keeping the key's expiry when the state it replaces was live
--- and became fresh at the same moment (keeps_expiry). Each script writes a key once at most,
--- so the stored state read at the start is what the key holds.
+-- Writes policy i's new state. Each script writes a key once at most, so the stored state
+-- read at the start is what the key holds, and its expiry is that state's.
 local function write_state(ctx, i, state)
   local policy, old = ctx.policies[i], live_state(ctx, i)
-  if old ~= nil then
-    local algorithm = policy.impl
-    local fresh_at_ms = algorithm.fresh_at(state, policy)
-    if fresh_at_ms == algorithm.fresh_at(old, policy) and keeps_expiry(fresh_at_ms, ctx.nowMs, ctx.expirySlackMs) then
-      redis.call("SET", ctx.keys[i], (algorithm.encode(state)), "KEEPTTL")
-      return
-    end
-  end
-  write_policy_state(ctx.keys[i], policy, state, ctx.nowMs, ctx.expirySlackMs)
+  local algorithm = policy.impl
+  local value, at_text = algorithm.encode(state)
+  local fresh_at_ms = algorithm.fresh_at(state, policy)
+  local same_fresh_at = old ~= nil and fresh_at_ms == algorithm.fresh_at(old, policy)
+  write_until_fresh(ctx.keys[i], value, fresh_at_ms, same_fresh_at, ctx.nowMs, ctx.expirySlackMs, at_text)
 end
 
 -- changes: the new state by stack index (nil where nothing changed), or nil.

@@ -11,8 +11,8 @@
 --   numbers; absent with the client clock) and the state stored before the call (empty when
 --   none). The caller computes the rest of the decision from those with src/core
 --   (decodeSingleDecision in src/stores/redis-codec.ts) and checks that it agrees.
--- Written out in one place (read_clock, decode_stored, admit_one and write_policy_state are
--- the long way): each Lua call and table lookup is Redis time.
+-- Written out in one place (read_clock, decode_stored and admit_one are the long way, and
+-- the algorithm's step the short one): each Lua call and table lookup is Redis time.
 local policy = policy_of(ARGV[1])
 if policy.concurrency then error("spillway: single.lua decides no concurrency policy") end
 local impl, key = policy.impl, KEYS[1]
@@ -27,18 +27,10 @@ local raw = redis.call("GET", key)
 local cost, mode, max_wait_ms = 1, ARGV[3] or "reject", 0
 if ARGV[2] then cost = ARGV[2] + 0 end
 if ARGV[4] then max_wait_ms = ARGV[4] + 0 end
-local admitted = "0 "
+local fresh_at_ms, value, at_text, same_fresh_at = nil, nil, nil, false
 if cost > 0 and impl.step and (not raw or sub(raw, 1, 2) == impl.tag) then
   -- The algorithm's own state or none: one call does it all (gcra.lua).
-  local fresh_at_ms, value, at_text, fresh_as_stored = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
-  if fresh_at_ms then
-    if fresh_as_stored and keeps_expiry(fresh_at_ms, now_ms, slack_ms) then
-      redis.call("SET", key, value, "KEEPTTL")
-    else
-      set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
-    end
-    admitted = "1 "
-  end
+  fresh_at_ms, value, at_text, same_fresh_at = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
 else
   local live = nil
   if raw then
@@ -47,15 +39,15 @@ else
   end
   local state = admit_one(policy, live, now_ms, cost, mode, max_wait_ms)
   if state then
-    local value, at_text = impl.encode(state)
-    local fresh_at_ms = impl.fresh_at(state, policy)
-    if live ~= nil and fresh_at_ms == impl.fresh_at(live, policy) and keeps_expiry(fresh_at_ms, now_ms, slack_ms) then
-      redis.call("SET", key, value, "KEEPTTL")
-    else
-      set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
-    end
-    admitted = "1 "
+    value, at_text = impl.encode(state)
+    fresh_at_ms = impl.fresh_at(state, policy)
+    same_fresh_at = live ~= nil and fresh_at_ms == impl.fresh_at(live, policy)
   end
+end
+local admitted = "0 "
+if fresh_at_ms then
+  write_until_fresh(key, value, fresh_at_ms, same_fresh_at, now_ms, slack_ms, at_text)
+  admitted = "1 "
 end
 -- One concatenation (one VM instruction), no number formatting.
 if time then return admitted .. time[1] .. " " .. time[2] .. " " .. (raw or "") end
