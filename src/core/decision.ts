@@ -96,7 +96,7 @@ export function decide(
 /**
  * decide() for a stack of one policy that takes no lease (any algorithm but concurrency),
  * answering only the decision: a store that already recorded the admission itself (the
- * Redis check script) needs no state changes. The same functions in the same order as
+ * Redis store's single.lua) needs no state changes. The same functions in the same order as
  * decide(), without its arrays, closures and Map: it runs on every Redis decision.
  */
 export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs: number, input: CheckOptions): Decision {

@@ -94,7 +94,7 @@ const STATE_TAGS: Record<Policy["algorithm"], string> = {
 };
 
 /**
- * The decision on one policy without leases, from check.lua's short reply
+ * The decision on one policy without leases, from single.lua's reply
  * "<1|0> [<sec> <usec>] <stored>": whether the script admitted the request, the server clock
  * (TIME; absent when `clientNowMs` is given) and the state stored before the call. The
  * decision is computed here with src/core from that same state and clock, exactly as the

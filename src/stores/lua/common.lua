@@ -38,7 +38,7 @@ end
 --                       when it has it for free; decode(raw) the state (raises, or answers nil,
 --                       when raw is not one: `"x" + 0` is a Lua error)
 --   from_json(state)    optional: the state of a Spillway 0.1 JSON value, when it differs
---   step(raw, ...)      optional: check.lua's usual request fused into one call, for the
+--   step(raw, ...)      optional: single.lua's usual request fused into one call, for the
 --                       hottest algorithms (see gcra.lua)
 -- A state is whatever its algorithm's functions agree on (a table, or GCRA's bare number);
 -- only they look inside it. States are stored compactly ("g:<tatMs>", number<N>_text) and

@@ -43,11 +43,12 @@ ALGORITHMS["gcra"] = {
     local units = gcra_backlog_units(tat_ms, policy, now_ms)
     return floor_count((policy.burst * policy.periodMs - units) / policy.periodMs), units / policy.limit
   end,
-  -- The usual request in one call (check.lua's single-policy path): raw, the stored text,
-  -- is this algorithm's or false (none); cost ≥ 1. Answers the new tat (also its fresh_at),
-  -- its stored text and the %d text of its expiry (nil when not whole), or nil when not
-  -- admitted. decode, fresh_at, earliest, admit and encode fused, with the backlog at now
-  -- computed once; the differential test holds it to src/core like the rest.
+  -- The usual request in one call (single.lua): raw, the stored text, is this algorithm's
+  -- or false (none); cost ≥ 1. Answers the new tat (also its fresh_at), its stored text and
+  -- the %d text of its expiry (nil when not whole), or nil when not admitted; never "same
+  -- fresh_at" (see sliding-window.lua): each admission moves tat on. decode, fresh_at,
+  -- earliest, admit and encode fused, with the backlog at now computed once; the
+  -- differential test holds it to src/core like the rest.
   step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
     local limit, period_ms, burst = policy.limit, policy.periodMs, policy.burst
     local tat_ms, units = nil, 0
