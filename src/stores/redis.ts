@@ -221,6 +221,7 @@ export class RedisStore implements Limiter {
    */
   private runSingle(key: string, stack: Stack, options: CheckOptions, clientNowMs: number | undefined): Promise<unknown> {
     const keys = [`${this.keyPrefix}{${escapeUserKey(key)}}:${stack.names[0]!}`];
+    // stack.args is [N, the policy]: single.lua takes the policy alone.
     const args: (string | number)[] = [stack.args[1]!];
     if (clientNowMs !== undefined) args.push(options.cost, options.mode, options.maxWaitMs, `${clientNowMs}:${this.expirySlackMs}`);
     else if (options.mode === "reserve") args.push(options.cost, options.mode, options.maxWaitMs);

@@ -168,11 +168,16 @@ end
 -- Writes policy i's new state. Each script writes a key once at most, so the stored state
 -- read at the start is what the key holds, and its expiry is that state's.
 local function write_state(ctx, i, state)
-  local policy, old = ctx.policies[i], live_state(ctx, i)
+  local policy, stored = ctx.policies[i], ctx.stored[i]
   local algorithm = policy.impl
   local value, at_text = algorithm.encode(state)
   local fresh_at_ms = algorithm.fresh_at(state, policy)
-  local same_fresh_at = old ~= nil and fresh_at_ms == algorithm.fresh_at(old, policy)
+  -- Live (not yet fresh at now) and fresh at that same moment: live_state's test, fresh_at once.
+  local same_fresh_at = false
+  if stored ~= nil then
+    local stored_fresh_at_ms = algorithm.fresh_at(stored, policy)
+    same_fresh_at = ctx.nowMs < stored_fresh_at_ms and fresh_at_ms == stored_fresh_at_ms
+  end
   write_until_fresh(ctx.keys[i], value, fresh_at_ms, same_fresh_at, ctx.nowMs, ctx.expirySlackMs, at_text)
 end
 

@@ -32,16 +32,19 @@ if cost > 0 and impl.step and (not raw or sub(raw, 1, 2) == impl.tag) then
   -- The algorithm's own state or none: one call does it all (gcra.lua).
   fresh_at_ms, value, at_text, same_fresh_at = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
 else
-  local live = nil
+  local live, live_fresh_at_ms = nil, nil
   if raw then
     live = decode_stored(raw, policy, key)
-    if live ~= nil and now_ms >= impl.fresh_at(live, policy) then live = nil end
+    if live ~= nil then
+      live_fresh_at_ms = impl.fresh_at(live, policy)
+      if now_ms >= live_fresh_at_ms then live = nil end
+    end
   end
   local state = admit_one(policy, live, now_ms, cost, mode, max_wait_ms)
   if state then
     value, at_text = impl.encode(state)
     fresh_at_ms = impl.fresh_at(state, policy)
-    same_fresh_at = live ~= nil and fresh_at_ms == impl.fresh_at(live, policy)
+    same_fresh_at = live ~= nil and fresh_at_ms == live_fresh_at_ms
   end
 end
 local admitted = "0 "
