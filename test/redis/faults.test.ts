@@ -116,6 +116,41 @@ describe("Redis faults", () => {
     expect(unhandled).toEqual([]);
   });
 
+  it("a stalled Redis (SIGSTOP): calls fail within the timeout, late replies go nowhere, and the next answers are right", async () => {
+    const logged: string[] = [];
+    const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: (line) => logged.push(line) });
+    expect(await store.ready()).toBe(true);
+    const three = parsePolicy({ name: "three", algorithm: "fixed-window", limit: 3, period: "1h" }, "policy");
+    expect((await store.check("stalled", [three], reject)).remaining).toBe(2);
+    const pid = server.process.pid!;
+    process.kill(pid, "SIGSTOP");
+    // Resumed after 500 ms in any case: a deadline that failed to fire shows as lateness.
+    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 500);
+    const begin = performance.now();
+    // The connection stays up: only the deadline can end these calls.
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => store.check("stalled", [three], reject)));
+    clearTimeout(resume);
+    process.kill(pid, "SIGCONT");
+    expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 100);
+    for (const result of results) {
+      expect(result.status).toBe("rejected");
+      const reason = (result as PromiseRejectedResult).reason as Error;
+      expect(reason).toBeInstanceOf(StoreUnavailableError);
+      expect(reason.message).toBe(`redis single did not answer within ${TIMEOUT_MS} ms`);
+    }
+    expect(logged.some((line) => line.includes("unavailable"))).toBe(true);
+    // Redis runs the 20 calls it was sent once it resumes (a timed-out call may have counted:
+    // the caller was told "unavailable", never "admitted"); their replies must not answer
+    // anybody else. Another key's first check sees a fresh window, this key's a full one.
+    expect((await store.check("after-stall", [three], reject)).remaining).toBe(2);
+    const stalled = await store.peek("stalled", [three]);
+    expect([stalled.allowed, stalled.remaining]).toEqual([false, 0]);
+    expect(logged.some((line) => line.includes("available again"))).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(unhandled).toEqual([]);
+    await store.close();
+  });
+
   it("SCRIPT FLUSH and FUNCTION FLUSH mid-run: no caller sees an error and nothing is counted twice", async () => {
     // The default 50 ms timeout: a reload must not make callers late either.
     const store = new RedisStore({ url: server.url });
