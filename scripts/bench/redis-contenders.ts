@@ -110,6 +110,48 @@ export const FLOOR_COMMANDS_ONLY: Contender = {
   },
 };
 
+/**
+ * The least an exact limiter with the server's clock can do: a hand-written GCRA for one
+ * fixed policy (emission interval and tolerance as its two arguments) that reads TIME, GETs
+ * the tat, SETs the next one with PXAT at its own moment and answers admitted or not. No
+ * costs, modes, policy argument, client clock or decision fields (Node reads one byte).
+ * What Spillway's generality costs is Spillway ÷ this row; this row ÷ rate-limiter-flexible
+ * is as close as any exact limiter of this shape gets to a counter without a clock.
+ */
+const MINIMAL_GCRA_LIBRARY = `#!lua name=spillway_bench_minimal_gcra
+redis.register_function("spillway_bench_minimal_gcra", function(keys, args)
+  local time = redis.call("TIME")
+  local now_ms = time[1] * 1000 + math.floor(time[2] / 1000)
+  local tat_ms = now_ms
+  local raw = redis.call("GET", keys[1])
+  if raw then
+    tat_ms = raw + 0
+    if tat_ms < now_ms then tat_ms = now_ms end
+  end
+  if tat_ms - now_ms > args[2] + 0 then return 0 end
+  local next_text = string.format("%d", tat_ms + args[1])
+  redis.call("SET", keys[1], next_text, "PXAT", next_text)
+  return 1
+end)
+`;
+
+export const FLOOR_MINIMAL_GCRA: Contender = {
+  id: "floor-minimal-gcra",
+  label: "floor: minimal exact GCRA (FCALL, hand-written, one fixed policy)",
+  async create(client, spec, prefix) {
+    await client.call("FUNCTION", "LOAD", "REPLACE", MINIMAL_GCRA_LIBRARY);
+    // NEVER_DENY_GCRA's shape when the spec asks for it, else a burst of 1.
+    const limit = spec.neverDeny ? NEVER_DENY_GCRA.limit : spec.limit;
+    const burst = spec.neverDeny ? NEVER_DENY_GCRA.burst : 1;
+    const intervalMs = spec.periodMs / limit;
+    const args = [String(intervalMs), String((burst - 1) * intervalMs)];
+    return async (key) => {
+      const command = new Command("fcall", ["spillway_bench_minimal_gcra", 1, [`${prefix}{${key}}`], args]);
+      return (await client.sendCommand(command)) === 1;
+    };
+  },
+};
+
 export const FLOOR_INCR: Contender = {
   id: "floor-incr",
   label: "floor: INCR",
@@ -185,6 +227,7 @@ export const THROUGHPUT_CONTENDERS = [
   FLOOR_EVALSHA_COALESCED,
   FLOOR_INCR,
   FLOOR_COMMANDS_ONLY,
+  FLOOR_MINIMAL_GCRA,
   SPILLWAY_GCRA,
   SPILLWAY_GCRA_SENT_AT_ONCE,
   SPILLWAY_SLIDING_WINDOW,

@@ -1,6 +1,6 @@
 // The goals of issue 3, set next to what bench:redis measured.
 import { type AdmissionResult, overAdmitted } from "./redis-admission.js";
-import { type Contender, FLOOR_COMMANDS_ONLY, FLOOR_EVALSHA, FLOOR_EVALSHA_COALESCED, RATE_LIMITER_FLEXIBLE, SPILLWAY_GCRA, SPILLWAY_GCRA_SENT_AT_ONCE, SPILLWAY_SLIDING_WINDOW } from "./redis-contenders.js";
+import { type Contender, FLOOR_COMMANDS_ONLY, FLOOR_EVALSHA, FLOOR_EVALSHA_COALESCED, FLOOR_MINIMAL_GCRA, RATE_LIMITER_FLEXIBLE, SPILLWAY_GCRA, SPILLWAY_GCRA_SENT_AT_ONCE, SPILLWAY_SLIDING_WINDOW } from "./redis-contenders.js";
 import { type CellResult, type ThroughputOptions, type ThroughputResults, cellId } from "./redis-throughput.js";
 
 const RLF_GOAL = 1;
@@ -18,10 +18,13 @@ interface Ratios {
   toCommandsByCallers: Map<number, number[]>;
   /** Not a goal: rate-limiter-flexible ÷ the same. */
   rlfToCommands: number[];
+  /** Not a goal: the minimal exact GCRA ÷ rate-limiter-flexible, and Spillway GCRA ÷ the minimal GCRA, by caller count. */
+  minimalToRlfByCallers: Map<number, number[]>;
+  toMinimalByCallers: Map<number, number[]>;
 }
 
 function ratios(options: ThroughputOptions, results: ThroughputResults): Ratios {
-  const out: Ratios = { toRlf: [], toFloor: [], toCoalescedFloor: [], coalescingGain: [], toCommandsByCallers: new Map(), rlfToCommands: [] };
+  const out: Ratios = { toRlf: [], toFloor: [], toCoalescedFloor: [], coalescingGain: [], toCommandsByCallers: new Map(), rlfToCommands: [], minimalToRlfByCallers: new Map(), toMinimalByCallers: new Map() };
   for (const keyCount of options.keyCounts) {
     for (const concurrency of options.concurrencies) {
       const rate = (contender: Contender) => results.get(cellId(keyCount, concurrency, contender))?.perSecond ?? Number.NaN;
@@ -31,13 +34,41 @@ function ratios(options: ThroughputOptions, results: ThroughputResults): Ratios 
         out.toCoalescedFloor.push(rate(spillway) / rate(FLOOR_EVALSHA_COALESCED));
       }
       out.coalescingGain.push(rate(SPILLWAY_GCRA) / rate(SPILLWAY_GCRA_SENT_AT_ONCE));
-      const toCommands = out.toCommandsByCallers.get(concurrency) ?? [];
-      toCommands.push(rate(SPILLWAY_GCRA_SENT_AT_ONCE) / rate(FLOOR_COMMANDS_ONLY));
-      out.toCommandsByCallers.set(concurrency, toCommands);
+      pushTo(out.toCommandsByCallers, concurrency, rate(SPILLWAY_GCRA_SENT_AT_ONCE) / rate(FLOOR_COMMANDS_ONLY));
+      pushTo(out.minimalToRlfByCallers, concurrency, rate(FLOOR_MINIMAL_GCRA) / rate(RATE_LIMITER_FLEXIBLE));
+      // Sent at once, like the minimal GCRA (plain ioredis).
+      pushTo(out.toMinimalByCallers, concurrency, rate(SPILLWAY_GCRA_SENT_AT_ONCE) / rate(FLOOR_MINIMAL_GCRA));
       out.rlfToCommands.push(rate(RATE_LIMITER_FLEXIBLE) / rate(FLOOR_COMMANDS_ONLY));
     }
   }
   return out;
+}
+
+function pushTo(byCallers: Map<number, number[]>, callers: number, value: number): void {
+  const values = byCallers.get(callers) ?? [];
+  values.push(value);
+  byCallers.set(callers, values);
+}
+
+const byCallersText = (byCallers: Map<number, number[]>) =>
+  [...byCallers].map(([callers, values]) => `${range(values)} at ${callers} caller${callers === 1 ? "" : "s"}`).join(", ");
+
+/** The value below which a share `q` of the sorted `values` lie (nearest rank). */
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.round(q * (sorted.length - 1))))] ?? Number.NaN;
+}
+
+/**
+ * Turn by turn, one contender ÷ another in one cell: turn i of each falls in the same slice,
+ * seconds apart, so each pair shares the machine's speed of the moment. Their spread is how
+ * far a single cell's ratio can be trusted on this machine.
+ */
+function pairedSpread(results: ThroughputResults, keyCount: number, callers: number, over: Contender, under: Contender): string {
+  const a = results.get(cellId(keyCount, callers, over))?.turnRates ?? [];
+  const b = results.get(cellId(keyCount, callers, under))?.turnRates ?? [];
+  const pairs = a.slice(0, b.length).map((rate, index) => rate / b[index]!).sort((x, y) => x - y);
+  if (pairs.length === 0) return "–";
+  return `median ${quantile(pairs, 0.5).toFixed(2)}, middle half ${quantile(pairs, 0.25).toFixed(2)}–${quantile(pairs, 0.75).toFixed(2)}, all ${range(pairs)}`;
 }
 
 /** Median over every cell of a contender of one per-call measure. */
@@ -94,7 +125,7 @@ export interface GoalInputs {
 }
 
 export function goalLines({ options, results, admission, libraryUs }: GoalInputs): string[] {
-  const { toRlf, toFloor, toCoalescedFloor, coalescingGain, toCommandsByCallers, rlfToCommands } = ratios(options, results);
+  const { toRlf, toFloor, toCoalescedFloor, coalescingGain, toCommandsByCallers, rlfToCommands, minimalToRlfByCallers, toMinimalByCallers } = ratios(options, results);
   const spillwayOver = admission.filter((result) => result.contender.id.startsWith("spillway-")).map(overAdmitted);
   const rlfOver = admission.filter((result) => result.contender === RATE_LIMITER_FLEXIBLE).map(overAdmitted);
   const fastAsRlf = toRlf.every((ratio) => ratio >= RLF_GOAL);
@@ -135,8 +166,17 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
       "rate-limiter-flexible's script is SET NX + INCRBY + PTTL on a plain counter: no clock, no state to parse or format.",
       "",
       "What Spillway's own logic costs, Lua and Node, against the FCALL of its commands alone (TIME + GET + SET … PXAT, no logic; both with writes sent at once, like that floor):",
-      `Spillway GCRA ÷ commands-only floor is ${[...toCommandsByCallers].map(([callers, values]) => `${range(values)} at ${callers} caller${callers === 1 ? "" : "s"}`).join(", ")};`,
+      `Spillway GCRA ÷ commands-only floor is ${byCallersText(toCommandsByCallers)};`,
       `rate-limiter-flexible ÷ the same is ${range(rlfToCommands)}.`,
+      "",
+      "The least an exact limiter with the server's clock can do, a hand-written GCRA for one fixed policy (TIME, GET, SET … PXAT, answering admitted or not and nothing else):",
+      `minimal GCRA ÷ rate-limiter-flexible is ${byCallersText(minimalToRlfByCallers)};`,
+      `Spillway GCRA (writes sent at once, like it) ÷ minimal GCRA is ${byCallersText(toMinimalByCallers)}.`,
+      "",
+      "How far one cell's ratio can be trusted here, turn by turn (each of the cell's turn pairs ran seconds apart):",
+      ...options.keyCounts.flatMap((keyCount) =>
+        SPILLWAY.map((spillway) => `- ${keyCount.toLocaleString("en-US")} key${keyCount === 1 ? "" : "s"}, 1 caller, ${spillway.label} ÷ rate-limiter-flexible: ${pairedSpread(results, keyCount, 1, spillway, RATE_LIMITER_FLEXIBLE)}.`),
+      ),
     );
   }
   return lines;

@@ -19,6 +19,8 @@ export interface CellResult {
   /** CPU per call of this Node process (load generator and limiter alike) and of the Redis process (I/O included), when measured. */
   nodeCpuUsPerCall?: number;
   redisCpuUsPerCall?: number;
+  /** Decisions per second in each of the contender's turns, in turn order (turn i of every contender falls in the same slice). */
+  turnRates?: number[];
 }
 
 export interface ThroughputOptions {
@@ -90,6 +92,7 @@ interface Tally {
   nodeCpuUs: number;
   redisCpuMs: number;
   redisUs: number;
+  turnRates: number[];
 }
 
 export async function runThroughput(options: ThroughputOptions, progress: (line: string) => void): Promise<ThroughputResults> {
@@ -107,7 +110,7 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
       for (const concurrency of options.concurrencies) {
         const contenders = options.contenders;
         for (const contender of contenders) await measureCell(deciders.get(contender.id)!, concurrency, keyCount, options.warmUpMs);
-        const tallies = contenders.map((): Tally => ({ latenciesMs: [], errors: 0, elapsedMs: 0, nodeCpuUs: 0, redisCpuMs: 0, redisUs: 0 }));
+        const tallies = contenders.map((): Tally => ({ latenciesMs: [], errors: 0, elapsedMs: 0, nodeCpuUs: 0, redisCpuMs: 0, redisUs: 0, turnRates: [] }));
         for (let slice = 0; slice < options.slices; slice++) {
           // Each slice starts with the next contender, so that none always follows the same one.
           for (let turn = 0; turn < contenders.length; turn++) {
@@ -116,7 +119,9 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
             await resetRedisStats(admin);
             const redisCpuBeforeMs = await redisCpuMs(admin);
             const nodeCpuBefore = process.cpuUsage();
+            const answeredBefore = tally.latenciesMs.length;
             const run = await closedLoop(deciders.get(contenders[index]!.id)!, concurrency, keyCount, options.sliceMs, tally.latenciesMs);
+            tally.turnRates.push(((tally.latenciesMs.length - answeredBefore) / run.elapsedMs) * 1000);
             const nodeCpu = process.cpuUsage(nodeCpuBefore);
             tally.nodeCpuUs += nodeCpu.user + nodeCpu.system;
             tally.redisCpuMs += (await redisCpuMs(admin)) - redisCpuBeforeMs;
@@ -132,6 +137,7 @@ export async function runThroughput(options: ThroughputOptions, progress: (line:
           result.nodeCpuUsPerCall = tally.nodeCpuUs / calls;
           result.redisCpuUsPerCall = (tally.redisCpuMs * 1000) / calls;
           result.redisUsPerCall = tally.redisUs / calls;
+          result.turnRates = tally.turnRates;
           results.set(cellId(keyCount, concurrency, contender), result);
           progress(
             `${String(keyCount).padStart(5)} keys  c=${String(concurrency).padStart(3)}  ${contender.label.padEnd(60)} ${Math.round(result.perSecond).toString().padStart(7)}/s  p50 ${result.p50Ms.toFixed(2)}  p99 ${result.p99Ms.toFixed(2)}  redis script ${fixed(result.redisUsPerCall, 1)} µs  cpu node ${fixed(result.nodeCpuUsPerCall, 1)} + redis ${fixed(result.redisCpuUsPerCall, 1)} µs${result.errors ? `  errors ${result.errors}` : ""}`,
