@@ -69,11 +69,9 @@ export class WriteCoalescer {
  * does not ask the Cluster for its nodes.
  */
 export class ClusterWriteCoalescer {
-  private readonly cluster: Cluster;
   private coalescers: WriteCoalescer[];
 
   constructor(cluster: Cluster) {
-    this.cluster = cluster;
     this.coalescers = cluster.nodes("all").map((node) => new WriteCoalescer(node));
     cluster.on("+node", this.added);
     cluster.on("-node", this.removed);
@@ -84,12 +82,6 @@ export class ClusterWriteCoalescer {
     for (let i = 0; i < coalescers.length; i++) coalescers[i]!.beforeSend();
   }
 
-  /** Stops following the Cluster's nodes (the Cluster may be the caller's and outlive us). */
-  close(): void {
-    this.cluster.off("+node", this.added);
-    this.cluster.off("-node", this.removed);
-  }
-
   private readonly added = (node: Redis): void => {
     this.coalescers = [...this.coalescers, new WriteCoalescer(node)];
   };
@@ -97,4 +89,22 @@ export class ClusterWriteCoalescer {
   private readonly removed = (node: Redis): void => {
     this.coalescers = this.coalescers.filter((coalescer) => coalescer.client !== node);
   };
+}
+
+/** The coalescer of each client, shared by every store on it. */
+const coalescers = new WeakMap<Redis | Cluster, WriteCoalescer | ClusterWriteCoalescer>();
+
+/**
+ * The write coalescer of a client: one per client, however many stores use it, since what it
+ * watches (commands in flight, the socket) belongs to the client. A Cluster's coalescer
+ * follows its nodes with one pair of listeners for the client's lifetime, not one per store
+ * (stores created per request would otherwise pile them up).
+ */
+export function coalescerFor(client: Redis | Cluster, isCluster: boolean): WriteCoalescer | ClusterWriteCoalescer {
+  let coalescer = coalescers.get(client);
+  if (!coalescer) {
+    coalescer = isCluster ? new ClusterWriteCoalescer(client as Cluster) : new WriteCoalescer(client as Redis);
+    coalescers.set(client, coalescer);
+  }
+  return coalescer;
 }

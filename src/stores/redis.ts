@@ -2,7 +2,7 @@ import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./redis-codec.js";
-import { ClusterWriteCoalescer, WriteCoalescer } from "./redis-coalesce.js";
+import { type ClusterWriteCoalescer, type WriteCoalescer, coalescerFor } from "./redis-coalesce.js";
 import { Deadlines, withTimeout } from "./redis-errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-keys.js";
 import { recoverScript, sendScript } from "./redis-run.js";
@@ -85,7 +85,7 @@ export class RedisStore implements Limiter {
   private readonly waiters: LeaseWaiters;
   private readonly log: (line: string) => void;
   private readonly deadlines: Deadlines;
-  /** Coalesces the standalone client's writes under load, unless turned off. */
+  /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
 
@@ -105,7 +105,7 @@ export class RedisStore implements Limiter {
     this.waiters = new LeaseWaiters({ client: this.client, channel: this.channel, pollIntervalMs });
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
-    if (options.coalesceWrites !== false) this.coalescer = isCluster(this.client) ? new ClusterWriteCoalescer(this.client) : new WriteCoalescer(this.client);
+    if (options.coalesceWrites !== false) this.coalescer = coalescerFor(this.client, isCluster(this.client));
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
@@ -187,7 +187,6 @@ export class RedisStore implements Limiter {
 
   async close(): Promise<void> {
     this.waiters.close();
-    if (this.coalescer instanceof ClusterWriteCoalescer) this.coalescer.close();
     if (!this.ownsClient) return;
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }

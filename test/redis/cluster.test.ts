@@ -83,6 +83,15 @@ describe("Redis Cluster specifics", () => {
     }
   });
 
+  it("stores sharing one Cluster client share its write coalescer: one pair of node listeners, however many stores", async () => {
+    new RedisStore({ client: cluster, keyPrefix: "shared:" });
+    const listeners = [cluster.listenerCount("+node"), cluster.listenerCount("-node")];
+    const stores = Array.from({ length: 20 }, (_, i) => new RedisStore({ client: cluster, keyPrefix: `shared${i}:` }));
+    expect([cluster.listenerCount("+node"), cluster.listenerCount("-node")]).toEqual(listeners);
+    await Promise.all(stores.map((store) => store.close()));
+    expect([cluster.listenerCount("+node"), cluster.listenerCount("-node")]).toEqual(listeners);
+  });
+
   it("holds a burst's writes on each busy master to the end of the turn, and every decision is exact", async () => {
     const store = new RedisStore({ client: cluster, keyPrefix: "burst:", timeoutMs: 5000 });
     const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
