@@ -6,6 +6,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName } from "../../src/core/types.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore, scriptFor } from "../../src/stores/redis.js";
 import { WriteCoalescer } from "../../src/stores/redis-coalesce.js";
+import { decodeSingleDecision } from "../../src/stores/redis-codec.js";
 import { NEVER_DENY_GCRA } from "./redis-policies.js";
 import { upstashStyleLimiter } from "./redis-upstash.js";
 
@@ -111,12 +112,13 @@ export const FLOOR_COMMANDS_ONLY: Contender = {
 };
 
 /**
- * The least an exact limiter with the server's clock can do: a hand-written GCRA for one
- * fixed policy (emission interval and tolerance as its two arguments) that reads TIME, GETs
- * the tat, SETs the next one with PXAT at its own moment and answers admitted or not. No
- * costs, modes, policy argument, client clock or decision fields (Node reads one byte).
- * What Spillway's generality costs is Spillway ÷ this row; this row ÷ rate-limiter-flexible
- * is as close as any exact limiter of this shape gets to a counter without a clock.
+ * The least a limiter that is exact, uses the server's clock and answers a whole decision can
+ * do: a hand-written GCRA for one fixed policy (emission interval and tolerance as its two
+ * arguments) that reads TIME, GETs the state, SETs the next one with PXAT at its own moment
+ * and answers Spillway's reply; Node computes the decision from it as Spillway does
+ * (decodeSingleDecision). No costs, modes, policy argument, client clock, key escaping or
+ * deadline. Spillway ÷ this row is what its generality costs; this row ÷
+ * rate-limiter-flexible is as close as such a limiter gets to a counter without a clock.
  */
 const MINIMAL_GCRA_LIBRARY = `#!lua name=spillway_bench_minimal_gcra
 redis.register_function("spillway_bench_minimal_gcra", function(keys, args)
@@ -125,29 +127,33 @@ redis.register_function("spillway_bench_minimal_gcra", function(keys, args)
   local tat_ms = now_ms
   local raw = redis.call("GET", keys[1])
   if raw then
-    tat_ms = raw + 0
+    tat_ms = string.sub(raw, 3) + 0
     if tat_ms < now_ms then tat_ms = now_ms end
   end
-  if tat_ms - now_ms > args[2] + 0 then return 0 end
-  local next_text = string.format("%d", tat_ms + args[1])
-  redis.call("SET", keys[1], next_text, "PXAT", next_text)
-  return 1
+  local admitted = "0 "
+  if tat_ms - now_ms <= args[2] + 0 then
+    local next_text = string.format("%d", tat_ms + args[1])
+    redis.call("SET", keys[1], "g:" .. next_text, "PXAT", next_text)
+    admitted = "1 "
+  end
+  return admitted .. time[1] .. " " .. time[2] .. " " .. (raw or "")
 end)
 `;
 
 export const FLOOR_MINIMAL_GCRA: Contender = {
   id: "floor-minimal-gcra",
-  label: "floor: minimal exact GCRA (FCALL, hand-written, one fixed policy)",
+  label: "floor: minimal exact GCRA (hand-written FCALL, one fixed policy) + Spillway's decision in Node",
   async create(client, spec, prefix) {
     await client.call("FUNCTION", "LOAD", "REPLACE", MINIMAL_GCRA_LIBRARY);
-    // NEVER_DENY_GCRA's shape when the spec asks for it, else a burst of 1.
-    const limit = spec.neverDeny ? NEVER_DENY_GCRA.limit : spec.limit;
-    const burst = spec.neverDeny ? NEVER_DENY_GCRA.burst : 1;
-    const intervalMs = spec.periodMs / limit;
-    const args = [String(intervalMs), String((burst - 1) * intervalMs)];
+    // Spillway GCRA's policy in this run; whole-ms intervals only (%d in the script).
+    const shape = spec.neverDeny ? NEVER_DENY_GCRA : { limit: spec.limit, burst: 1 };
+    const policy = parsePolicy({ name: "bench", algorithm: "gcra", ...shape, period: spec.periodMs }, "policy");
+    const intervalMs = policy.periodMs / policy.limit;
+    if (!Number.isInteger(intervalMs)) throw new Error(`the minimal GCRA takes whole-ms intervals, got ${intervalMs}`);
+    const args = [String(intervalMs), String((policy.burst - 1) * intervalMs)];
     return async (key) => {
-      const command = new Command("fcall", ["spillway_bench_minimal_gcra", 1, [`${prefix}{${key}}`], args]);
-      return (await client.sendCommand(command)) === 1;
+      const command = new Command("fcall", ["spillway_bench_minimal_gcra", 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
+      return decodeSingleDecision((await client.sendCommand(command)) as string, policy, CHECK, undefined).allowed;
     };
   },
 };

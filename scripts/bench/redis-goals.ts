@@ -169,7 +169,7 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
       `Spillway GCRA ÷ commands-only floor is ${byCallersText(toCommandsByCallers)};`,
       `rate-limiter-flexible ÷ the same is ${range(rlfToCommands)}.`,
       "",
-      "The least an exact limiter with the server's clock can do, a hand-written GCRA for one fixed policy (TIME, GET, SET … PXAT, answering admitted or not and nothing else):",
+      "The least a limiter that is exact, uses the server's clock and answers a whole decision can do: a hand-written GCRA for one fixed policy (TIME, GET, SET … PXAT, Spillway's reply), with the decision computed in Node as Spillway does:",
       `minimal GCRA ÷ rate-limiter-flexible is ${byCallersText(minimalToRlfByCallers)};`,
       `Spillway GCRA (writes sent at once, like it) ÷ minimal GCRA is ${byCallersText(toMinimalByCallers)}.`,
       "",
