@@ -40,8 +40,17 @@ export function problemResponse(body: Problem, headers: Record<string, string> =
   });
 }
 
+/** A request body over the API's limit (413). */
+export class BodyTooLargeError extends Error {
+  constructor(maxBytes: number) {
+    super(`the body is over ${maxBytes} bytes`);
+    this.name = "BodyTooLargeError";
+  }
+}
+
 /** Maps what the service throws to a problem: a user's mistake is a 4xx, never a 500. */
 export function problemFor(error: unknown): Problem {
+  if (error instanceof BodyTooLargeError) return problem(413, error.message);
   if (error instanceof ValidationError) return problem(400, error.message, { field: error.field });
   if (error instanceof UnknownPolicyError) return problem(404, error.message, { field: error.field });
   if (error instanceof StoreUnavailableError) {

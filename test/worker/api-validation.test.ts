@@ -56,6 +56,23 @@ describe("bad input answers 400 problem+json naming the field", () => {
     expect(response.status).toBe(413);
   });
 
+  it("a streamed body of undeclared length is a 413 once past 64 KiB, and decided below it", async () => {
+    const stream = (text: string, chunkBytes: number) => {
+      const bytes = new TextEncoder().encode(text);
+      let offset = 0;
+      return new ReadableStream<Uint8Array>({
+        pull(controller) {
+          if (offset >= bytes.length) return controller.close();
+          controller.enqueue(bytes.slice(offset, (offset += chunkBytes)));
+        },
+      });
+    };
+    const over = await post("/v1/check", stream(JSON.stringify({ key: "k", policy, pad: "x".repeat(70_000) }), 8192));
+    expect(over.status).toBe(413);
+    const under = await post("/v1/check", stream(JSON.stringify({ key: "streamed", policy }), 7));
+    expect(under.status).toBe(200);
+  });
+
   it("lease routes refuse rate policies, naming the field", async () => {
     const response = await post("/v1/acquire", { key: "k", policy });
     expect(response.status).toBe(400);

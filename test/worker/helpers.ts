@@ -7,7 +7,8 @@ export function post(path: string, body: unknown, headers: Record<string, string
   return exports.default.fetch(`http://spillway.test${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
+    // A stream goes as it is: a body of undeclared length.
+    body: typeof body === "string" || body instanceof ReadableStream ? body : JSON.stringify(body),
   });
 }
 
