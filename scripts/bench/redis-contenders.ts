@@ -103,13 +103,17 @@ export const FLOOR_COMMANDS_ONLY: Contender = {
   async create(client, _spec, prefix) {
     await client.call("FUNCTION", "LOAD", "REPLACE", COMMANDS_ONLY_LIBRARY);
     // What Spillway sends for the usual request: the policy alone (single.lua).
-    const args = ["gcra 1000 86400000 1000000000 0 bench"];
-    return async (key) => {
-      const command = new Command("fcall", ["spillway_bench_commands", 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
-      return (await client.sendCommand(command)) !== null;
-    };
+    return fcallDecider(client, "spillway_bench_commands", prefix, ["gcra 1000 86400000 1000000000 0 bench"], (reply) => reply !== null);
   },
 };
+
+/** FCALLs `functionName` on Spillway's key of each user key, as RedisStore sends it, and reads the reply with `admitted`. */
+function fcallDecider(client: Redis, functionName: string, prefix: string, args: string[], admitted: (reply: string | null) => boolean): Decide {
+  return async (key) => {
+    const command = new Command("fcall", [functionName, 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
+    return admitted((await client.sendCommand(command)) as string | null);
+  };
+}
 
 /**
  * The least a limiter that is exact, uses the server's clock and answers a whole decision can
@@ -151,10 +155,7 @@ export const FLOOR_MINIMAL_GCRA: Contender = {
     const intervalMs = policy.periodMs / policy.limit;
     if (!Number.isInteger(intervalMs)) throw new Error(`the minimal GCRA takes whole-ms intervals, got ${intervalMs}`);
     const args = [String(intervalMs), String((policy.burst - 1) * intervalMs)];
-    return async (key) => {
-      const command = new Command("fcall", ["spillway_bench_minimal_gcra", 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
-      return decodeSingleDecision((await client.sendCommand(command)) as string, policy, CHECK, undefined).allowed;
-    };
+    return fcallDecider(client, "spillway_bench_minimal_gcra", prefix, args, (reply) => decodeSingleDecision(reply as string, policy, CHECK, undefined).allowed);
   },
 };
 
