@@ -100,15 +100,19 @@ end)
 export const FLOOR_COMMANDS_ONLY: Contender = {
   id: "floor-commands",
   label: "floor: FCALL of TIME + GET + SET PXAT, no logic",
-  async create(client, _spec, prefix) {
-    await client.call("FUNCTION", "LOAD", "REPLACE", COMMANDS_ONLY_LIBRARY);
+  async create(client, spec, prefix) {
     // What Spillway sends for the usual request: the policy alone (single.lua).
-    return fcallDecider(client, "spillway_bench_commands", prefix, ["gcra 1000 86400000 1000000000 0 bench"], (reply) => reply !== null);
+    const policyArg = `gcra ${NEVER_DENY_GCRA.limit} ${spec.periodMs} ${NEVER_DENY_GCRA.burst} 0 bench`;
+    return fcallDecider(client, COMMANDS_ONLY_LIBRARY, "spillway_bench_commands", prefix, [policyArg], (reply) => reply !== null);
   },
 };
 
-/** FCALLs `functionName` on Spillway's key of each user key, as RedisStore sends it, and reads the reply with `admitted`. */
-function fcallDecider(client: Redis, functionName: string, prefix: string, args: string[], admitted: (reply: string | null) => boolean): Decide {
+/**
+ * Loads `library`, then FCALLs its `functionName` on Spillway's key of each user key (as
+ * RedisStore sends it) and reads the reply with `admitted`.
+ */
+async function fcallDecider(client: Redis, library: string, functionName: string, prefix: string, args: string[], admitted: (reply: string | null) => boolean): Promise<Decide> {
+  await client.call("FUNCTION", "LOAD", "REPLACE", library);
   return async (key) => {
     const command = new Command("fcall", [functionName, 1, [`${prefix}{${key}}:bench`], args], { replyEncoding: "utf8" });
     return admitted((await client.sendCommand(command)) as string | null);
@@ -148,14 +152,13 @@ export const FLOOR_MINIMAL_GCRA: Contender = {
   id: "floor-minimal-gcra",
   label: "floor: minimal exact GCRA (hand-written FCALL, one fixed policy) + Spillway's decision in Node",
   async create(client, spec, prefix) {
-    await client.call("FUNCTION", "LOAD", "REPLACE", MINIMAL_GCRA_LIBRARY);
     // Spillway GCRA's policy in this run; whole-ms intervals only (%d in the script).
     const shape = spec.neverDeny ? NEVER_DENY_GCRA : { limit: spec.limit, burst: 1 };
     const policy = parsePolicy({ name: "bench", algorithm: "gcra", ...shape, period: spec.periodMs }, "policy");
     const intervalMs = policy.periodMs / policy.limit;
     if (!Number.isInteger(intervalMs)) throw new Error(`the minimal GCRA takes whole-ms intervals, got ${intervalMs}`);
     const args = [String(intervalMs), String((policy.burst - 1) * intervalMs)];
-    return fcallDecider(client, "spillway_bench_minimal_gcra", prefix, args, (reply) => decodeSingleDecision(reply as string, policy, CHECK, undefined).allowed);
+    return fcallDecider(client, MINIMAL_GCRA_LIBRARY, "spillway_bench_minimal_gcra", prefix, args, (reply) => decodeSingleDecision(reply as string, policy, CHECK, undefined).allowed);
   },
 };
 

@@ -55,13 +55,7 @@ async function boundedText(request: Request, maxBytes: number): Promise<string> 
     }
     chunks.push(value);
   }
-  const body = new Uint8Array(bytes);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(body);
+  return new Blob(chunks).text();
 }
 
 function decisionResponse({ decision, policies }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): Response {
