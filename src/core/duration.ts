@@ -30,7 +30,25 @@ export function parseDurationMs(value: unknown): { ok: true; ms: number } | { ok
 /** Renders a user's value for an error message without dumping huge inputs. */
 export function describe(value: unknown): string {
   if (value === undefined) return "nothing";
-  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
-  const text = JSON.stringify(value) ?? String(value);
+  const text = preview(value, 3);
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * JSON-like text of a value, at most `depth` levels deep and a few items per level. Never
+ * JSON.stringify a user's value whole: a body nested 10,000 levels deep overflows its stack,
+ * and a 64 KiB one would be rendered only to keep 80 characters of it.
+ */
+function preview(value: unknown, depth: number): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? value.slice(0, 80) : value);
+  if (value === null || typeof value !== "object") return String(value);
+  if (depth === 0) return Array.isArray(value) ? "[...]" : "{...}";
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 4).map((item) => preview(item, depth - 1));
+    return `[${items.join(",")}${value.length > 4 ? ",..." : ""}]`;
+  }
+  const entries = Object.entries(value);
+  const items = entries.slice(0, 4).map(([name, item]) => `${JSON.stringify(name)}:${preview(item, depth - 1)}`);
+  return `{${items.join(",")}${entries.length > 4 ? ",..." : ""}}`;
 }

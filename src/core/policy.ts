@@ -110,7 +110,7 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
       const found = catalog.get(item);
       if (!found) throw new UnknownPolicyError(at, item);
       policy = found;
-    } else if (item !== null && typeof item === "object") {
+    } else if (item !== null && typeof item === "object" && !Array.isArray(item)) {
       policy = parsePolicy(item, at);
     } else {
       throw new ValidationError(at, `must be a policy name or a policy object, got ${describe(item)}`);

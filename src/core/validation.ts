@@ -34,11 +34,16 @@ export function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix: strin
     // Name the unknown key itself: most often a typo of a real field.
     path = [...path, issue.keys[0]!];
     message = "is not a known field";
+  } else if (issue.code === "invalid_type" && message.startsWith("Invalid input")) {
+    // A schema without its own message: say it in Spillway's words, not the validator's.
+    message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(issue.input)}`;
   } else if ("input" in issue && !message.includes(", got ")) {
     message = `${message}, got ${describe(issue.input)}`;
   }
   throw new ValidationError(joinPath(prefix, path), message);
 }
+
+const EXPECTED: Record<string, string> = { object: "a JSON object", array: "an array", string: "a string", number: "a number", boolean: "true or false" };
 
 /** An integer in [min, max], with a message that states the rule. */
 export function integerIn(min: number, max: number, what = "an integer") {
