@@ -1,14 +1,14 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import { rpcAnswer } from "../rpc-errors.js";
-import type { AcquireAnswer } from "../service.js";
+import type { AcquireAnswer, SpillwayService } from "../service.js";
 import type { Env } from "./env.js";
-import { appFor } from "./index.js";
-import { serviceFor } from "./service.js";
 
 /**
  * Service-binding RPC: other Workers call `env.SPILLWAY.check({ key, policy })` with the
  * same shapes as the HTTP API. No token: holding the binding is the capability.
+ * `createWorker(config).Rpc` is the concrete class, bound to that config; this one is its
+ * shape, for a caller's `Service<SpillwayEntrypoint>`.
  *
  * Errors (workerd passes an RPC error's message, not its class, so the message is the contract):
  * - bad input: the message starts with the field path and a colon, `policy.limit: must be …`,
@@ -21,33 +21,34 @@ import { serviceFor } from "./service.js";
  *
  * @example const decision = await env.SPILLWAY.check({ key: "user:42", policy: "per-minute" });
  */
-export class SpillwayRpc extends WorkerEntrypoint<Env> {
-  override async fetch(request: Request): Promise<Response> {
-    // `fetch` over the binding reaches the same HTTP app (and so needs the token).
-    return appFor(this.env).fetch(request, this.env, this.ctx);
-  }
+export abstract class SpillwayEntrypoint extends WorkerEntrypoint<Env> {
+  /** The service (store and config) for this Worker's bindings. */
+  protected abstract service(): SpillwayService;
 
   check(request: unknown): Promise<Decision> {
-    return rpcAnswer(async () => (await serviceFor(this.env).check(request)).decision);
+    return rpcAnswer(async () => (await this.service().check(request)).decision);
   }
 
   peek(request: unknown): Promise<Decision> {
-    return rpcAnswer(async () => (await serviceFor(this.env).peek(request)).decision);
+    return rpcAnswer(async () => (await this.service().peek(request)).decision);
   }
 
   reset(request: unknown): Promise<void> {
-    return rpcAnswer(() => serviceFor(this.env).reset(request));
+    return rpcAnswer(() => this.service().reset(request));
   }
 
   acquire(request: unknown): Promise<AcquireAnswer> {
-    return rpcAnswer(() => serviceFor(this.env).acquire(request));
+    return rpcAnswer(() => this.service().acquire(request));
   }
 
   release(request: unknown): Promise<ReleaseResult> {
-    return rpcAnswer(() => serviceFor(this.env).release(request));
+    return rpcAnswer(() => this.service().release(request));
   }
 
   extend(request: unknown): Promise<ExtendResult> {
-    return rpcAnswer(() => serviceFor(this.env).extend(request));
+    return rpcAnswer(() => this.service().extend(request));
   }
 }
+
+/** The RPC surface a caller's service binding sees: `Service<SpillwayRpc>`. */
+export type SpillwayRpc = SpillwayEntrypoint;

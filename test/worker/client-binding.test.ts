@@ -14,7 +14,8 @@ import {
   httpLimiter,
 } from "../../src/client/index.js";
 import type { Env } from "../../src/worker/env.js";
-import { SpillwayRpc } from "../../src/worker/entrypoint.js";
+import { createWorker } from "../../src/worker/index.js";
+import config from "../../spillway.config.json";
 import { TOKEN, uniqueKey } from "./helpers.js";
 
 // spillway/client inside workerd, against the Worker under test: bindingLimiter over its own
@@ -103,7 +104,7 @@ describe("SpillwayRpc when its store is down", () => {
     },
   };
   const env = { LIMITER: brokenNamespace, SPILLWAY_TOKEN: TOKEN } as unknown as Env;
-  const rpc = new SpillwayRpc(createExecutionContext(), env);
+  const rpc = new (createWorker(config).Rpc)(createExecutionContext(), env);
 
   it("answers a stable `store unavailable: ` message, which bindingLimiter maps to LimiterUnavailableError", async () => {
     const policy = { name: "strict", algorithm: "fixed-window" as const, limit: 5, period: "1s" };

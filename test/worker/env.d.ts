@@ -5,7 +5,7 @@ declare namespace Cloudflare {
     SPILLWAY_TOKEN?: string;
   }
   interface GlobalProps {
-    mainModule: typeof import("../../src/worker/index.js");
+    mainModule: typeof import("../../demo/worker.js");
     durableNamespaces: "LimiterObject";
   }
 }

@@ -3,7 +3,7 @@
 //   GET /?user=ann            → env.SPILLWAY.check(...)  (RPC: no token, the binding is the capability)
 //   GET /via-fetch?user=ann   → env.SPILLWAY.fetch("/v1/check") (the HTTP API over the binding: needs the token)
 // Run it next to Spillway: `npx wrangler dev -c wrangler.toml -c examples/caller-worker/wrangler.toml`.
-import type { SpillwayRpc } from "../../../src/worker/entrypoint.js";
+import type { SpillwayRpc } from "../../../src/worker/index.js";
 
 export interface Env {
   /** Service binding to Spillway's SpillwayRpc entrypoint. */
