@@ -1,0 +1,96 @@
+import { describe } from "../core/duration.js";
+import { parsePolicyList } from "../core/policy.js";
+import type { Policy } from "../core/types.js";
+import { ValidationError } from "../core/validation.js";
+import { MAX_DELAY_MS } from "../gateway/config.js";
+import type { LimitPlan, LogFn } from "../gateway/limit.js";
+import type { Limiter } from "../limiter.js";
+import { MAX_KEY_BYTES } from "../requests.js";
+import { type Problem, problem } from "./problems.js";
+
+/**
+ * The runtime-neutral half of `rateLimit()`: its options (all but the key function, whose
+ * argument is the runtime's request), their validation, and the key rule. Hono's middleware
+ * (spillway/hono) and the Node one (spillway/node) are both built on it.
+ */
+
+/** A policy as written in config (SPEC §1): `{ name, algorithm, limit, period, ... }`. */
+export type PolicyInput = Record<string, unknown>;
+
+/** The options of every `rateLimit()` but `key`. */
+export interface RateLimitBaseOptions {
+  /** Where counts live: MemoryStore, DurableObjectStore, RedisStore, or any Limiter. */
+  store: Limiter;
+  /** One policy or a stack (all must admit), validated when the middleware is built. */
+  policies: PolicyInput | readonly PolicyInput[];
+  /**
+   * `reject`: 429 at once. `delay`: hold the request until its slot, up to maxDelayMs.
+   * @default "reject"
+   */
+  onLimit?: "reject" | "delay";
+  /** delay only: the longest a request is held, in ms (1 … 300000). */
+  maxDelayMs?: number;
+  /**
+   * Never block; report in headers (Spillway-Dry-Run) and logs.
+   * @default false
+   */
+  dryRun?: boolean;
+  /**
+   * Add X-RateLimit-Limit/Remaining/Reset.
+   * @default false
+   */
+  legacyHeaders?: boolean;
+  /** Structured log lines (dry-run denials, lease and store errors). Default: one JSON line on stdout. */
+  log?: LogFn;
+}
+
+/** What a key function may answer: undefined, null or "" mean "this request carries no key". */
+export type RateLimitKey = string | undefined | null;
+
+function fail(option: string, message: string): never {
+  throw new TypeError(`rateLimit: ${option} ${message}`);
+}
+
+/**
+ * Validates the options once, at build time, naming the bad option and its value.
+ * `keyShape` is how the key function is written on this runtime, for the message.
+ */
+export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, keyShape: string): LimitPlan {
+  if (options === null || typeof options !== "object") fail("options", `must be an object, got ${describe(options)}`);
+  const store = options.store as Partial<Limiter> | undefined;
+  if (!store || typeof store.check !== "function" || typeof store.release !== "function") {
+    fail("store", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describe(options.store)}`);
+  }
+  if (typeof options.key !== "function") fail("key", `must be a function ${keyShape}, got ${describe(options.key)}`);
+  const onLimit = options.onLimit ?? "reject";
+  if (onLimit !== "reject" && onLimit !== "delay") fail("onLimit", `must be "reject" or "delay", got ${describe(onLimit)}`);
+  const maxDelayMs = options.maxDelayMs ?? 0;
+  if (!Number.isInteger(maxDelayMs) || maxDelayMs < 0 || maxDelayMs > MAX_DELAY_MS) fail("maxDelayMs", `must be an integer from 0 to ${MAX_DELAY_MS}, got ${describe(maxDelayMs)}`);
+  if (onLimit === "delay" && maxDelayMs === 0) fail("maxDelayMs", 'must be above 0 when onLimit is "delay", got 0');
+  if (onLimit === "reject" && maxDelayMs > 0) fail("maxDelayMs", `is only used with onLimit "delay", got ${maxDelayMs}`);
+  for (const flag of ["dryRun", "legacyHeaders"] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== "boolean") fail(flag, `must be true or false, got ${describe(options[flag])}`);
+  }
+  if (options.log !== undefined && typeof options.log !== "function") fail("log", `must be a function (entry) => void, got ${describe(options.log)}`);
+  const list = Array.isArray(options.policies) ? options.policies : [options.policies];
+  if (list.length === 0) fail("policies", "must hold at least one policy, got []");
+  let policies: Policy[];
+  try {
+    policies = parsePolicyList(list, "policies");
+  } catch (error) {
+    // Same rule text as the config validator, as a TypeError: a build-time programming error.
+    if (error instanceof ValidationError) throw new TypeError(`rateLimit: ${error.message}`);
+    throw error;
+  }
+  return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false };
+}
+
+const encoder = new TextEncoder();
+
+/** The 400 for a request without a usable key (never counted under one empty key shared by all), or undefined. */
+export function keyProblem(key: unknown): Problem | undefined {
+  if (typeof key !== "string" || key === "") return problem(400, "the request carries no rate-limit key");
+  // UTF-8 is at most 3 bytes per UTF-16 unit: most keys skip the encoding.
+  if (key.length * 3 > MAX_KEY_BYTES && encoder.encode(key).length > MAX_KEY_BYTES) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
+  return undefined;
+}
