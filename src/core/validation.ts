@@ -27,13 +27,17 @@ export function joinPath(prefix: string, path: readonly PropertyKey[]): string {
 export function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix: string): T {
   const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
+  const issues = result.error.issues;
+  // An unknown key comes first: it is most often a typo of a field that is then missing,
+  // and "limt: is not a known field" says more than "limit: is required".
+  const issue = issues.find((one) => one.code === "unrecognized_keys") ?? issues[0]!;
   let path = issue.path;
   let message = issue.message;
   if (issue.code === "unrecognized_keys") {
-    // Name the unknown key itself: most often a typo of a real field.
     path = [...path, issue.keys[0]!];
     message = "is not a known field";
+    const missing = issues.find((one) => one.code === "invalid_type" && one.input === undefined && one.path.length === issue.path.length + 1 && issue.path.every((part, i) => part === one.path[i]));
+    if (missing) message += ` (did you mean ${JSON.stringify(missing.path[missing.path.length - 1])}?)`;
   } else if (issue.code === "invalid_type" && message.startsWith("Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.
     message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(issue.input)}`;

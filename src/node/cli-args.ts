@@ -10,7 +10,9 @@ export interface ServeArgs {
   store: StoreChoice;
 }
 
-export const USAGE = `usage: spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
+export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
+       spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
+       spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --store memory]
 
   --config FILE          spillway.config.json (policies, gateway routes)
@@ -91,4 +93,16 @@ function checkRedisUrl(url: string, field: string): void {
     throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
   }
   if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
+}
+
+/** Parses `spillway check` flags: `--config FILE`, required. */
+export function parseCheckArgs(argv: string[]): string {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { config: { type: "string" } } }));
+  } catch (error) {
+    throw new ValidationError("arguments", (error as Error).message);
+  }
+  if (!values.config) throw new ValidationError("--config", "is required: the path of spillway.config.json");
+  return values.config;
 }

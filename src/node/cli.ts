@@ -3,12 +3,14 @@ import { parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "../gateway/node.js";
-import { USAGE, parseServeArgs } from "./cli-args.js";
+import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
+import { initProject } from "./init.js";
 import { startServer } from "./server.js";
 import { createStore } from "./stores.js";
 
 /**
- * `spillway serve`: the Node runtime. Exit codes: 0 after a clean shutdown, 2 for bad
+ * The `spillway` command: `serve` (the Node runtime), `init DIR` (a Worker project) and
+ * `check --config FILE`. Exit codes: 0 after a clean shutdown or a valid config, 2 for bad
  * flags or config (the message names the field), 1 for anything else.
  */
 export async function main(argv: string[]): Promise<number> {
@@ -17,6 +19,8 @@ export async function main(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (command === "check") return check(rest);
+  if (command === "init") return init(rest);
   if (command !== "serve") {
     console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
     return 2;
@@ -43,6 +47,38 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`spillway: ${(error as Error).message}`);
     return 1;
   }
+}
+
+/** Runs a command body, mapping a ValidationError to exit status 2 and its message. */
+async function exitCodeOf(run: () => Promise<void>): Promise<number> {
+  try {
+    await run();
+    return 0;
+  } catch (error) {
+    console.error(`spillway: ${(error as Error).message}`);
+    return error instanceof ValidationError ? 2 : 1;
+  }
+}
+
+/** `spillway check --config FILE`: the same validation as serve and the Worker, nothing started. */
+function check(argv: string[]): Promise<number> {
+  return exitCodeOf(async () => {
+    const configPath = parseCheckArgs(argv);
+    const config = parseConfigText(await readConfig(configPath), configPath);
+    const gateway = parseGatewayConfig(config);
+    const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
+    console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+  });
+}
+
+/** `spillway init DIR`: scaffolds a Worker project that deploys its own spillway.config.json. */
+function init(argv: string[]): Promise<number> {
+  return exitCodeOf(async () => {
+    if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
+    const dir = argv[0]!;
+    const files = await initProject(dir);
+    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start`);
+  });
 }
 
 async function readConfig(path: string): Promise<string> {

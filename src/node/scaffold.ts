@@ -1,0 +1,96 @@
+/**
+ * The files `spillway init DIR` writes: a Worker project that deploys the user's own
+ * spillway.config.json through `spillway/worker`. Kept as data so the CLI and its test
+ * read the same thing.
+ */
+export interface ScaffoldVersions {
+  /** The spillway version the project depends on (this package's own). */
+  spillway: string;
+  /** The wrangler version range the project uses. */
+  wrangler: string;
+}
+
+export function scaffoldFiles(name: string, versions: ScaffoldVersions): Record<string, string> {
+  const packageJson = {
+    name,
+    version: "0.0.0",
+    private: true,
+    type: "module",
+    scripts: {
+      start: "wrangler dev",
+      deploy: "wrangler deploy",
+      check: "spillway check --config spillway.config.json",
+    },
+    dependencies: { spillway: `^${versions.spillway}` },
+    devDependencies: { wrangler: versions.wrangler },
+  };
+  const config = {
+    $schema: "./node_modules/spillway/spillway.schema.json",
+    policies: [
+      { name: "per-minute", algorithm: "gcra", limit: 60, period: "1m" },
+      { name: "per-hour", algorithm: "sliding-window", limit: 1000, period: "1h" },
+      { name: "concurrent", algorithm: "concurrency", limit: 10, lease: "30s" },
+    ],
+  };
+  return {
+    "package.json": `${JSON.stringify(packageJson, null, 2)}\n`,
+    "spillway.config.json": `${JSON.stringify(config, null, 2)}\n`,
+    "wrangler.toml": WRANGLER_TOML.replace("{{name}}", name),
+    "src/index.ts": INDEX_TS,
+    ".dev.vars": "# Local secrets for `wrangler dev` (not committed). In production: `wrangler secret put SPILLWAY_TOKEN`.\nSPILLWAY_TOKEN=dev-token\n",
+    ".gitignore": "node_modules/\n.wrangler/\n.dev.vars\n",
+    "README.md": README_MD.replaceAll("{{name}}", name),
+  };
+}
+
+const WRANGLER_TOML = `name = "{{name}}"
+main = "src/index.ts"
+compatibility_date = "2026-10-01"
+
+# A bad spillway.config.json fails \`wrangler dev\`, \`wrangler deploy\` (and --dry-run) here,
+# with a message that names the field.
+[build]
+command = "npx --no-install spillway check --config spillway.config.json"
+watch_dir = ["src", "spillway.config.json"]
+
+# One Durable Object per rate-limit key.
+[[durable_objects.bindings]]
+name = "LIMITER"
+class_name = "LimiterObject"
+
+# SQLite-backed Durable Objects: state is persisted in each object's own database.
+[[migrations]]
+tag = "v1"
+new_sqlite_classes = ["LimiterObject"]
+`;
+
+const INDEX_TS = `// Your Spillway Worker: the /v1 decision API (and a gateway, when the config sets an
+// origin and routes), deciding in one Durable Object per key.
+import { LimiterObject, createWorker } from "spillway/worker";
+import config from "../spillway.config.json";
+
+const spillway = createWorker(config);
+
+// wrangler.toml names these: the Durable Object class, and the RPC entrypoint for service bindings.
+export { LimiterObject };
+export const SpillwayRpc = spillway.Rpc;
+export default { fetch: spillway.fetch };
+`;
+
+const README_MD = `# {{name}}
+
+A rate limiter on Cloudflare Workers, made with \`spillway init\`. Your policies are in
+\`spillway.config.json\`; \`wrangler dev\` and \`wrangler deploy\` check it first.
+
+\`\`\`sh
+npm install
+npm start            # wrangler dev on http://localhost:8787, token from .dev.vars
+curl -X POST http://localhost:8787/v1/check -H 'authorization: Bearer dev-token' \\
+  -d '{"key":"alice","policy":"per-minute"}'
+\`\`\`
+
+Deploy: \`npx wrangler secret put SPILLWAY_TOKEN\`, then \`npm run deploy\`.
+To put Spillway in front of an API, add \`origin\` and \`routes\` to the config (see
+Spillway's README, "Gateway"). Other Workers can call it over a service binding to the
+\`SpillwayRpc\` entrypoint.
+`;
