@@ -7,6 +7,8 @@ import { parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } 
 export interface Checked {
   decision: Decision;
   policies: Policy[];
+  /** What the request asked for (1 for a peek), named when it can never be admitted. */
+  cost: number;
 }
 
 export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
@@ -28,13 +30,13 @@ export class SpillwayService {
   async check(body: unknown): Promise<Checked> {
     const request = parseCheck(body, this.config.catalog);
     const decision = await applyFailMode(request.policies, () => this.limiter.check(request.key, request.policies, request));
-    return { decision, policies: request.policies };
+    return { decision, policies: request.policies, cost: request.cost };
   }
 
   async peek(body: unknown): Promise<Checked> {
     const request = parseKeyRequest(body, this.config.catalog);
     const decision = await applyFailMode(request.policies, () => this.limiter.peek(request.key, request.policies));
-    return { decision, policies: request.policies };
+    return { decision, policies: request.policies, cost: 1 };
   }
 
   async reset(body: unknown): Promise<void> {

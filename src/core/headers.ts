@@ -6,6 +6,8 @@ const secondsUp = (ms: number) => Math.ceil(ms / 1000);
  * RateLimit-Policy, RateLimit and Retry-After (draft-ietf-httpapi-ratelimit-headers),
  * one list item per policy. `t` is the policy's retryAfterMs when it denied, else its resetMs,
  * in whole seconds rounded up. Retry-After (denials only) is never earlier than any denied `t`.
+ * A request that can never be admitted (cost above capacity: `retryAfterMs` null) gets no
+ * Retry-After: any value would tell a client that honours it to retry for ever.
  *
  * @example rateLimitHeaders(decision, policies, { legacy: false })["RateLimit"] // '"per-minute";r=0;t=1'
  */
@@ -24,7 +26,7 @@ export function rateLimitHeaders(decision: Decision, policies: readonly Policy[]
     "RateLimit-Policy": policyField,
     RateLimit: stateField,
   };
-  if (!decision.allowed) {
+  if (!decision.allowed && decision.retryAfterMs !== null) {
     headers["Retry-After"] = String(retryAfterSeconds(decision));
   }
   if (options.legacy) {
@@ -36,8 +38,9 @@ export function rateLimitHeaders(decision: Decision, policies: readonly Policy[]
 }
 
 /**
- * Seconds for Retry-After: at least 1, never before any denied policy's `t`. A request that
- * can never be admitted (cost above capacity) gets the longest reset as a conservative hint.
+ * Seconds for Retry-After: at least 1, never before any denied policy's `t`. rateLimitHeaders
+ * sends none for a request that can never be admitted; asked anyway, this answers the
+ * longest reset.
  */
 export function retryAfterSeconds(decision: Decision): number {
   let seconds = decision.retryAfterMs === null ? secondsUp(decision.resetMs) : secondsUp(decision.retryAfterMs);

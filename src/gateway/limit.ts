@@ -3,7 +3,7 @@ import { rateLimitHeaders } from "../core/headers.js";
 import { concurrencyPolicies } from "../core/key-state.js";
 import type { Decision, Policy } from "../core/types.js";
 import { FAILED_OPEN_HEADER } from "../http/api.js";
-import { QUOTA_EXCEEDED_TYPE, problem, problemResponse } from "../http/problems.js";
+import { QUOTA_EXCEEDED_TYPE, costAboveCapacityDetail, problem, problemResponse } from "../http/problems.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 
 /** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done). */
@@ -64,10 +64,15 @@ export function deferOf(c: Context): (promise: Promise<unknown>) => void {
   };
 }
 
-/** The 429 of SPEC §5: Retry-After, the RateLimit fields and a quota-exceeded problem body. */
-export function quotaExceededResponse(decision: Decision, headers: Record<string, string>): Response {
+/**
+ * The 429 of SPEC §5: Retry-After, the RateLimit fields and a quota-exceeded problem body.
+ * A request that can never pass (`retryAfterMs` null; `cost` above a capacity) has no
+ * Retry-After (see rateLimitHeaders) and a detail that says so.
+ */
+export function quotaExceededResponse(decision: Decision, headers: Record<string, string>, cost = 1): Response {
   const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
-  const detail = `rate limit exceeded (${violated.join(", ")}); retry after ${headers["Retry-After"] ?? "?"} s`;
+  const detail =
+    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")}); retry after ${headers["Retry-After"]} s`;
   const body = problem(429, detail, {
     type: QUOTA_EXCEEDED_TYPE,
     title: "Request cannot be satisfied as assigned quota has been exceeded",

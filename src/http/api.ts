@@ -3,7 +3,7 @@ import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
 import type { Checked, SpillwayService } from "../service.js";
 import { bearerAuth } from "./auth.js";
-import { BodyTooLargeError } from "./problems.js";
+import { BodyTooLargeError, costAboveCapacityDetail } from "./problems.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
@@ -58,10 +58,12 @@ async function boundedText(request: Request, maxBytes: number): Promise<string> 
   return new Blob(chunks).text();
 }
 
-function decisionResponse({ decision, policies }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): Response {
+function decisionResponse({ decision, policies, cost }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): Response {
   const headers: Record<string, string> = { "content-type": "application/json", ...rateLimitHeaders(decision, policies, { legacy: legacyHeaders }) };
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
-  return new Response(JSON.stringify(decision), { status: decision.allowed ? 200 : deniedStatus, headers });
+  // Such a 429 has no Retry-After (rateLimitHeaders): the body says in words why.
+  const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost) } : decision;
+  return new Response(JSON.stringify(body), { status: decision.allowed ? 200 : deniedStatus, headers });
 }
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });

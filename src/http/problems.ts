@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
+import type { Decision } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../rpc-errors.js";
@@ -27,6 +28,7 @@ const TITLES: Record<number, string> = {
   500: "Internal Server Error",
   502: "Bad Gateway",
   503: "Service Unavailable",
+  504: "Gateway Timeout",
 };
 
 export function problem(status: number, detail: string, extensions: Record<string, unknown> = {}): Problem {
@@ -38,6 +40,18 @@ export function problemResponse(body: Problem, headers: Record<string, string> =
     status: body.status,
     headers: { "content-type": "application/problem+json", ...headers },
   });
+}
+
+/**
+ * Why a denial with `retryAfterMs: null` is final: the cost is above what a policy can ever
+ * hold. Said in words because such a 429 carries no Retry-After.
+ *
+ * @example costAboveCapacityDetail(decision, 5) // 'the cost 5 exceeds the capacity of policy "three" (3): ...'
+ */
+export function costAboveCapacityDetail(decision: Decision, cost: number): string {
+  const over = decision.policies.filter((result) => !result.allowed && result.retryAfterMs === null);
+  const named = over.map((result) => `policy "${result.policy}" (${result.limit})`).join(", ");
+  return `the cost ${cost} exceeds the capacity of ${named || `policy "${decision.policy}" (${decision.limit})`}: this request can never be admitted; retrying it will not help`;
 }
 
 /** A request body over the API's limit (413). */

@@ -82,15 +82,15 @@ describe("rateLimitHeaders", () => {
     expect(rateLimitHeaders(tiny, [perMinute])["Retry-After"]).toBe("1");
   });
 
-  it("falls back to the reset time when a request can never be admitted", () => {
+  it("sends no Retry-After when a request can never be admitted (cost above capacity)", () => {
     const policy = policyOf({ algorithm: "fixed-window", limit: 2, period: "10s" });
     const subject = new Subject([policy]);
     subject.check(500);
     const never = subject.check(1000, reject(3));
     expect(never).toMatchObject({ allowed: false, retryAfterMs: null, resetMs: 9000 });
-    expect(rateLimitHeaders(never, [policy])).toMatchObject({ RateLimit: '"p";r=1;t=9', "Retry-After": "9" });
+    expect(rateLimitHeaders(never, [policy])).toEqual({ "RateLimit-Policy": '"p";q=2;w=10', RateLimit: '"p";r=1;t=9' });
     const fresh = new Subject([policy]).check(0, reject(3));
-    expect(rateLimitHeaders(fresh, [policy])["Retry-After"]).toBe("1");
+    expect(rateLimitHeaders(fresh, [policy])).not.toHaveProperty("Retry-After");
   });
 
   it("quotes the quota as limit per period even when burst lets more through at once", () => {
@@ -132,7 +132,7 @@ function parseRateLimit(value: string): [string, number, number][] {
 }
 
 describe("property: headers of real decisions", () => {
-  it("list every policy with r = remaining and t = ⌈retry or reset / 1000⌉; Retry-After only on denials, never before a denied t", () => {
+  it("list every policy with r = remaining and t = ⌈retry or reset / 1000⌉; Retry-After only on denials that may pass later, never before a denied t", () => {
     fc.assert(
       fc.property(stackTraceArb(), ({ policies, steps }) => {
         for (const { decision } of runTrace(policies, steps).records) {
@@ -142,7 +142,7 @@ describe("property: headers of real decisions", () => {
             decision.policies.map((p) => [p.policy, p.remaining, Math.ceil((p.allowed ? p.resetMs : (p.retryAfterMs ?? p.resetMs)) / 1000)]),
           );
           expect(headers["RateLimit-Policy"]!.split(", ")).toHaveLength(policies.length);
-          if (decision.allowed) {
+          if (decision.allowed || decision.retryAfterMs === null) {
             expect(headers["Retry-After"]).toBeUndefined();
           } else {
             const retryAfterSeconds = Number(headers["Retry-After"]);
