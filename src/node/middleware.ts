@@ -1,0 +1,107 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { concurrencyPolicies } from "../core/key-state.js";
+import { type LimitOutcome, defaultLog, limitRequest } from "../gateway/limit.js";
+import { type Problem, problemFor } from "../http/problems.js";
+import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan } from "../http/rate-limit-plan.js";
+import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+
+export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
+  /**
+   * The key a request is counted under; may be async. Return undefined (or "") when the
+   * request carries none: it is answered 400, never counted under one empty key shared by everybody.
+   */
+  key: (req: Req) => RateLimitKey | Promise<RateLimitKey>;
+}
+
+/** `next` as Express passes it, or your own callback on plain node:http: `next(error)` on an error, `next()` to go on. */
+export type NextFunction = (error?: unknown) => void;
+
+/** A connect-style middleware. Its promise never rejects: errors go to `next(error)`. */
+export type NodeMiddleware<Req extends IncomingMessage = IncomingMessage> = (req: Req, res: ServerResponse, next: NextFunction) => Promise<void>;
+
+function send(res: ServerResponse, status: number, headers: Record<string, string> | Headers, body: string | null): void {
+  res.statusCode = status;
+  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(name, value));
+  else for (const name in headers) res.setHeader(name, headers[name]!);
+  res.end(body ?? undefined);
+}
+
+function sendProblem(res: ServerResponse, body: Problem): void {
+  send(res, body.status, { "content-type": "application/problem+json" }, JSON.stringify(body));
+}
+
+/** A denial built by the shared engine (a web Response: the 429 problem) written to Node's response. */
+async function sendDenial(res: ServerResponse, response: Response): Promise<void> {
+  // 499: the client left while its request was delayed; there is nobody to answer.
+  if (response.status === 499) return;
+  send(res, response.status, response.headers, await response.text());
+}
+
+/** Aborted when the response closes: finished, or the client went away. */
+function closeSignal(res: ServerResponse): AbortSignal {
+  const closing = new AbortController();
+  // The client may have gone while the key function ran: 'close' is then behind us.
+  if (res.closed) closing.abort();
+  else res.once("close", () => closing.abort());
+  return closing.signal;
+}
+
+/**
+ * Rate limiting for Express and plain node:http: a `(req, res, next)` middleware with the
+ * options of spillway/hono's `rateLimit()`. Admitted requests get the RateLimit fields and go
+ * on with `next()`; denied ones get 429 with Retry-After, the RateLimit fields and a
+ * quota-exceeded problem body. Concurrency policies hold a lease until the response closes
+ * (finished, or the client went away), released once. When the store cannot decide and the
+ * policies fail closed (or the store faults), the answer is the 503 problem of `spillway serve`;
+ * an error thrown by your key function goes to `next(error)`.
+ * Bad options throw a TypeError naming the option when the middleware is built.
+ *
+ * @example
+ * import express, { type Request } from "express";
+ * import { MemoryStore, rateLimit } from "spillway/node";
+ *
+ * const app = express();
+ * app.use("/api", rateLimit({
+ *   store: new MemoryStore(),
+ *   policies: { name: "per-minute", algorithm: "gcra", limit: 60, period: "1m" },
+ *   key: (req: Request) => req.get("x-api-key"),
+ * }));
+ *
+ * @example
+ * // Plain node:http: next is your own callback.
+ * const limit = rateLimit({ store, policies, key: (req) => req.socket.remoteAddress });
+ * http.createServer((req, res) => limit(req, res, (error) => (error ? fail(res, error) : handle(req, res))));
+ */
+export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: NodeRateLimitOptions<Req>): NodeMiddleware<Req> {
+  const plan = rateLimitPlan(options, "(req) => string");
+  const { store, key: keyOf } = options;
+  const log = options.log ?? defaultLog;
+  // Only plans that can wait or hold a lease need to know when the response closes.
+  const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
+  return async function spillwayRateLimit(req, res, next) {
+    let outcome: LimitOutcome;
+    // The path, without a query string that may carry secrets, names the request in logs.
+    const label = req.url?.split("?", 1)[0] ?? "";
+    try {
+      const key = await keyOf(req);
+      const badKey = keyProblem(key);
+      if (badKey) return sendProblem(res, badKey);
+      const signal = watchesClose ? closeSignal(res) : undefined;
+      outcome = await limitRequest(store, key as string, plan, { signal, label, log });
+      if (!outcome.admitted) return await sendDenial(res, outcome.response);
+      for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
+      const lease = outcome.lease;
+      if (lease && signal) {
+        if (signal.aborted) void lease.release();
+        else signal.addEventListener("abort", () => void lease.release(), { once: true });
+      }
+    } catch (error) {
+      if (error instanceof StoreUnavailableError || error instanceof StoreFaultError) {
+        log({ event: error instanceof StoreFaultError ? "store-fault" : "store-unavailable", route: label, error: String(error) });
+        return sendProblem(res, problemFor(error));
+      }
+      return next(error);
+    }
+    next();
+  };
+}

@@ -1,0 +1,159 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { StoreUnavailableError } from "../../src/limiter.js";
+import { type NodeRateLimitOptions, rateLimit } from "../../src/node-middleware.js";
+import { STORE_UNAVAILABLE_TYPE } from "../../src/rpc-errors.js";
+import { CountingStore, type Listening, abortedGet, failingStore, gate, listen } from "./node-middleware-helpers.js";
+
+const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 1, period: "1m" };
+let store = new CountingStore();
+let running: Listening | undefined;
+afterEach(async () => {
+  await running?.close();
+  running = undefined;
+  await store.close();
+  store = new CountingStore();
+});
+
+const options = (overrides: Partial<NodeRateLimitOptions> | Record<string, unknown> = {}): NodeRateLimitOptions => ({
+  store,
+  policies: perMinute,
+  key: (req) => req.headers["x-user"] as string | undefined,
+  log: () => {},
+  ...overrides,
+});
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
+/** What next(error) received on the last request, if anything. */
+let nextError: unknown;
+
+/** A bare node:http server: the middleware, with our own `next` that runs the handler or answers the error. */
+async function serve(middlewareOptions: NodeRateLimitOptions, handler: Handler = (_req, res) => void res.end("ok")): Promise<string> {
+  const limit = rateLimit(middlewareOptions);
+  nextError = undefined;
+  running = await listen((req, res) => {
+    void limit(req, res, (error) => {
+      if (error === undefined) return void handler(req, res);
+      nextError = error;
+      res.statusCode = 500;
+      res.end();
+    });
+  });
+  return running.url;
+}
+const get = (url: string, user?: string) => fetch(url, { headers: user ? { "x-user": user } : {} });
+
+describe("spillway/node: validated when built", () => {
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ["no store", { store: undefined }, /^rateLimit: store must be a Limiter/],
+    ["no key function", { key: "x-user" }, /^rateLimit: key must be a function \(req\) => string, got "x-user"/],
+    ["an empty stack", { policies: [] }, /^rateLimit: policies must hold at least one policy/],
+    ["a bad policy", { policies: { name: "p", limit: 0, period: "1m" } }, /^rateLimit: policies\.p\.limit: must be a positive integer.*got 0/],
+    ["an unknown onLimit", { onLimit: "queue" }, /^rateLimit: onLimit must be "reject" or "delay", got "queue"/],
+    ["delay without maxDelayMs", { onLimit: "delay" }, /^rateLimit: maxDelayMs must be above 0/],
+    ["a legacyHeaders that is not boolean", { legacyHeaders: 1 }, /^rateLimit: legacyHeaders must be true or false, got 1/],
+    ["a log that is not a function", { log: console }, /^rateLimit: log must be a function/],
+  ];
+  it.each(cases)("throws a TypeError naming the option for %s", (_label, overrides, message) => {
+    expect(() => rateLimit(options(overrides))).toThrow(TypeError);
+    expect(() => rateLimit(options(overrides))).toThrow(message);
+  });
+
+  it("returns a named (req, res, next) middleware", () => {
+    const middleware = rateLimit(options());
+    expect(middleware.name).toBe("spillwayRateLimit");
+    expect(middleware.length).toBe(3);
+  });
+});
+
+describe("spillway/node on a bare node:http server", () => {
+  it("adds RateLimit fields (and legacy ones on request), then answers 429 with a problem", async () => {
+    const url = await serve(options({ legacyHeaders: true }));
+    const first = await get(url, "ann");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-policy")).toBe('"per-minute";q=1;w=60');
+    expect(first.headers.get("x-ratelimit-remaining")).toBe("0");
+    const denied = await get(url, "ann");
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+    expect(denied.headers.get("content-type")).toBe("application/problem+json");
+    expect(await denied.json()).toMatchObject({ status: 429, "violated-policies": ["per-minute"] });
+    expect(nextError).toBeUndefined();
+  });
+
+  it("answers 400 for a key over 512 bytes, counting nothing", async () => {
+    const url = await serve(options({ key: () => "é".repeat(257) }));
+    const response = await get(url);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ detail: "the rate-limit key is over 512 bytes" });
+  });
+
+  it("delay admits a request after its slot's wait", async () => {
+    const url = await serve(options({ policies: { name: "spaced", algorithm: "gcra", limit: 10, period: "1s", burst: 1 }, onLimit: "delay", maxDelayMs: 300 }));
+    expect((await get(url, "bea")).status).toBe(200);
+    const started = performance.now();
+    expect((await get(url, "bea")).status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(80);
+  });
+
+  it("a delayed request whose client leaves never reaches the handler", async () => {
+    let handled = 0;
+    const url = await serve(options({ policies: { name: "spaced", algorithm: "gcra", limit: 1, period: "300ms", burst: 1 }, onLimit: "delay", maxDelayMs: 1000 }), (_req, res) => {
+      handled++;
+      res.end("ok");
+    });
+    expect((await get(url, "cy")).status).toBe(200);
+    // The second request waits ~300 ms for its slot; the client leaves after 50 ms.
+    await abortedGet(url, "cy", new Promise((resolve) => setTimeout(resolve, 50)));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(handled).toBe(1);
+  });
+
+  it("holds a concurrency lease until the response ends, released once", async () => {
+    const received = gate();
+    const busy = gate();
+    const url = await serve(options({ policies: { name: "slot", algorithm: "concurrency", limit: 1 } }), async (_req, res) => {
+      received.open();
+      await busy.opened;
+      res.end("done");
+    });
+    const first = get(url, "dot");
+    await received.opened;
+    expect((await get(url, "dot")).status).toBe(429);
+    busy.open();
+    expect(await (await first).text()).toBe("done");
+    await vi.waitFor(() => expect(store.releases).toBe(1));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(store.releases).toBe(1);
+  });
+
+  it("releases the lease when the client aborts", async () => {
+    const received = gate();
+    const url = await serve(options({ policies: { name: "slot", algorithm: "concurrency", limit: 1 } }), (req, res) => {
+      if (req.url !== "/hold") return void res.end("ok");
+      received.open();
+    });
+    await abortedGet(`${url}/hold`, "eli", received.opened);
+    await vi.waitFor(() => expect(store.releases).toBe(1));
+    expect((await get(url, "eli")).status).toBe(200);
+  });
+
+  it("fails closed with a 503 problem, and open with a header, as the policies say", async () => {
+    const down = failingStore(new StoreUnavailableError("connection refused"));
+    const closedUrl = await serve(options({ store: down }));
+    const refused = await get(closedUrl, "fox");
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ type: STORE_UNAVAILABLE_TYPE });
+    await running!.close();
+    const openUrl = await serve(options({ store: down, policies: { ...perMinute, failMode: "open" } }));
+    const admitted = await get(openUrl, "fox");
+    expect(admitted.status).toBe(200);
+    expect(admitted.headers.get("spillway-failed-open")).toBe("true");
+  });
+
+  it("hands any other error to next(error)", async () => {
+    const url = await serve(options({ store: failingStore(new RangeError("a bug in a custom store")) }));
+    expect((await get(url, "gil")).status).toBe(500);
+    expect(nextError).toBeInstanceOf(RangeError);
+  });
+});
