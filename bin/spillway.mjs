@@ -1,14 +1,26 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI directly. Where Node strips types itself (Node 22.18+/23.6+, on by
-// default), it loads the sources natively, with scripts/ts-hooks.mjs mapping their `.js`
-// import specifiers to `.ts`: unlike tsx (esbuild's keepNames), that adds no defineProperty
-// per named closure per call on hot paths. Node refuses to strip types under node_modules,
-// so an installed copy (or a Node without type stripping) still goes through tsx.
-if (process.features.typescript && !new URL(import.meta.url).pathname.split("/").includes("node_modules")) {
+// The `spillway` command. An installed copy runs the built JavaScript (dist/, which is all the
+// package ships): no TypeScript, no devDependencies. A checkout runs its TypeScript sources on
+// Node's own type stripping (Node 22.18+/23.6+, on by default), with scripts/ts-hooks.mjs
+// mapping their `.js` import specifiers to `.ts`, so an edit is live without a rebuild and no
+// stale dist/ is ever what a test or `npm run serve` measured. A checkout on a Node without type
+// stripping runs dist/ too (built by `npm install`'s prepare, or `npm run build`).
+import { existsSync } from "node:fs";
+
+const fromSources =
+  process.features.typescript &&
+  !new URL(import.meta.url).pathname.split("/").includes("node_modules") &&
+  existsSync(new URL("../src/node/cli.ts", import.meta.url)) &&
+  existsSync(new URL("../scripts/ts-hooks.mjs", import.meta.url));
+
+let cli;
+if (fromSources) {
   await import("../scripts/ts-hooks.mjs");
+  cli = await import("../src/node/cli.ts");
+} else if (existsSync(new URL("../dist/node/cli.js", import.meta.url))) {
+  cli = await import("../dist/node/cli.js");
 } else {
-  const { register } = await import("tsx/esm/api");
-  register();
+  console.error("spillway: dist/ is missing: run `npm run build` first");
+  process.exit(1);
 }
-const { main } = await import("../src/node/cli.ts");
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await cli.main(process.argv.slice(2));

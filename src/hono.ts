@@ -1,5 +1,8 @@
 /**
- * `spillway/hono`: the `rateLimit()` middleware and the stores it can use.
+ * `spillway/hono`: the `rateLimit()` middleware and the in-process store. The other stores come
+ * from their own entry points (`RedisStore` from `spillway/redis`; `DurableObjectStore` from
+ * `spillway/worker`, whose types need the Workers runtime's), so a Node app type-checks with
+ * Node's types alone.
  *
  * @example
  * import { rateLimit, MemoryStore } from "spillway/hono";
@@ -7,5 +10,4 @@
  */
 export * from "./http/middleware.js";
 export { MemoryStore } from "./stores/memory.js";
-export { DurableObjectStore } from "./stores/durable-object.js";
 export type { Limiter, StoreHealth } from "./limiter.js";

@@ -1,0 +1,14 @@
+// `npm run build` (and `prepare`): src/ → dist/ with tsc (tsconfig.build.json), then the
+// files modules read at run time next to the modules that read them (the Redis store's Lua,
+// src/stores/redis-scripts.ts). dist/ is emptied first so no module deleted from src/ lingers.
+import { execFileSync } from "node:child_process";
+import { cpSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+
+rmSync(`${root}dist`, { recursive: true, force: true });
+execFileSync(process.execPath, [tsc, "-p", `${root}tsconfig.build.json`], { stdio: "inherit" });
+cpSync(`${root}src/stores/lua`, `${root}dist/stores/lua`, { recursive: true });
