@@ -12,67 +12,49 @@ import { StateTable } from "./state-table.js";
  * requests on one key can never over-admit. Every change is written to SQLite before the
  * answer leaves (the output gate holds it), so an evicted or restarted object remembers
  * what it admitted. An alarm deletes state once it is equivalent to a fresh key.
- *
- * The optional `nowMs` arguments exist for the conformance suite's injected clock; the
- * Worker never passes them.
  */
 export class LimiterObject extends DurableObject<Env> {
   private local!: LocalKey;
   private table!: StateTable;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
-  /**
-   * Set once a caller injects a clock (the conformance suite). Real-time alarms would then
-   * fire at meaningless moments, so none are scheduled while it is set.
-   */
-  private injectedClock = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
       this.table = new StateTable(ctx.storage.sql);
-      this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes));
+      this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes), () => this.nowMs());
       this.alarmAtMs = (await ctx.storage.getAlarm()) ?? undefined;
     });
   }
 
-  check(policies: Policy[], options: CheckOptions, nowMs?: number): Decision {
-    this.noteClock(nowMs);
-    return this.local.check(policies, options, nowMs);
+  check(policies: Policy[], options: CheckOptions): Decision {
+    return this.local.check(policies, options);
   }
 
-  peek(policies: Policy[], nowMs?: number): Decision {
-    this.noteClock(nowMs);
-    return this.local.peek(policies, nowMs);
+  peek(policies: Policy[]): Decision {
+    return this.local.peek(policies);
   }
 
   reset(policies: Policy[]): void {
     this.local.reset(policies);
   }
 
-  acquire(policies: Policy[], options: AcquireOptions, nowMs?: number): Promise<AcquireResult> {
-    this.noteClock(nowMs);
-    return this.local.acquire(policies, options, nowMs);
+  acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.local.acquire(policies, options);
   }
 
-  release(policies: Policy[], leaseId: string, nowMs?: number): ReleaseResult {
-    this.noteClock(nowMs);
-    return this.local.release(policies, leaseId, nowMs);
+  release(policies: Policy[], leaseId: string): ReleaseResult {
+    return this.local.release(policies, leaseId);
   }
 
-  extend(policies: Policy[], leaseId: string, leaseMs?: number, nowMs?: number): ExtendResult {
-    this.noteClock(nowMs);
-    return this.local.extend(policies, leaseId, leaseMs, nowMs);
-  }
-
-  /** Number of policy states held (for tests of bounded storage). */
-  storedStates(): number {
-    return this.table.count();
+  extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult {
+    return this.local.extend(policies, leaseId, leaseMs);
   }
 
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
-    const nowMs = Date.now();
+    const nowMs = this.nowMs();
     for (const name of this.table.deleteFresh(nowMs)) this.local.state.states.delete(name);
     const nextMs = this.table.lastFreshAtMs();
     if (nextMs !== undefined) {
@@ -93,12 +75,12 @@ export class LimiterObject extends DurableObject<Env> {
     if (latestMs !== undefined && this.alarmAtMs === undefined) void this.scheduleAlarm(latestMs);
   }
 
-  private noteClock(nowMs: number | undefined): void {
-    if (nowMs !== undefined) this.injectedClock = true;
+  /** The clock every decision reads (a test subclass sets its own). */
+  protected nowMs(): number {
+    return Date.now();
   }
 
-  private async scheduleAlarm(atMs: number): Promise<void> {
-    if (this.injectedClock) return;
+  protected async scheduleAlarm(atMs: number): Promise<void> {
     this.alarmAtMs = Math.ceil(atMs);
     await this.ctx.storage.setAlarm(this.alarmAtMs);
   }

@@ -48,11 +48,6 @@ export class StateTable {
     return row.last ?? undefined;
   }
 
-  count(): number {
-    if (!this.schemaReady) return 0;
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM state").one().n;
-  }
-
   /** After deleteAll() the table is gone; it is re-created on the next write. */
   forgetSchema(): void {
     this.schemaReady = false;

@@ -3,18 +3,22 @@ import { describe, expect, it } from "vitest";
 import { type ConformanceAdapter, SCENARIOS, coreAdapter, runScenario } from "./scenarios.js";
 
 /**
- * Drives LimiterObjects with the scenario clock. The runner prefixes keys per run, and
- * each key is its own object, exactly as in production.
+ * Drives real LimiterObjects (ClockedLimiterObject: the production class on the scenario
+ * clock). The runner prefixes keys per run, and each key is its own object, as in production.
  */
 function durableObjectAdapter(): ConformanceAdapter {
-  const stub = (key: string) => env.LIMITER.getByName(key);
+  const at = async (key: string, nowMs: number) => {
+    const stub = env.CLOCKED_LIMITER.getByName(key);
+    await stub.setClockMs(nowMs);
+    return stub;
+  };
   return {
-    check: (key, policies, options, nowMs) => stub(key).check([...policies], options, nowMs),
-    peek: (key, policies, nowMs) => stub(key).peek([...policies], nowMs),
-    reset: (key, policies) => stub(key).reset([...policies]),
-    acquire: async (key, policies, options, nowMs) => (await stub(key).acquire([...policies], options, nowMs)) as Awaited<ReturnType<ConformanceAdapter["acquire"]>>,
-    release: (key, policies, leaseId, nowMs) => stub(key).release([...policies], leaseId, nowMs),
-    extend: (key, policies, leaseId, leaseMs, nowMs) => stub(key).extend([...policies], leaseId, leaseMs, nowMs),
+    check: async (key, policies, options, nowMs) => (await at(key, nowMs)).check([...policies], options),
+    peek: async (key, policies, nowMs) => (await at(key, nowMs)).peek([...policies]),
+    reset: async (key, policies, nowMs) => (await at(key, nowMs)).reset([...policies]),
+    acquire: async (key, policies, options, nowMs) => (await (await at(key, nowMs)).acquire([...policies], options)) as Awaited<ReturnType<ConformanceAdapter["acquire"]>>,
+    release: async (key, policies, leaseId, nowMs) => (await at(key, nowMs)).release([...policies], leaseId),
+    extend: async (key, policies, leaseId, leaseMs, nowMs) => (await at(key, nowMs)).extend([...policies], leaseId, leaseMs),
   };
 }
 

@@ -67,26 +67,33 @@ describe("LimiterObject leases", () => {
   });
 
   it("release is by lease id, and extend keeps a lease alive", async () => {
-    // Injected clock: the lease's 150 ms must not depend on how busy the machine is.
+    // The test clock: the lease's 150 ms must not depend on how busy the machine is.
     const policy = oneSlot("150ms");
-    const stub = env.LIMITER.getByName(uniqueKey("lease-extend"));
-    const t0 = Date.now();
-    const held = leaseIdOf(await stub.acquire([policy], { maxWaitMs: 0 }, t0));
-    expect(await stub.release([policy], "not-my-lease", t0 + 10)).toEqual({ released: false });
-    expect(await stub.extend([policy], held, 1000, t0 + 100)).toEqual({ extended: true, leaseMs: 1000 });
+    const stub = env.CLOCKED_LIMITER.getByName(uniqueKey("lease-extend"));
+    const at = async (ms: number) => stub.setClockMs(1_000_000 + ms);
+    await at(0);
+    const held = leaseIdOf(await stub.acquire([policy], { maxWaitMs: 0 }));
+    await at(10);
+    expect(await stub.release([policy], "not-my-lease")).toEqual({ released: false });
+    await at(100);
+    expect(await stub.extend([policy], held, 1000)).toEqual({ extended: true, leaseMs: 1000 });
     // Past the original 150 ms, the extended lease still holds the only slot.
-    expect((await stub.acquire([policy], { maxWaitMs: 0 }, t0 + 200)).acquired).toBe(false);
-    expect(await stub.release([policy], held, t0 + 300)).toEqual({ released: true });
-    expect((await stub.acquire([policy], { maxWaitMs: 0 }, t0 + 310)).acquired).toBe(true);
+    await at(200);
+    expect((await stub.acquire([policy], { maxWaitMs: 0 })).acquired).toBe(false);
+    await at(300);
+    expect(await stub.release([policy], held)).toEqual({ released: true });
+    await at(310);
+    expect((await stub.acquire([policy], { maxWaitMs: 0 })).acquired).toBe(true);
   });
 
   it("an expired lease cannot be extended", async () => {
     const policy = oneSlot("150ms");
-    const stub = env.LIMITER.getByName(uniqueKey("lease-expired"));
-    const t0 = Date.now();
-    const held = leaseIdOf(await stub.acquire([policy], { maxWaitMs: 0 }, t0));
-    expect(await stub.extend([policy], held, 1000, t0 + 150)).toEqual({ extended: false, leaseMs: 1000 });
-    expect((await stub.acquire([policy], { maxWaitMs: 0 }, t0 + 151)).acquired).toBe(true);
+    const stub = env.CLOCKED_LIMITER.getByName(uniqueKey("lease-expired"));
+    await stub.setClockMs(1_000_000);
+    const held = leaseIdOf(await stub.acquire([policy], { maxWaitMs: 0 }));
+    await stub.setClockMs(1_000_150);
+    expect(await stub.extend([policy], held, 1000)).toEqual({ extended: false, leaseMs: 1000 });
+    await stub.setClockMs(1_000_151);
+    expect((await stub.acquire([policy], { maxWaitMs: 0 })).acquired).toBe(true);
   });
-
 });

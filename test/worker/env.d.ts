@@ -2,10 +2,11 @@
 declare namespace Cloudflare {
   interface Env {
     LIMITER: DurableObjectNamespace<import("../../src/worker/limiter-object.js").LimiterObject>;
+    CLOCKED_LIMITER: DurableObjectNamespace<import("./clocked-limiter-object.js").ClockedLimiterObject>;
     SPILLWAY_TOKEN?: string;
   }
   interface GlobalProps {
-    mainModule: typeof import("../../demo/worker.js");
-    durableNamespaces: "LimiterObject";
+    mainModule: typeof import("./main.js");
+    durableNamespaces: "LimiterObject" | "ClockedLimiterObject";
   }
 }

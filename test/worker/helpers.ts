@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 
 export const TOKEN = "test-token";
@@ -17,4 +18,12 @@ let counter = 0;
 export function uniqueKey(label = "key"): string {
   counter++;
   return `${label}-${counter}-${crypto.randomUUID()}`;
+}
+
+/** Policy states a LimiterObject holds in SQLite (its table is gone once the object is idle). */
+export function storedStates(stub: DurableObjectStub): Promise<number> {
+  return runInDurableObject(stub, (_instance, state) => {
+    const table = state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'state'").one();
+    return table.n === 0 ? 0 : state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM state").one().n;
+  });
 }
