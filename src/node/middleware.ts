@@ -80,8 +80,9 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
   const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
   return async function spillwayRateLimit(req, res, next) {
     let outcome: LimitOutcome;
-    // The path, without a query string that may carry secrets, names the request in logs.
-    const label = req.url?.split("?", 1)[0] ?? "";
+    // The path (Express's whole one, not the part below the mount point), without a query
+    // string that may carry secrets, names the request in logs.
+    const label = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? "").split("?", 1)[0]!;
     try {
       const key = await keyOf(req);
       const badKey = keyProblem(key);

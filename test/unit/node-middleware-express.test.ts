@@ -144,11 +144,14 @@ describe("spillway/node on Express 5", () => {
   });
 
   it("dry run never blocks and reports what enforcement would have done", async () => {
-    const url = await serve(options({ dryRun: true }));
+    const logs: Record<string, unknown>[] = [];
+    const url = await serve(options({ dryRun: true, log: (entry) => logs.push(entry) }));
     const answers = [];
-    for (let i = 0; i < 3; i++) answers.push(await get(url, "kim"));
+    for (let i = 0; i < 3; i++) answers.push(await get(`${url}?token=secret`, "kim"));
     expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
     expect(answers[2]!.headers.get("spillway-dry-run")).toBe("denied");
     expect(answers[2]!.headers.get("retry-after")).toBeNull();
+    // Logged under the app's whole path (not the part below the mount point), without its query.
+    expect(logs).toEqual([expect.objectContaining({ event: "dry-run-deny", route: "/api/x", key: "kim" })]);
   });
 });
