@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../core/key-state.js";
-import { type LimitOutcome, defaultLog, limitRequest } from "../gateway/limit.js";
+import { defaultLog, limitRequest } from "../gateway/limit.js";
 import { type Problem, problemFor } from "../http/problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan } from "../http/rate-limit-plan.js";
 import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
@@ -79,7 +79,6 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
   // Only plans that can wait or hold a lease need to know when the response closes.
   const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
   return async function spillwayRateLimit(req, res, next) {
-    let outcome: LimitOutcome;
     // The path (Express's whole one, not the part below the mount point), without a query
     // string that may carry secrets, names the request in logs.
     const label = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? "").split("?", 1)[0]!;
@@ -88,7 +87,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       const badKey = keyProblem(key);
       if (badKey) return sendProblem(res, badKey);
       const signal = watchesClose ? closeSignal(res) : undefined;
-      outcome = await limitRequest(store, key as string, plan, { signal, label, log });
+      const outcome = await limitRequest(store, key as string, plan, { signal, label, log });
       if (!outcome.admitted) return await sendDenial(res, outcome.response);
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
       const lease = outcome.lease;
