@@ -1,4 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { storePolicies } from "../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
 import type { LimiterObject } from "../worker/limiter-object.js";
 
@@ -55,28 +56,35 @@ export class DurableObjectStore implements Limiter {
     this.retry = retry;
   }
 
-  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    // Checked here, not in the object: a TypeError must not become StoreUnavailableError (failMode).
+    policies = storePolicies(policies);
     return this.call(key, (stub) => stub.check([...policies], { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs }));
   }
 
-  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+  async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    policies = storePolicies(policies);
     return this.call(key, (stub) => stub.peek([...policies]));
   }
 
-  reset(key: string, policies: readonly Policy[]): Promise<void> {
+  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    policies = storePolicies(policies);
     return this.call(key, (stub) => stub.reset([...policies]));
   }
 
-  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+  async acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    policies = storePolicies(policies);
     // RPC typing turns a union result into a union of promises; the value is a plain AcquireResult.
     return this.call(key, async (stub) => (await stub.acquire([...policies], { maxWaitMs: options.maxWaitMs, leaseMs: options.leaseMs })) as AcquireResult);
   }
 
-  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+  async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    policies = storePolicies(policies);
     return this.call(key, (stub) => stub.release([...policies], leaseId));
   }
 
-  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+  async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    policies = storePolicies(policies);
     return this.call(key, (stub) => stub.extend([...policies], leaseId, leaseMs));
   }
 

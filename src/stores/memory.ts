@@ -1,5 +1,6 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import type { Limiter, StoreHealth } from "../limiter.js";
+import { storePolicies } from "../core/store-policies.js";
 import { LocalKey } from "./local-key.js";
 
 export interface MemoryStoreOptions {
@@ -28,26 +29,32 @@ export class MemoryStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    policies = storePolicies(policies); // a policy as written in a config is parsed, garbage refused: never admitted by default
     return this.entry(key, policies).check(policies, options);
   }
 
   async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    policies = storePolicies(policies);
     return this.entry(key, policies).peek(policies);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    policies = storePolicies(policies);
     this.keys.get(key)?.local.reset(policies);
   }
 
-  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+  async acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    policies = storePolicies(policies);
     return this.entry(key, policies).acquire(policies, options);
   }
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    policies = storePolicies(policies);
     return this.keys.get(key)?.local.release(policies, leaseId) ?? { released: false };
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    policies = storePolicies(policies);
     const found = this.keys.get(key);
     if (!found) return { extended: false, leaseMs: leaseMs ?? Math.min(...policies.map((policy) => policy.leaseMs)) };
     return found.local.extend(policies, leaseId, leaseMs);

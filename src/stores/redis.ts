@@ -1,5 +1,6 @@
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { storePolicies } from "../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./redis-codec.js";
 import { type ClusterWriteCoalescer, type WriteCoalescer, coalescerFor } from "./redis-coalesce.js";
@@ -8,6 +9,7 @@ import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-ke
 import { recoverScript, sendScript } from "./redis-run.js";
 import type { AlgorithmName } from "../core/types.js";
 import type { RedisClient, ScriptName } from "./redis-scripts.js";
+import { CONNECTING, settledConnection } from "./redis-connection.js";
 import { LeaseWaiters } from "./redis-waiters.js";
 
 export { decodeStoredState } from "./redis-codec.js";
@@ -88,6 +90,8 @@ export class RedisStore implements Limiter {
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
+  /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
+  private connecting: Promise<void> | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.ownsClient = !options.client;
@@ -124,6 +128,8 @@ export class RedisStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
+    policies = storePolicies(policies);
     const stack = stackOf(policies);
     if (stack.single) {
       // One policy without leases: single.lua decides admission, the core computes the rest.
@@ -148,10 +154,12 @@ export class RedisStore implements Limiter {
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    policies = storePolicies(policies);
     await this.run("reset", key, stackOf(policies), []);
   }
 
-  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+  async acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    policies = storePolicies(policies);
     // What the lease is granted for: the override, else the shortest lease of the stack.
     const leases = policies.filter((policy) => policy.algorithm === "concurrency");
     const grantedMs = options.leaseMs ?? (leases.length > 0 ? Math.min(...leases.map((policy) => policy.leaseMs)) : 0);
@@ -167,10 +175,12 @@ export class RedisStore implements Limiter {
   }
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    policies = storePolicies(policies);
     return { released: (await this.run("release", key, stackOf(policies), [leaseId])) === 1 };
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    policies = storePolicies(policies);
     const leases = policies.filter((policy) => policy.algorithm === "concurrency");
     const lengthMs = leaseMs ?? Math.min(...(leases.length > 0 ? leases : policies).map((policy) => policy.leaseMs));
     return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
@@ -230,10 +240,25 @@ export class RedisStore implements Limiter {
 
   /** One FCALL (or EVALSHA), bounded by timeoutMs, recovering from a missing library or script. */
   private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
     this.coalescer?.beforeSend();
     const first = sendScript(this.client, name, stack.algorithms, keys, args);
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
     return this.deadlines.run(first.reply, name, (error) => recoverScript(error, this.client, name, stack.algorithms, keys, args));
+  }
+
+  /**
+   * A call made while a connection is being set up (the first calls after `new RedisStore`,
+   * before anyone awaited ready()) waits for it, up to timeoutMs, instead of failing at once:
+   * without an offline queue ioredis refuses commands until then. The call then gets its own
+   * timeoutMs; when the wait ends unconnected nothing is sent (no late write nobody was told of).
+   */
+  private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    this.connecting ??= settledConnection(this.client, this.timeoutMs).finally(() => (this.connecting = undefined));
+    await this.connecting;
+    if (this.client.status === "ready") return this.send(name, stack, keys, args);
+    const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
+    return this.deadlines.run(Promise.reject(error), name);
   }
 
   /** Logs changes of availability once, not once per call. */

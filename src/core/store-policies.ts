@@ -1,0 +1,86 @@
+import { MAX_DURATION_MS, describe } from "./duration.js";
+import { MAX_LIMIT, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
+import { ALGORITHMS, type Policy } from "./types.js";
+import { ValidationError } from "./validation.js";
+
+/** Policy objects already checked whole (by identity): the steady state costs one lookup each. */
+const checked = new WeakSet<object>();
+/** Policies written as in a config (`period: "1m"`), parsed once per object. */
+const parsedFrom = new WeakMap<object, Policy>();
+
+/**
+ * What every store entry point (check, peek, reset, acquire, release, extend) calls on the
+ * policies it was handed, so that a store never decides from a policy it cannot read.
+ * Plain JavaScript can hand a store anything: a policy as written in a config
+ * (`{ name, limit, period: "1m" }`), which has no `periodMs` (arithmetic on `undefined` is NaN,
+ * and a NaN comparison admitted every request), or garbage. A policy as written is parsed
+ * with parsePolicy; anything else is refused with a TypeError that names the field
+ * (`policies.0.periodMs: …`); nothing is ever admitted by default.
+ *
+ * Answers `policies` itself when every member is a valid Policy (stores cache work by the
+ * array's identity), else a new array of parsed policies.
+ *
+ * @example const stack = storePolicies([{ name: "per-minute", limit: 2, period: "1m" }]); // [{ …, periodMs: 60000 }]
+ */
+export function storePolicies(policies: readonly Policy[]): readonly Policy[] {
+  const input: unknown = policies;
+  if (!Array.isArray(input)) throw new TypeError(`policies: must be an array of policies, got ${describe(input)}`);
+  if (input.length === 0) throw new TypeError("policies: must name at least one policy, got []");
+  let index = 0;
+  while (index < input.length && checked.has(input[index] as object)) index++;
+  if (index === input.length) return policies;
+  const result: Policy[] = input.slice(0, index) as Policy[];
+  let changed = false;
+  for (; index < input.length; index++) {
+    const item: unknown = input[index];
+    const policy = storePolicy(item, `policies.${index}`);
+    if (policy !== item) changed = true;
+    result.push(policy);
+  }
+  return changed ? result : policies;
+}
+
+function storePolicy(value: unknown, field: string): Policy {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new TypeError(`${field}: must be a policy object, got ${describe(value)}`);
+  }
+  const parsed = parsedFrom.get(value);
+  if (parsed) return parsed;
+  if (!("periodMs" in value) && !("leaseMs" in value)) {
+    // Written as in a config: parse it (durations, defaults), as the HTTP API would.
+    let policy: Policy;
+    try {
+      policy = parsePolicy(value, field);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new TypeError(error.message, { cause: error });
+      throw error;
+    }
+    parsedFrom.set(value, policy);
+    checked.add(policy);
+    return policy;
+  }
+  const problem = resolvedPolicyProblem(value as Record<string, unknown>);
+  if (problem) {
+    throw new TypeError(`${field}.${problem.field}: ${problem.rule}, got ${describe(problem.value)} (pass a policy as written in a config, { name, limit, period: "1m" }, or one from parsePolicy)`);
+  }
+  checked.add(value);
+  return value as Policy;
+}
+
+/** The first field of a resolved Policy (as parsePolicy answers it) that breaks its rule. */
+function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string; rule: string; value: unknown } | undefined {
+  const { name, algorithm, limit, periodMs, burst, leaseMs, failMode } = policy;
+  if (typeof name !== "string" || !POLICY_NAME_PATTERN.test(name)) return { field: "name", rule: "must match [a-z0-9][a-z0-9._-]{0,63}", value: name };
+  if (!ALGORITHMS.includes(algorithm as never)) return { field: "algorithm", rule: `must be one of ${ALGORITHMS.join(", ")}`, value: algorithm };
+  const maxLimit = algorithm === "sliding-log" ? MAX_SLIDING_LOG_LIMIT : MAX_LIMIT;
+  if (!integerIn(limit, 1, maxLimit)) return { field: "limit", rule: `must be an integer from 1 to ${maxLimit}`, value: limit };
+  if (!integerIn(periodMs, 1, MAX_DURATION_MS)) return { field: "periodMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: periodMs };
+  if (!integerIn(burst, 1, MAX_LIMIT)) return { field: "burst", rule: `must be an integer from 1 to ${MAX_LIMIT}`, value: burst };
+  if (!integerIn(leaseMs, 1, MAX_DURATION_MS)) return { field: "leaseMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: leaseMs };
+  if (failMode !== "open" && failMode !== "closed") return { field: "failMode", rule: 'must be "open" or "closed"', value: failMode };
+  return undefined;
+}
+
+function integerIn(value: unknown, min: number, max: number): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max;
+}
