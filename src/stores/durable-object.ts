@@ -1,7 +1,24 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { storePolicies } from "../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
-import type { LimiterObject } from "../worker/limiter-object.js";
+
+/**
+ * What one key's Durable Object answers over RPC: the store declares the surface it needs,
+ * and the Worker's LimiterObject implements it (so stores/ never imports worker/).
+ */
+export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
+  check(policies: Policy[], options: CheckOptions): Decision;
+  peek(policies: Policy[]): Decision;
+  reset(policies: Policy[]): void;
+  acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult>;
+  release(policies: Policy[], leaseId: string): ReleaseResult;
+  extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult;
+}
+
+/** The part of a Durable Object namespace binding the store uses: `env.LIMITER` fits it. */
+export interface KeyLimiterNamespace {
+  getByName(name: string): DurableObjectStub<KeyLimiterObject>;
+}
 
 export interface RetryOptions {
   /** Attempts in all, the first included (default 3). */
@@ -47,11 +64,12 @@ export async function withRetries<T>(call: () => Promise<T>, options: RetryOptio
  * survive the retries become StoreUnavailableError, so the policy's failMode decides.
  */
 export class DurableObjectStore implements Limiter {
-  private readonly namespace: DurableObjectNamespace<LimiterObject>;
+  private readonly namespace: KeyLimiterNamespace;
   private readonly retry: RetryOptions;
   readonly kind = "durable-object";
 
-  constructor(namespace: DurableObjectNamespace<LimiterObject>, retry: RetryOptions = DEFAULT_RETRY) {
+  /** `namespace`: the LIMITER binding of LimiterObject (or of any class with its RPC surface). */
+  constructor(namespace: KeyLimiterNamespace, retry: RetryOptions = DEFAULT_RETRY) {
     this.namespace = namespace;
     this.retry = retry;
   }
@@ -92,7 +110,7 @@ export class DurableObjectStore implements Limiter {
     return { ok: true, store: this.kind };
   }
 
-  private async call<T>(key: string, run: (stub: DurableObjectStub<LimiterObject>) => Promise<T>): Promise<T> {
+  private async call<T>(key: string, run: (stub: DurableObjectStub<KeyLimiterObject>) => Promise<T>): Promise<T> {
     try {
       return await withRetries(() => run(this.namespace.getByName(key)), this.retry);
     } catch (error) {

@@ -3,7 +3,7 @@ import type { StoredState } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
-import type { Env } from "./env.js";
+import type { KeyLimiterObject } from "../stores/durable-object.js";
 import { StateTable } from "./state-table.js";
 
 /**
@@ -13,13 +13,13 @@ import { StateTable } from "./state-table.js";
  * answer leaves (the output gate holds it), so an evicted or restarted object remembers
  * what it admitted. An alarm deletes state once it is equivalent to a fresh key.
  */
-export class LimiterObject extends DurableObject<Env> {
+export class LimiterObject extends DurableObject<Record<string, unknown>> implements KeyLimiterObject {
   private local!: LocalKey;
   private table!: StateTable;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
       this.table = new StateTable(ctx.storage.sql);
