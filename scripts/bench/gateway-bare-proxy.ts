@@ -5,6 +5,8 @@
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { createNodeOriginFetch } from "../../src/gateway/node.js";
+import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/gateway/config.js";
+import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { clientResponse, originRequest, originUrlFor } from "../../src/gateway/proxy.js";
 
 const [port = "8791", originText = "http://127.0.0.1:8790"] = process.argv.slice(2);
@@ -13,7 +15,9 @@ const fetchOrigin = createNodeOriginFetch();
 const app = new Hono();
 app.all("*", async (c) => {
   const request = c.req.raw;
-  const response = await fetchOrigin(originRequest(request, originUrlFor(origin, new URL(request.url))));
+  // Timed as the gateway times it: the gap stays what limiting costs.
+  const wait = new OriginWait(request.signal, DEFAULT_ORIGIN_TIMEOUT_MS);
+  const response = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(origin, new URL(request.url)), wait)));
   return clientResponse(response, {});
 });
 serve({ fetch: app.fetch, port: Number(port), hostname: "127.0.0.1" }, () => console.log(`bare proxy on ${port}`));

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import type { SpillwayConfig } from "../config.js";
 import { describe } from "../core/duration.js";
 import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
@@ -11,6 +11,14 @@ import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./r
 /** A delayed request holds a connection open: keep that bounded (as acquire's wait is). */
 export const MAX_DELAY_MS = 300_000;
 export const MAX_ROUTES = 256;
+/**
+ * How long the gateway waits on a silent origin by default (nginx's proxy_read_timeout is
+ * 60 s, Envoy's route timeout 15 s): past it the client gets a 504 and the request's
+ * concurrency lease is released.
+ */
+export const DEFAULT_ORIGIN_TIMEOUT_MS = 30_000;
+/** An hour: a longer silence is a hung origin, not a slow one. */
+export const MAX_ORIGIN_TIMEOUT_MS = 3_600_000;
 /** The state name under which an origin's Retry-After pauses a key (see feedback.ts). */
 export const ORIGIN_PAUSE_POLICY = "origin-retry-after";
 
@@ -18,7 +26,7 @@ export const ORIGIN_PAUSE_POLICY = "origin-retry-after";
  * Every top-level field of `spillway.config.json`. Unknown fields are refused so that a
  * typo (`"rotues"`) fails at start instead of silently running without a gateway.
  */
-export const CONFIG_FIELDS = ["$schema", "policies", "legacyHeaders", "origin", "routes", "trustProxy", "allow", "deny", "originFeedback"] as const;
+export const CONFIG_FIELDS = ["$schema", "policies", "legacyHeaders", "origin", "routes", "trustProxy", "allow", "deny", "originFeedback", "originTimeoutMs"] as const;
 
 /** One validated route of the gateway. */
 export interface GatewayRoute {
@@ -38,6 +46,8 @@ export interface GatewayRoute {
   maxDelayMs: number;
   /** Never blocks; reports what would have happened in headers and logs. */
   dryRun: boolean;
+  /** The route's own, else the config's originTimeoutMs. */
+  originTimeoutMs: number;
 }
 
 export interface AccessList {
@@ -58,42 +68,51 @@ export interface GatewayConfig {
   deny: AccessList;
   /** An origin 429 with Retry-After pauses that key for every caller until then. */
   originFeedback: boolean;
+  /**
+   * The longest the origin may stay silent, in ms: until its answer's headers (the client then
+   * gets a 504), and between two chunks of its answer's body (the answer is then cut). Routes
+   * may set their own; this one also covers requests no route matches.
+   */
+  originTimeoutMs: number;
   legacyHeaders: boolean;
 }
 
 const rule = (text: string) => ({ error: text });
+const originTimeoutSchema = integerIn(1, MAX_ORIGIN_TIMEOUT_MS, "an integer number of ms");
 const listSchema = z.strictObject({
-  ips: z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")).default([]),
-  keys: z.array(z.string(rule("must be a key string")).min(1, rule("must not be empty")), rule("must be an array of keys")).default([]),
+  ips: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")), []),
+  keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
 });
 
 const topLevelSchema = z.strictObject({
-  $schema: z.string().optional(),
+  $schema: z.optional(z.string(rule("must be the path or URL of spillway.schema.json"))),
   // Validated by parseConfig; listed so they are known fields.
-  policies: z.unknown().optional(),
-  legacyHeaders: z.unknown().optional(),
-  origin: z.string(rule('must be an http(s) URL like "https://api.example.com"')).optional(),
-  routes: z.array(z.unknown(), rule("must be an array of routes")).max(MAX_ROUTES, rule(`may hold at most ${MAX_ROUTES} routes`)).optional(),
-  trustProxy: z.array(z.string(rule("must be an IP address or CIDR string")), rule('must be an array of proxy addresses or CIDR ranges, like ["10.0.0.0/8"]')).default([]),
-  allow: listSchema.default({ ips: [], keys: [] }),
-  deny: listSchema.default({ ips: [], keys: [] }),
-  originFeedback: z.boolean(rule("must be true or false")).default(false),
+  policies: z.optional(z.unknown()),
+  legacyHeaders: z.optional(z.unknown()),
+  origin: z.optional(z.string(rule('must be an http(s) URL like "https://api.example.com"'))),
+  routes: z.optional(z.array(z.unknown(), rule("must be an array of routes")).check(z.maxLength(MAX_ROUTES, rule(`may hold at most ${MAX_ROUTES} routes`)))),
+  trustProxy: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule('must be an array of proxy addresses or CIDR ranges, like ["10.0.0.0/8"]')), []),
+  allow: z._default(listSchema, { ips: [], keys: [] }),
+  deny: z._default(listSchema, { ips: [], keys: [] }),
+  originFeedback: z._default(z.boolean(rule("must be true or false")), false),
+  originTimeoutMs: z._default(originTimeoutSchema, DEFAULT_ORIGIN_TIMEOUT_MS),
 });
 
 const routeSchema = z.strictObject({
   match: z.strictObject(
     {
       path: z.string(rule('must be a path pattern like "/search/*"')),
-      methods: z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).min(1, rule("must name at least one method")).optional(),
+      methods: z.optional(z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).check(z.minLength(1, rule("must name at least one method")))),
     },
     rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
   ),
   key: z.string(rule("must be a key source string")),
-  fallbackKey: z.string(rule("must be a key source string")).optional(),
-  policies: z.unknown().optional(),
-  onLimit: z.enum(["reject", "delay"], rule('must be "reject" or "delay"')).default("reject"),
-  maxDelayMs: integerIn(0, MAX_DELAY_MS).default(0),
-  dryRun: z.boolean(rule("must be true or false")).default(false),
+  fallbackKey: z.optional(z.string(rule("must be a key source string"))),
+  policies: z.optional(z.unknown()),
+  onLimit: z._default(z.enum(["reject", "delay"], rule('must be "reject" or "delay"')), "reject"),
+  maxDelayMs: z._default(integerIn(0, MAX_DELAY_MS), 0),
+  dryRun: z._default(z.boolean(rule("must be true or false")), false),
+  originTimeoutMs: z.optional(originTimeoutSchema),
 });
 
 /** Turns an error sentence from a small parser into a ValidationError naming the field. */
@@ -115,7 +134,7 @@ function parseOrigin(text: string): URL {
   return url;
 }
 
-function parseRoute(input: unknown, index: number, config: SpillwayConfig): GatewayRoute {
+function parseRoute(input: unknown, index: number, config: SpillwayConfig, originTimeoutMs: number): GatewayRoute {
   const field = `routes.${index}`;
   const raw = parseWith(routeSchema, input, field);
   const methods = raw.match.methods?.map((method, i) => {
@@ -146,6 +165,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig): Gate
     onLimit: raw.onLimit,
     maxDelayMs: raw.maxDelayMs,
     dryRun: raw.dryRun,
+    originTimeoutMs: raw.originTimeoutMs ?? originTimeoutMs,
   };
 }
 
@@ -167,11 +187,12 @@ export function parseGatewayConfig(config: SpillwayConfig): GatewayConfig | unde
   }
   return {
     origin: parseOrigin(raw.origin),
-    routes: (raw.routes ?? []).map((route, index) => parseRoute(route, index, config)),
+    routes: (raw.routes ?? []).map((route, index) => parseRoute(route, index, config, raw.originTimeoutMs)),
     trustProxy: parseRanges(raw.trustProxy, "trustProxy"),
     allow: { ips: parseRanges(raw.allow.ips, "allow.ips"), keys: new Set(raw.allow.keys) },
     deny: { ips: parseRanges(raw.deny.ips, "deny.ips"), keys: new Set(raw.deny.keys) },
     originFeedback: raw.originFeedback,
+    originTimeoutMs: raw.originTimeoutMs,
     legacyHeaders: config.legacyHeaders,
   };
 }

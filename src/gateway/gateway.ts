@@ -9,6 +9,7 @@ import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } fr
 import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
 import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
+import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
 import { findRoute, normalizedPath, pathSegments } from "./routes.js";
 
@@ -51,14 +52,24 @@ export function createGateway(options: GatewayOptions): Hono {
     gateway.routes.map((route) => [route, { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: gateway.legacyHeaders }]),
   );
 
-  async function forward(request: Request, url: URL, extra: Record<string, string>, lease: HeldLease | undefined, key?: RequestKey, defer?: (p: Promise<unknown>) => void): Promise<Response> {
+  async function forward(
+    request: Request,
+    url: URL,
+    extra: Record<string, string>,
+    lease: HeldLease | undefined,
+    timeoutMs: number,
+    key?: RequestKey,
+    defer?: (p: Promise<unknown>) => void,
+  ): Promise<Response> {
     let origin: OriginAnswer;
     try {
-      origin = await fetchOrigin(originRequest(request, originUrlFor(gateway.origin, url)));
+      const wait = new OriginWait(request.signal, timeoutMs);
+      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, url), wait)));
     } catch (error) {
       await lease?.release();
       // A client that went away reads no answer; do not report its abort as an origin fault.
       if (request.signal.aborted) return new Response(null, { status: 499 });
+      if (error instanceof OriginTimeoutError) return gatewayTimeout(gateway.origin, error.timeoutMs);
       return badGateway(gateway.origin, error);
     }
     if (gateway.originFeedback && key && origin.status === 429) {
@@ -89,7 +100,7 @@ export function createGateway(options: GatewayOptions): Hono {
     const outcome = await limitRequest(limiter, key.storeKey, planOf.get(route)!, { signal: request.signal, label: route.field, log, defer });
     if (!outcome.admitted) return outcome.response;
     if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
-    return forward(request, url, outcome.headers, outcome.lease, key, defer);
+    return forward(request, url, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
   }
 
   async function handle(c: Context): Promise<Response> {
@@ -103,10 +114,10 @@ export function createGateway(options: GatewayOptions): Hono {
     const forwardedFor = gateway.trustProxy.length > 0 ? request.headers.get("x-forwarded-for") : null;
     const clientIp = resolveClientIp(clientIpOf(c), forwardedFor, gateway.trustProxy);
     if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return forbidden("the client address is on the deny list");
-    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, url, {}, undefined);
+    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, url, {}, undefined, gateway.originTimeoutMs);
     const segments = pathSegments(url.pathname);
     const route = findRoute(gateway.routes, request.method, segments);
-    if (!route) return forward(request, url, {}, undefined);
+    if (!route) return forward(request, url, {}, undefined, gateway.originTimeoutMs);
 
     const facts = { clientIp, headers: request.headers, url, path: normalizedPath(segments) };
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
@@ -115,7 +126,7 @@ export function createGateway(options: GatewayOptions): Hono {
     const key = found instanceof Promise ? await found : found;
     if (!key) return problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`));
     if (gateway.deny.keys.has(key.value)) return forbidden("the key is on the deny list");
-    if (gateway.allow.keys.has(key.value)) return forward(request, url, {}, undefined);
+    if (gateway.allow.keys.has(key.value)) return forward(request, url, {}, undefined, route.originTimeoutMs);
     return limited(c, route, key, url);
   }
 

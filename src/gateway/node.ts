@@ -7,6 +7,7 @@ import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
 import type { LogFn } from "./limit.js";
+import { OriginTimeoutError } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "./proxy.js";
 
 /**
@@ -40,6 +41,9 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
       const outgoing = (secure ? https : http).request(url, { method: request.method, headers: request.headerFields, agent: agents[secure ? "https:" : "http:"], signal: request.signal });
       outgoing.on("error", reject);
       outgoing.on("response", (incoming) => {
+        // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. The
+        // agent resets a socket's timeout when it goes back to the pool.
+        incoming.setTimeout(request.timeoutMs, () => incoming.destroy(new OriginTimeoutError(request.timeoutMs)));
         try {
           resolve(toAnswer(incoming, request.method));
         } catch (error) {

@@ -1,4 +1,5 @@
 import { problem, problemResponse } from "../http/problems.js";
+import { type OriginWait, cutWhenIdle } from "./origin-timeout.js";
 
 /**
  * A request on its way to the origin. Not a Request: constructing one costs real time on
@@ -14,8 +15,14 @@ export interface OriginRequest {
   headerFields: Readonly<Record<string, string>>;
   /** The client's body stream, passed on as it arrives; null for GET and HEAD. */
   body: ReadableStream<Uint8Array> | null;
-  /** Aborted when the client goes away. */
+  /** Aborted when the client goes away or the origin timed out. */
   signal: AbortSignal;
+  /**
+   * originTimeoutMs: an origin client cuts the answer's body (erroring it with an
+   * OriginTimeoutError) when no byte of it moves for this long. The wait for the headers is
+   * the gateway's to time (OriginWait), whatever the client does.
+   */
+  timeoutMs: number;
 }
 
 /**
@@ -40,12 +47,14 @@ export type FetchOrigin = (request: OriginRequest) => Promise<OriginAnswer>;
 
 /**
  * The default origin client: global fetch, not following redirects (a 3xx goes back to the
- * client as the origin sent it).
+ * client as the origin sent it). Fetch has no idle timeout of its own: the body gets one.
  */
-export const globalFetchOrigin: FetchOrigin = ({ url, method, headers, body, signal }) => {
+export const globalFetchOrigin: FetchOrigin = async ({ url, method, headers, body, signal, timeoutMs }) => {
   const init: RequestInit & { duplex?: "half" } = { method, headers, body, signal, redirect: "manual" };
   if (body) init.duplex = "half";
-  return fetch(url, init);
+  const response = await fetch(url, init);
+  if (!response.body) return response;
+  return { status: response.status, statusText: response.statusText, headers: response.headers, body: cutWhenIdle(response.body, timeoutMs) };
 };
 
 /**
@@ -82,12 +91,14 @@ export function originUrlFor(origin: URL, requestUrl: URL): string {
 
 /**
  * The request as the origin gets it: unchanged but for the hop-by-hop fields and Host
- * (the origin client sets it). The body is the client's stream, not read here.
+ * (the origin client sets it). The body is the client's stream, not read here; `wait` times
+ * the origin and gives the request its signal.
  */
-export function originRequest(request: Request, url: string): OriginRequest {
+export function originRequest(request: Request, url: string, wait: OriginWait): OriginRequest {
   // Method first: on Node, touching `body` materializes a full Request even for a GET.
   const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.body !== null;
-  return new ForwardedRequest(url, request.method, forwardedFields(request.headers), hasBody ? request.body : null, request.signal);
+  const body = hasBody ? wait.upload(request.body!) : null;
+  return new ForwardedRequest(url, request.method, forwardedFields(request.headers), body, wait.signal, wait.timeoutMs);
 }
 
 /** An OriginRequest whose Headers object is only built when read: the Node origin client never reads it. */
@@ -97,6 +108,7 @@ class ForwardedRequest implements OriginRequest {
   readonly headerFields: Readonly<Record<string, string>>;
   readonly body: ReadableStream<Uint8Array> | null;
   readonly signal: AbortSignal;
+  readonly timeoutMs: number;
   #headers: Headers | undefined;
 
   constructor(
@@ -105,12 +117,14 @@ class ForwardedRequest implements OriginRequest {
     headerFields: Readonly<Record<string, string>>,
     body: ReadableStream<Uint8Array> | null,
     signal: AbortSignal,
+    timeoutMs: number,
   ) {
     this.url = url;
     this.method = method;
     this.headerFields = headerFields;
     this.body = body;
     this.signal = signal;
+    this.timeoutMs = timeoutMs;
   }
 
   get headers(): Headers {

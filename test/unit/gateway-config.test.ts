@@ -34,6 +34,13 @@ describe("gateway config", () => {
     expect([...gateway.routes[0]!.methods!]).toEqual(["GET", "HEAD"]);
     expect(gateway.trustProxy).toEqual([]);
     expect(gateway.originFeedback).toBe(false);
+    expect(gateway.originTimeoutMs).toBe(30_000);
+    expect(gateway.routes[0]!.originTimeoutMs).toBe(30_000);
+  });
+
+  it("gives each route the config's originTimeoutMs unless it sets its own", () => {
+    const gateway = load({ ...base, originTimeoutMs: 5000, routes: [route, { ...route, originTimeoutMs: 120_000 }] })!;
+    expect([gateway.originTimeoutMs, ...gateway.routes.map((r) => r.originTimeoutMs)]).toEqual([5000, 5000, 120_000]);
   });
 
   it("is absent without an origin (Spillway then serves only /v1)", () => {
@@ -81,6 +88,10 @@ describe("gateway config", () => {
     ["an empty deny-list key", { ...base, deny: { keys: [""] } }, "deny.keys.0", /must not be empty/],
     ["an unknown deny-list field", { ...base, deny: { cidrs: [] } }, "deny.cidrs", /is not a known field/],
     ["originFeedback that is not boolean", { ...base, originFeedback: 1 }, "originFeedback", /true or false.*got 1/],
+    ["an originTimeoutMs of 0", { ...base, originTimeoutMs: 0 }, "originTimeoutMs", /integer number of ms from 1 to 3600000.*got 0/],
+    ["an originTimeoutMs in seconds text", { ...base, originTimeoutMs: "30s" }, "originTimeoutMs", /integer number of ms.*got "30s"/],
+    ["a route originTimeoutMs over an hour", withRoute({ originTimeoutMs: 3_600_001 }), "routes.0.originTimeoutMs", /from 1 to 3600000.*got 3600001/],
+    ["a fractional route originTimeoutMs", withRoute({ originTimeoutMs: 1.5 }), "routes.0.originTimeoutMs", /integer number of ms.*got 1.5/],
     ["a bad policy in the catalog", { ...base, policies: [{ name: "per-minute", limit: 0, period: "1m" }] }, "policies.per-minute.limit", /got 0/],
   ];
 

@@ -3,6 +3,7 @@ import { parseConfig } from "../../src/config.js";
 import { retryAfterMsOf } from "../../src/gateway/feedback.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { onBodyDone } from "../../src/gateway/limit.js";
+import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { type OriginRequest, clientResponse, newFieldRecord, originRequest, originUrlFor, withoutHopByHop } from "../../src/gateway/proxy.js";
 import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
@@ -38,7 +39,7 @@ describe("proxy helpers", () => {
   });
 
   it("builds the forwarded request's Headers only when asked, without hop-by-hop fields or Host", () => {
-    const forwarded = originRequest(new Request("http://gw/a", { headers: { host: "gw", connection: "x-hop", "x-hop": "1", te: "trailers", "x-kept": "1" } }), "http://origin/a");
+    const forwarded = originRequest(new Request("http://gw/a", { headers: { host: "gw", connection: "x-hop", "x-hop": "1", te: "trailers", "x-kept": "1" } }), "http://origin/a", new OriginWait(new AbortController().signal, 1000));
     expect({ ...forwarded.headerFields }).toEqual({ "x-kept": "1" });
     expect([...forwarded.headers.keys()]).toEqual(["x-kept"]);
   });
