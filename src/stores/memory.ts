@@ -1,9 +1,28 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import type { Limiter, StoreHealth } from "../limiter.js";
+import { describe } from "../core/duration.js";
+import { type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
+import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
 import { LocalKey } from "./local-key.js";
 
+/** How many keys a MemoryStore holds unless told otherwise (README: "Memory store bound"). */
+export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
+
+/** How many of the least recently used evictable keys are looked at for a fresh one: bounded work per new key. */
+const FRESH_SEARCH = 8;
+
+/**
+ * After a walk found every key pinned, new keys are refused for this long without another
+ * walk (a release or reset ends it sooner): a flood of new keys costs no walk each.
+ */
+const PINNED_RECHECK_MS = 100;
+
 export interface MemoryStoreOptions {
+  /**
+   * How many keys are held at most (default DEFAULT_MEMORY_MAX_KEYS). A new key beyond it
+   * evicts another, and an evicted key starts fresh.
+   */
+  maxKeys?: number;
   /** How often idle keys are swept away (default 10 s). */
   sweepIntervalMs?: number;
   /** Injected clock, for tests. */
@@ -14,16 +33,29 @@ export interface MemoryStoreOptions {
  * In-process store: one LocalKey per key. Right for tests and for a single Node process;
  * nothing is shared between processes and nothing survives a restart.
  *
+ * Bounded: at most `maxKeys` keys, so a flood of distinct keys cannot exhaust memory. A new
+ * key beyond the bound evicts the least recently used key, or one of the few after it if
+ * that one is already fresh (evicting it loses nothing). A key holding a lease or with waiters is never
+ * evicted (its semaphore would forget who holds slots and over-admit); when every key is
+ * such, a new key is refused with StoreFaultError, which never admits.
+ *
  * @example const limiter = new MemoryStore(); await limiter.check("user:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
 export class MemoryStore implements Limiter {
   readonly kind = "memory";
-  private readonly keys = new Map<string, { local: LocalKey; policies: Map<string, Policy> }>();
+  readonly maxKeys: number;
+  private readonly keys = new KeyTable();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;
   private readonly sweepIntervalMs: number;
+  private evicted = 0;
+  /** Until when new keys are refused without a look, after one found every key pinned. */
+  private pinnedUntilMs = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    const maxKeys = options.maxKeys === undefined ? DEFAULT_MEMORY_MAX_KEYS : options.maxKeys;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new TypeError(`MemoryStore: maxKeys must be a positive integer, got ${describe(options.maxKeys)}`);
+    this.maxKeys = maxKeys;
     this.clockMs = options.clockMs ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   }
@@ -35,22 +67,36 @@ export class MemoryStore implements Limiter {
 
   async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
     policies = storePolicies(policies);
-    return this.entry(key, policies).peek(policies);
+    // An unknown key is fresh: answering needs no room, so nothing is evicted for it.
+    const found = this.keys.get(key);
+    if (!found) return new LocalKey([], () => {}, this.clockMs).peek(policies);
+    return this.use(found, policies).peek(policies);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     policies = storePolicies(policies);
-    this.keys.get(key)?.local.reset(policies);
+    const found = this.keys.get(key);
+    if (!found) return;
+    found.local.reset(policies);
+    this.pinnedUntilMs = 0;
   }
 
-  async acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
-    policies = storePolicies(policies);
-    return this.entry(key, policies).acquire(policies, options);
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    let local: LocalKey;
+    try {
+      policies = storePolicies(policies);
+      local = this.entry(key, policies);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return local.acquire(policies, options);
   }
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
     policies = storePolicies(policies);
-    return this.keys.get(key)?.local.release(policies, leaseId) ?? { released: false };
+    const result = this.keys.get(key)?.local.release(policies, leaseId) ?? { released: false };
+    if (result.released) this.pinnedUntilMs = 0;
+    return result;
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
@@ -67,7 +113,7 @@ export class MemoryStore implements Limiter {
   async close(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;
-    for (const { local } of this.keys.values()) local.queue.close();
+    for (const { local } of this.keys.fromOldest()) local.queue.close();
     this.keys.clear();
   }
 
@@ -76,14 +122,20 @@ export class MemoryStore implements Limiter {
     return this.keys.size;
   }
 
+  /** Keys evicted to stay within maxKeys since the store was made (swept fresh keys are not counted). */
+  get evictions(): number {
+    return this.evicted;
+  }
+
   /** Drops keys whose every state is fresh again and nobody waits on. */
   sweep(): void {
     const nowMs = this.clockMs();
-    for (const [key, { local, policies }] of this.keys) {
-      if (local.queue.size > 0) continue;
-      const freshAtMs = local.lastFreshAtMs((name) => policies.get(name));
-      if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(key);
+    for (const entry of this.keys.fromOldest()) {
+      if (entry.local.queue.size > 0) continue;
+      const freshAtMs = freshAt(entry);
+      if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
     }
+    this.pinnedUntilMs = 0;
   }
 
   /**
@@ -99,12 +151,72 @@ export class MemoryStore implements Limiter {
 
   private entry(key: string, policies: readonly Policy[]): LocalKey {
     this.startSweeping();
-    let found = this.keys.get(key);
-    if (!found) {
-      found = { local: new LocalKey([], () => {}, this.clockMs), policies: new Map() };
-      this.keys.set(key, found);
-    }
+    const found = this.keys.get(key);
+    if (found) return this.use(found, policies);
+    if (this.keys.size >= this.maxKeys) this.makeRoom();
+    return this.remember(this.keys.add(key, new LocalKey([], () => {}, this.clockMs)), policies);
+  }
+
+  private use(found: KeyEntry, policies: readonly Policy[]): LocalKey {
+    this.keys.touch(found);
+    return this.remember(found, policies);
+  }
+
+  private remember(found: KeyEntry, policies: readonly Policy[]): LocalKey {
     for (const policy of policies) found.policies.set(policy.name, policy);
     return found.local;
   }
+
+  /**
+   * Evicts one key, walking from the least recently used: the first fresh key among the
+   * first FRESH_SEARCH evictable ones, else the first evictable one. Not "fresh soonest":
+   * a key that keeps being denied keeps its old state, and is exactly the one to keep.
+   * Pinned keys met on the way move to the end (they are in use), so the next walk does
+   * not meet them again.
+   */
+  private makeRoom(): void {
+    const nowMs = this.clockMs();
+    if (nowMs < this.pinnedUntilMs) throw this.fullError();
+    let victim: KeyEntry | undefined;
+    let searched = 0;
+    // Pinned keys moved to the end are met again at the end of the walk: stop before.
+    let left = this.keys.size;
+    for (const entry of this.keys.fromOldest()) {
+      if (left-- === 0) break;
+      if (isPinned(entry, nowMs)) {
+        this.keys.touch(entry);
+        continue;
+      }
+      victim ??= entry;
+      if ((freshAt(entry) ?? nowMs) <= nowMs) {
+        victim = entry;
+        break;
+      }
+      if (++searched >= FRESH_SEARCH) break;
+    }
+    if (victim === undefined) {
+      this.pinnedUntilMs = nowMs + PINNED_RECHECK_MS;
+      throw this.fullError();
+    }
+    this.keys.delete(victim);
+    this.evicted++;
+  }
+
+  private fullError(): StoreFaultError {
+    return new StoreFaultError(`the memory store is full: all ${this.maxKeys} keys hold leases or waiters, so a new key cannot be tracked; raise maxKeys (--memory-max-keys)`);
+  }
+}
+
+/** When every state of a key is fresh again (undefined: nothing held). */
+function freshAt({ local, policies }: KeyEntry): number | undefined {
+  return local.lastFreshAtMs((name) => policies.get(name));
+}
+
+/** A key that must not be evicted: somebody waits on it, or it holds a live lease. */
+function isPinned({ local }: KeyEntry, nowMs: number): boolean {
+  if (local.queue.size > 0) return true;
+  for (const stored of local.state.states.values()) {
+    if (stored.algorithm === "concurrency" && stored.state.entries.some(([untilMs]) => untilMs > nowMs)) return true;
+  }
+  return false;
 }
