@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
+import { ValidationError } from "../core/validation.js";
 import { createApp } from "../http/app.js";
 import type { Limiter } from "../limiter.js";
 import { SpillwayService } from "../service.js";
@@ -19,6 +20,45 @@ export interface ServerOptions {
   fallback?: Hono;
   /** How long close() lets in-flight requests finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
+  /** Client connection timeouts (see DEFAULT_SERVER_TIMEOUTS). */
+  timeouts?: Partial<ServerTimeouts>;
+}
+
+/** How long a client may take, on its connection to Spillway. */
+export interface ServerTimeouts {
+  /** To send a request's headers; past it the connection is closed (a slowloris). */
+  headersTimeoutMs: number;
+  /** To send a whole request, body included (0: no limit, for long uploads). Not the answer's time. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * Timeouts for a server facing clients in front of an origin. Headers: 15 s (Node's 60 s let a
+ * client trickling one byte a second hold a socket for a minute; nginx's client_header_timeout
+ * is 60 s, Envoy's request_headers_timeout is off). Whole request: Node's 300 s, which bounds a
+ * stalled upload; the wait for the origin is originTimeoutMs's, not this. Keep-alive: 65 s, above
+ * the 60 s idle timeout of common load balancers, which must close an idle connection before
+ * the server does (else one may send a request onto a socket being closed, a 502 at the balancer).
+ */
+export const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = { headersTimeoutMs: 15_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000 };
+
+/**
+ * Node's options for `timeouts`. Node checks headers and request deadlines on an interval (30 s
+ * by default, so a 15 s limit could cut at 45 s): here a quarter of the headers timeout, 1 s at most.
+ */
+export function nodeServerOptions(timeouts: Partial<ServerTimeouts> = {}) {
+  const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = { ...DEFAULT_SERVER_TIMEOUTS, ...timeouts };
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs) {
+    throw new ValidationError("headersTimeoutMs", `must not exceed requestTimeoutMs (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  return {
+    headersTimeout: headersTimeoutMs,
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(headersTimeoutMs / 4))),
+  };
 }
 
 export interface RunningServer {
@@ -39,7 +79,8 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
   const app = createApp({ service, tokenOf, fallback: options.fallback });
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port: options.port, hostname }, (info: AddressInfo) => {
+    const serverOptions = nodeServerOptions(options.timeouts);
+    const server = serve({ fetch: app.fetch, port: options.port, hostname, serverOptions }, (info: AddressInfo) => {
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;
       resolve({ port: info.port, url: `http://${host}:${info.port}`, close: () => closeServer(server, options) });
     });
