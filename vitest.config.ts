@@ -25,6 +25,17 @@ export default defineConfig({
           hookTimeout: 60_000,
         },
       },
+      {
+        test: {
+          name: "package",
+          // npm pack (which builds dist/), npm install of the tarball into an empty project, then
+          // that project's Node, tsc and spillway command: minutes, not seconds, on a cold cache.
+          include: ["test/package/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 300_000,
+        },
+      },
     ],
   },
 });
