@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { describe } from "./core/duration.js";
 import { type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
@@ -18,7 +18,7 @@ export interface SpillwayConfig {
 }
 
 const topLevel = z.looseObject({
-  legacyHeaders: z.boolean({ error: "must be true or false" }).default(false),
+  legacyHeaders: z._default(z.boolean({ error: "must be true or false" }), false),
 });
 
 /**

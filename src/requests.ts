@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { describe } from "./core/duration.js";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
 import type { CheckMode, Policy } from "./core/types.js";
@@ -14,28 +14,30 @@ export const MAX_LEASE_MS = 366 * 86_400_000;
 
 const encoder = new TextEncoder();
 
-const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).superRefine((value, ctx) => {
-  const bytes = encoder.encode(value).length;
-  if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
-});
-const leaseId = z.string({ error: "must be a lease id string" }).min(1, { error: "must not be empty" }).max(128, { error: "must be at most 128 characters" });
+const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).check(
+  z.superRefine((value: string, ctx) => {
+    const bytes = encoder.encode(value).length;
+    if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
+  }),
+);
+const leaseId = z.string({ error: "must be a lease id string" }).check(z.minLength(1, { error: "must not be empty" }), z.maxLength(128, { error: "must be at most 128 characters" }));
 
 const checkBody = z.strictObject({
   key,
   policy: z.unknown(),
-  cost: integerIn(0, 1e9).default(1),
-  mode: z.enum(["reject", "reserve"], { error: 'must be "reject" or "reserve"' }).default("reject"),
-  maxWaitMs: integerIn(0, MAX_RESERVE_WAIT_MS).default(0),
+  cost: z._default(integerIn(0, 1e9), 1),
+  mode: z._default(z.enum(["reject", "reserve"], { error: 'must be "reject" or "reserve"' }), "reject"),
+  maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
 });
 const keyAndPolicy = z.strictObject({ key, policy: z.unknown() });
 const acquireBody = z.strictObject({
   key,
   policy: z.unknown(),
-  maxWaitMs: integerIn(0, MAX_ACQUIRE_WAIT_MS).default(0),
-  leaseMs: integerIn(1, MAX_LEASE_MS).optional(),
+  maxWaitMs: z._default(integerIn(0, MAX_ACQUIRE_WAIT_MS), 0),
+  leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)),
 });
 const releaseBody = z.strictObject({ key, policy: z.unknown(), leaseId });
-const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: integerIn(1, MAX_LEASE_MS).optional() });
+const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)) });
 
 export interface CheckRequest {
   key: string;

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod/mini";
 import { describe, parseDurationMs } from "./duration.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, integerIn, parseWith } from "./validation.js";
@@ -9,22 +9,28 @@ export const MAX_LIMIT = 1e9;
 export const MAX_SLIDING_LOG_LIMIT = 100_000;
 export const DEFAULT_LEASE_MS = 30_000;
 
-const duration = z.union([z.string(), z.number()], { error: 'must be a duration like "10s" or a number of ms' }).transform((value, ctx) => {
-  const parsed = parseDurationMs(value);
-  if (parsed.ok) return parsed.ms;
-  ctx.addIssue({ code: "custom", message: parsed.error });
-  return z.NEVER;
-});
+const duration = z.pipe(
+  z.union([z.string(), z.number()], { error: 'must be a duration like "10s" or a number of ms' }),
+  z.transform((value: string | number, ctx) => {
+    const parsed = parseDurationMs(value);
+    if (parsed.ok) return parsed.ms;
+    ctx.issues.push({ code: "custom", message: parsed.error, input: value });
+    return z.NEVER;
+  }),
+);
 
-const policySchema = z.strictObject({
-  name: z.string({ error: "must be a string" }).regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" }),
-  algorithm: z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }).default("gcra"),
-  limit: integerIn(1, MAX_LIMIT, "a positive integer"),
-  period: duration.optional(),
-  burst: integerIn(1, MAX_LIMIT, "a positive integer").optional(),
-  lease: duration.optional(),
-  failMode: z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }).default("closed"),
-});
+const policySchema = z.strictObject(
+  {
+    name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),
+    algorithm: z._default(z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }), "gcra"),
+    limit: integerIn(1, MAX_LIMIT, "a positive integer"),
+    period: z.optional(duration),
+    burst: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
+    lease: z.optional(duration),
+    failMode: z._default(z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }), "closed"),
+  },
+  { error: "must be a policy object" },
+);
 
 /**
  * Validates one policy object (SPEC §1) and resolves its durations and defaults.

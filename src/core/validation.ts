@@ -1,4 +1,5 @@
-import { z } from "zod";
+import * as z from "zod/mini";
+import type * as zc from "zod/v4/core";
 import { describe } from "./duration.js";
 
 /**
@@ -24,8 +25,8 @@ export function joinPath(prefix: string, path: readonly PropertyKey[]): string {
  * Parses `value` with a zod schema and throws a ValidationError naming the first bad field,
  * with the rule and the value that broke it.
  */
-export function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix: string): T {
-  const result = schema.safeParse(value, { reportInput: true });
+export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, prefix: string): zc.output<S> {
+  const result = z.safeParse(schema, value, { reportInput: true });
   if (result.success) return result.data;
   const issues = result.error.issues;
   // An unknown key comes first: it is most often a typo of a field that is then missing,
@@ -38,7 +39,7 @@ export function parseWith<T>(schema: z.ZodType<T>, value: unknown, prefix: strin
     message = "is not a known field";
     const missing = issues.find((one) => one.code === "invalid_type" && one.input === undefined && one.path.length === issue.path.length + 1 && issue.path.every((part, i) => part === one.path[i]));
     if (missing) message += ` (did you mean ${JSON.stringify(missing.path[missing.path.length - 1])}?)`;
-  } else if (issue.code === "invalid_type" && message.startsWith("Invalid input")) {
+  } else if (issue.code === "invalid_type" && (message.startsWith("Invalid input") || message === "Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.
     message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(issue.input)}`;
   } else if ("input" in issue && !message.includes(", got ")) {
@@ -52,5 +53,5 @@ const EXPECTED: Record<string, string> = { object: "a JSON object", array: "an a
 /** An integer in [min, max], with a message that states the rule. */
 export function integerIn(min: number, max: number, what = "an integer") {
   const rule = `must be ${what} from ${min} to ${max}`;
-  return z.number({ error: rule }).int({ error: rule }).min(min, { error: rule }).max(max, { error: rule });
+  return z.int({ error: rule }).check(z.minimum(min, { error: rule }), z.maximum(max, { error: rule }));
 }
