@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
+import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
 
-export type StoreChoice = { kind: "memory" } | { kind: "redis"; url: string } | { kind: "redis-cluster"; urls: string[] };
+export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string } | { kind: "redis-cluster"; urls: string[] };
 
 export interface ServeArgs {
   configPath: string;
@@ -13,7 +14,7 @@ export interface ServeArgs {
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
        spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
-                      [--redis URL | --redis-cluster URL,URL,... | --store memory]
+                      [--redis URL | --redis-cluster URL,URL,... | --store memory [--memory-max-keys N]]
 
   --config FILE          spillway.config.json (policies, gateway routes)
   --port N               port to listen on (default 8787; 0 picks a free one)
@@ -21,6 +22,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --redis URL            a Redis server (default: $REDIS_URL)
   --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
   --store memory         keep state in this process only (one process, lost on restart)
+  --memory-max-keys N    keys the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS}); beyond it the
+                         least recently used key is evicted and starts fresh
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
 
@@ -43,6 +46,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         redis: { type: "string" },
         "redis-cluster": { type: "string" },
         store: { type: "string" },
+        "memory-max-keys": { type: "string" },
       },
     }));
   } catch (error) {
@@ -64,11 +68,13 @@ function parsePort(value: string | undefined): number {
   return port;
 }
 
-function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: string }, env: Record<string, string | undefined>): StoreChoice {
+function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string }, env: Record<string, string | undefined>): StoreChoice {
+  const maxKeys = values["memory-max-keys"];
+  if (maxKeys !== undefined && values.store !== "memory") throw new ValidationError("--memory-max-keys", "only applies to --store memory (Redis keys expire on their own)");
   const chosen = [values.redis !== undefined, values["redis-cluster"] !== undefined, values.store !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new ValidationError("--store", "choose one of --redis, --redis-cluster and --store");
   if (values.store !== undefined) {
-    if (values.store === "memory") return { kind: "memory" };
+    if (values.store === "memory") return maxKeys === undefined ? { kind: "memory" } : { kind: "memory", maxKeys: parseMaxKeys(maxKeys) };
     throw new ValidationError("--store", `must be "memory" (use --redis URL or --redis-cluster URLS for Redis), got ${JSON.stringify(values.store)}`);
   }
   if (values["redis-cluster"] !== undefined) {
@@ -83,6 +89,12 @@ function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: 
     return { kind: "redis", url };
   }
   throw new ValidationError("--store", "no store chosen: pass --redis URL (or set REDIS_URL), --redis-cluster URLS, or --store memory");
+}
+
+function parseMaxKeys(value: string): number {
+  const maxKeys = Number(value);
+  if (!/^\d+$/.test(value) || maxKeys < 1 || !Number.isSafeInteger(maxKeys)) throw new ValidationError("--memory-max-keys", `must be a positive integer, got ${JSON.stringify(value)}`);
+  return maxKeys;
 }
 
 function checkRedisUrl(url: string, field: string): void {

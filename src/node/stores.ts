@@ -12,7 +12,7 @@ const STARTUP_WAIT_MS = 3000;
  * client keeps reconnecting.
  */
 export async function createStore(choice: StoreChoice, log: (line: string) => void = console.warn): Promise<Limiter> {
-  if (choice.kind === "memory") return new MemoryStore();
+  if (choice.kind === "memory") return new MemoryStore({ maxKeys: choice.maxKeys });
   const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log }) : new RedisStore({ clusterNodes: choice.urls, log });
   if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: ${choice.kind} is not reachable yet; serving with failMode until it is`);
   return store;

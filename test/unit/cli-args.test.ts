@@ -17,6 +17,7 @@ describe("spillway serve flags", () => {
     expect(parseServeArgs(["--config", "c.json", "--store", "memory"], {})).toEqual({ configPath: "c.json", port: 8787, hostname: "127.0.0.1", store: { kind: "memory" } });
     expect(parseServeArgs(["--config", "c.json", "--redis", "redis://127.0.0.1:6379", "--port", "0"], {}).store).toEqual({ kind: "redis", url: "redis://127.0.0.1:6379" });
     expect(parseServeArgs(["--config", "c.json"], { REDIS_URL: "rediss://cache:6380" }).store).toEqual({ kind: "redis", url: "rediss://cache:6380" });
+    expect(parseServeArgs(["--config", "c.json", "--store", "memory", "--memory-max-keys", "5000"], {}).store).toEqual({ kind: "memory", maxKeys: 5000 });
     expect(parseServeArgs(["--config", "c.json", "--redis-cluster", "redis://a:7000, redis://b:7001"], {}).store).toEqual({ kind: "redis-cluster", urls: ["redis://a:7000", "redis://b:7001"] });
   });
 
@@ -31,5 +32,9 @@ describe("spillway serve flags", () => {
     expect(fieldOf(["--config", "c.json"], { REDIS_URL: "http://x" })).toBe("REDIS_URL");
     expect(fieldOf(["--config", "c.json", "--redis-cluster", ","])).toBe("--redis-cluster");
     expect(fieldOf(["--config", "c.json", "--store", "memory", "--verbose"])).toBe("arguments");
+    for (const bad of ["0", "abc", "1.5", "1e3", "", "99999999999999999999"]) expect(fieldOf(["--config", "c.json", "--store", "memory", "--memory-max-keys", bad])).toBe("--memory-max-keys");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--memory-max-keys=-5"])).toBe("--memory-max-keys");
+    expect(fieldOf(["--config", "c.json", "--redis", "redis://x", "--memory-max-keys", "1000"])).toBe("--memory-max-keys");
+    expect(fieldOf(["--config", "c.json", "--memory-max-keys", "1000"], { REDIS_URL: "redis://x" })).toBe("--memory-max-keys");
   });
 });

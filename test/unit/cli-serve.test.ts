@@ -57,6 +57,15 @@ describe("spillway serve", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     expect(missing.output()).toContain("--config: cannot read");
   });
 
+  it("exits 2 naming --memory-max-keys when it is not a positive integer", async () => {
+    const path = await configFile({ policies: [{ name: "per-minute", limit: 10, period: "1m" }] });
+    for (const bad of ["0", "abc"]) {
+      const { exit, output } = run(["serve", "--config", path, "--store", "memory", "--memory-max-keys", bad, "--port", "0"]);
+      expect(await exit).toBe(2);
+      expect(output()).toContain(`--memory-max-keys: must be a positive integer, got "${bad}"`);
+    }
+  });
+
   it("serves decisions, and on SIGTERM lets an in-flight request finish before exiting 0", async () => {
     const origin = await slowOrigin(600);
     try {
