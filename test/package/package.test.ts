@@ -116,6 +116,15 @@ describe("installed into an empty project", () => {
     expect(printed.map((line) => /^\d{3} "[^"]+";r=\d+/.exec(line)?.[0])).toEqual(promised);
   });
 
+  it("runs the README's RedisStore snippet as written (but for Redis's address)", async () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Redis mode (Node)"));
+    const snippet = /```ts\n(import \{ parsePolicy[\s\S]*?)```/.exec(section)![1]!;
+    // Node strips the types of the consumer's own .mts file (never of files under node_modules).
+    writeFileSync(join(consumer, "redis-snippet.mts"), snippet.replace("redis://127.0.0.1:6379", redis!.url));
+    expect((await node(["redis-snippet.mts"], consumer)).trim()).toBe(/console\.log\(.*\); \/\/ (.*)$/m.exec(snippet)![1]);
+  });
+
   it.each([
     ["nodenext", "nodenext"],
     ["bundler", "esnext"],
