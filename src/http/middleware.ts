@@ -1,7 +1,7 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { type HeldLease, deferOf, defaultLog, limitRequest, onBodyDone } from "../gateway/limit.js";
 import { problemResponse } from "./problems.js";
-import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan } from "./rate-limit-plan.js";
+import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "./rate-limit-plan.js";
 
 export type { PolicyInput } from "./rate-limit-plan.js";
 
@@ -52,7 +52,14 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     const key = await keyOf(c);
     const badKey = keyProblem(key);
     if (badKey) return problemResponse(badKey);
-    const outcome = await limitRequest(store, key as string, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
+    let outcome: Awaited<ReturnType<typeof limitRequest>>;
+    try {
+      outcome = await limitRequest(store, key as string, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
+    } catch (error) {
+      const failure = storeFailureProblem(error, log, c.req.routePath);
+      if (failure) return problemResponse(failure);
+      throw error;
+    }
     if (!outcome.admitted) return outcome.response;
     try {
       await next();

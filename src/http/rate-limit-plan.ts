@@ -4,9 +4,9 @@ import type { Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../gateway/config.js";
 import type { LimitPlan, LogFn } from "../gateway/limit.js";
-import type { Limiter } from "../limiter.js";
+import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { MAX_KEY_BYTES } from "../requests.js";
-import { type Problem, problem } from "./problems.js";
+import { type Problem, problem, problemFor } from "./problems.js";
 
 /**
  * The runtime-neutral half of `rateLimit()`: its options (all but the key function, whose
@@ -93,4 +93,15 @@ export function keyProblem(key: unknown): Problem | undefined {
   // UTF-8 is at most 3 bytes per UTF-16 unit: most keys skip the encoding.
   if (key.length * 3 > MAX_KEY_BYTES && encoder.encode(key).length > MAX_KEY_BYTES) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
   return undefined;
+}
+
+/**
+ * The answer of a middleware whose store could not decide (failMode closed) or faulted: the
+ * 503 problem `spillway serve` answers, logged once. Undefined for any other error, which is
+ * the app's to handle.
+ */
+export function storeFailureProblem(error: unknown, log: LogFn, route: string): Problem | undefined {
+  if (!(error instanceof StoreUnavailableError) && !(error instanceof StoreFaultError)) return undefined;
+  log({ event: error instanceof StoreFaultError ? "store-fault" : "store-unavailable", route, error: String(error) });
+  return problemFor(error);
 }

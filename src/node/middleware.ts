@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../core/key-state.js";
 import { defaultLog, limitRequest } from "../gateway/limit.js";
-import { type Problem, problemFor } from "../http/problems.js";
-import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan } from "../http/rate-limit-plan.js";
-import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import type { Problem } from "../http/problems.js";
+import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "../http/rate-limit-plan.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
   /**
@@ -96,11 +95,8 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
         else signal.addEventListener("abort", () => void lease.release(), { once: true });
       }
     } catch (error) {
-      if (error instanceof StoreUnavailableError || error instanceof StoreFaultError) {
-        log({ event: error instanceof StoreFaultError ? "store-fault" : "store-unavailable", route: label, error: String(error) });
-        return sendProblem(res, problemFor(error));
-      }
-      return next(error);
+      const failure = storeFailureProblem(error, log, label);
+      return failure ? sendProblem(res, failure) : next(error);
     }
     next();
   };

@@ -1,6 +1,8 @@
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RateLimitOptions, rateLimit } from "../../src/http/middleware.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/rpc-errors.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 2, period: "1m" };
@@ -120,5 +122,35 @@ describe("rateLimit(): at request time", () => {
     const started = performance.now();
     expect((await get(app, "fay")).status).toBe(200);
     expect(performance.now() - started).toBeGreaterThanOrEqual(80);
+  });
+});
+
+describe("rateLimit(): a store that cannot decide", () => {
+  const down = (error: Error) => ({ kind: "down", check: () => Promise.reject(error), peek: () => Promise.reject(error), reset: () => Promise.reject(error), acquire: () => Promise.reject(error), release: () => Promise.reject(error), extend: () => Promise.reject(error), health: () => Promise.reject(error) });
+
+  it("fails closed with the 503 store-unavailable problem, and the handler never runs", async () => {
+    let handled = 0;
+    const app = appWith(options({ store: down(new StoreUnavailableError("connection refused")) }), (c) => {
+      handled++;
+      return c.text("ok");
+    });
+    const response = await get(app, "gus");
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ type: STORE_UNAVAILABLE_TYPE, status: 503 });
+    expect(handled).toBe(0);
+  });
+
+  it("fails open when every policy says so, marked Spillway-Failed-Open", async () => {
+    const app = appWith(options({ store: down(new StoreUnavailableError("connection refused")), policies: { ...perMinute, failMode: "open" } }));
+    const response = await get(app, "hal");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("spillway-failed-open")).toBe("true");
+  });
+
+  it("a store fault is a 503 whatever the failMode", async () => {
+    const app = appWith(options({ store: down(new StoreFaultError("ERR wrong type")), policies: { ...perMinute, failMode: "open" } }));
+    const response = await get(app, "ida");
+    expect(response.status).toBe(503);
+    expect(await response.json()).toMatchObject({ type: STORE_FAULT_TYPE });
   });
 });
