@@ -103,6 +103,8 @@ const routeSchema = z.strictObject({
     {
       path: z.string(rule('must be a path pattern like "/search/*"')),
       methods: z.optional(z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).check(z.minLength(1, rule("must name at least one method")))),
+      // Paths match case-insensitively by default: many origins (Express) route that way.
+      caseSensitive: z._default(z.boolean(rule("must be true or false")), false),
     },
     rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
   ),
@@ -157,7 +159,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
   return {
     field,
     path: raw.match.path,
-    pattern: orThrow(parsePathPattern(raw.match.path), `${field}.match.path`),
+    pattern: orThrow(parsePathPattern(raw.match.path, raw.match.caseSensitive), `${field}.match.path`),
     methods: methodSet(methods),
     key: orThrow(parseKeySource(raw.key), `${field}.key`),
     fallbackKey: raw.fallbackKey === undefined ? undefined : orThrow(parseKeySource(raw.fallbackKey), `${field}.fallbackKey`),

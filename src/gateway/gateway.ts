@@ -10,8 +10,9 @@ import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
 import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
-import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
-import { findRoute, normalizedPath, pathSegments } from "./routes.js";
+import { type FetchOrigin, type OriginAnswer, type OriginTarget, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
+import { canonicalPath, isRefused, rawPathOf } from "./path.js";
+import { findRoute, keyPathOf } from "./routes.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -54,7 +55,7 @@ export function createGateway(options: GatewayOptions): Hono {
 
   async function forward(
     request: Request,
-    url: URL,
+    target: OriginTarget,
     extra: Record<string, string>,
     lease: HeldLease | undefined,
     timeoutMs: number,
@@ -64,7 +65,7 @@ export function createGateway(options: GatewayOptions): Hono {
     let origin: OriginAnswer;
     try {
       const wait = new OriginWait(request.signal, timeoutMs);
-      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, url), wait)));
+      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, target), wait)));
     } catch (error) {
       await lease?.release();
       // A client that went away reads no answer; do not report its abort as an origin fault.
@@ -84,7 +85,7 @@ export function createGateway(options: GatewayOptions): Hono {
     return clientResponse(origin, extra, onBodyDone(origin.body, () => void lease.release()));
   }
 
-  async function limited(c: Context, route: GatewayRoute, key: RequestKey, url: URL): Promise<Response> {
+  async function limited(c: Context, route: GatewayRoute, key: RequestKey, target: OriginTarget): Promise<Response> {
     const request = c.req.raw;
     const defer = deferOf(c);
     let pausedInDryRun = false;
@@ -100,7 +101,7 @@ export function createGateway(options: GatewayOptions): Hono {
     const outcome = await limitRequest(limiter, key.storeKey, planOf.get(route)!, { signal: request.signal, label: route.field, log, defer });
     if (!outcome.admitted) return outcome.response;
     if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
-    return forward(request, url, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
+    return forward(request, target, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
   }
 
   async function handle(c: Context): Promise<Response> {
@@ -109,25 +110,28 @@ export function createGateway(options: GatewayOptions): Hono {
     if (request.headers.has("transfer-encoding") && request.headers.has("content-length")) {
       return problemResponse(problem(400, "the request has both Transfer-Encoding and Content-Length"));
     }
+    // The path policy (path.ts): routes match, keys see and the origin gets one canonical path.
+    const path = canonicalPath(rawPathOf(request.url));
+    if (isRefused(path)) return problemResponse(problem(400, `the request path has no safe canonical form: ${path.refused}`));
     const url = new URL(request.url);
+    const target: OriginTarget = { pathname: path.path, search: url.search };
     // Without a trusted proxy X-Forwarded-For is never believed, so it is not even looked up.
     const forwardedFor = gateway.trustProxy.length > 0 ? request.headers.get("x-forwarded-for") : null;
     const clientIp = resolveClientIp(clientIpOf(c), forwardedFor, gateway.trustProxy);
     if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return forbidden("the client address is on the deny list");
-    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, url, {}, undefined, gateway.originTimeoutMs);
-    const segments = pathSegments(url.pathname);
-    const route = findRoute(gateway.routes, request.method, segments);
-    if (!route) return forward(request, url, {}, undefined, gateway.originTimeoutMs);
+    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, target, {}, undefined, gateway.originTimeoutMs);
+    const route = findRoute(gateway.routes, request.method, path);
+    if (!route) return forward(request, target, {}, undefined, gateway.originTimeoutMs);
 
-    const facts = { clientIp, headers: request.headers, url, path: normalizedPath(segments) };
+    const facts = { clientIp, headers: request.headers, url, path: keyPathOf(route.pattern, path) };
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
     let found = keyOf(route.key, facts);
     if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, facts);
     const key = found instanceof Promise ? await found : found;
     if (!key) return problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`));
     if (gateway.deny.keys.has(key.value)) return forbidden("the key is on the deny list");
-    if (gateway.allow.keys.has(key.value)) return forward(request, url, {}, undefined, route.originTimeoutMs);
-    return limited(c, route, key, url);
+    if (gateway.allow.keys.has(key.value)) return forward(request, target, {}, undefined, route.originTimeoutMs);
+    return limited(c, route, key, target);
   }
 
   const app = new Hono();

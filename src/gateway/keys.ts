@@ -48,7 +48,7 @@ export interface RequestFacts {
   clientIp: IpAddress | undefined;
   headers: Headers;
   url: URL;
-  /** The normalized path the routes matched (see routes.ts). */
+  /** The path as the matched route compared it: canonical, folded segments (routes.ts keyPathOf). */
   path: string;
 }
 

@@ -83,10 +83,17 @@ export function withoutHopByHop(headers: Headers): Headers {
   return copy;
 }
 
+/** What of a request the origin URL is built from: the gateway passes the canonical path (path.ts). */
+export interface OriginTarget {
+  pathname: string;
+  /** "" or "?…", as URL.search has it. */
+  search: string;
+}
+
 /** The origin URL for a request: the origin's base path, then the request's path and query. */
-export function originUrlFor(origin: URL, requestUrl: URL): string {
+export function originUrlFor(origin: URL, target: OriginTarget): string {
   const basePath = origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
-  return `${origin.origin}${basePath}${requestUrl.pathname}${requestUrl.search}`;
+  return `${origin.origin}${basePath}${target.pathname}${target.search}`;
 }
 
 /**

@@ -1,27 +1,30 @@
+import { type CanonicalPath, isRefused, patternSegment } from "./path.js";
+
 /**
  * Route matching by method and path pattern. Patterns are `/exact/path`, `:name` for one
  * segment, `*` for one segment in the middle, and a trailing `/*` for the rest of the path
  * (zero or more segments: `/search/*` matches `/search` and `/search/a/b`).
  *
- * Paths are compared after the normalizations an origin is likely to apply itself:
- * percent-decoding, collapsing `//`, dropping a trailing `/`. Otherwise `/%73earch` or
- * `//search/` would reach the origin's /search handler without touching its limit.
+ * Requests are matched on their canonical path (path.ts), segment by segment after folding:
+ * `/%73earch`, `//search/`, `/Search;v=1` and `/search.` all match `/search/*`, as an origin
+ * may serve them all as /search. Case-insensitive unless the route says `caseSensitive`.
  */
 export interface PathPattern {
-  /** Segments; `null` stands for one arbitrary segment. */
+  /** Folded segments (lower-cased unless caseSensitive); `null` stands for one arbitrary segment. */
   segments: (string | null)[];
   /** A trailing `/*`: any number of further segments. */
   rest: boolean;
+  caseSensitive: boolean;
 }
 
 export const HTTP_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] as const;
 
 /** Parses a pattern; returns an error sentence (for the config validator) or the pattern. */
-export function parsePathPattern(text: string): PathPattern | string {
+export function parsePathPattern(text: string, caseSensitive = false): PathPattern | string {
   if (!text.startsWith("/")) return `must start with "/", got ${JSON.stringify(text)}`;
   if (/[?#]/.test(text)) return `must be a path without a query or fragment, got ${JSON.stringify(text)}`;
   const parts = text.split("/").slice(1);
-  if (parts.length === 1 && parts[0] === "") return { segments: [], rest: false };
+  if (parts.length === 1 && parts[0] === "") return { segments: [], rest: false, caseSensitive };
   let rest = false;
   if (parts[parts.length - 1] === "*") {
     rest = true;
@@ -32,32 +35,26 @@ export function parsePathPattern(text: string): PathPattern | string {
     if (part === "") return `has an empty segment (//) or a trailing "/", got ${JSON.stringify(text)}`;
     if (part === "*" || /^:[A-Za-z0-9_]+$/.test(part)) segments.push(null);
     else if (part.includes("*") || part.startsWith(":")) return `may use "*" and ":name" only as whole segments, got ${JSON.stringify(text)}`;
-    else segments.push(safeDecode(part));
+    else {
+      const folded = patternSegment(part);
+      if (isRefused(folded)) return `${folded.refused.replace(/^it /, "")}, got ${JSON.stringify(text)}`;
+      segments.push(caseSensitive ? folded : folded.toLowerCase());
+    }
   }
-  return { segments, rest };
+  return { segments, rest, caseSensitive };
 }
 
-function safeDecode(segment: string): string {
-  if (!segment.includes("%")) return segment;
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
+/** The request's segments as `pattern` compares them. */
+const segmentsFor = (pattern: PathPattern, path: CanonicalPath) => (pattern.caseSensitive ? path.segments : path.lowerSegments);
 
-/** A URL path split into decoded segments, with empty segments (`//`, a trailing `/`) dropped. */
-export function pathSegments(pathname: string): string[] {
-  // A plain loop: this runs for every request the gateway sees.
-  const segments: string[] = [];
-  for (const part of pathname.split("/")) if (part !== "") segments.push(safeDecode(part));
-  return segments;
-}
+/**
+ * The path as the `path` key source sees it: the folded segments the route compared, so that
+ * every spelling an origin serves as one path shares one budget.
+ */
+export const keyPathOf = (pattern: PathPattern, path: CanonicalPath) => `/${segmentsFor(pattern, path).join("/")}`;
 
-/** The normalized path, as the `path` key source sees it. */
-export const normalizedPath = (segments: readonly string[]) => `/${segments.join("/")}`;
-
-export function matchesPath(pattern: PathPattern, segments: readonly string[]): boolean {
+export function matchesPath(pattern: PathPattern, path: CanonicalPath): boolean {
+  const segments = segmentsFor(pattern, path);
   const expected = pattern.segments;
   if (pattern.rest ? segments.length < expected.length : segments.length !== expected.length) return false;
   for (let i = 0; i < expected.length; i++) {
@@ -76,7 +73,7 @@ export function methodSet(methods: readonly string[] | undefined): ReadonlySet<s
 }
 
 /** The first route (in config order) whose method and path match; undefined: none. */
-export function findRoute<R extends { pattern: PathPattern; methods?: ReadonlySet<string> }>(routes: readonly R[], method: string, segments: readonly string[]): R | undefined {
-  for (const route of routes) if ((!route.methods || route.methods.has(method)) && matchesPath(route.pattern, segments)) return route;
+export function findRoute<R extends { pattern: PathPattern; methods?: ReadonlySet<string> }>(routes: readonly R[], method: string, path: CanonicalPath): R | undefined {
+  for (const route of routes) if ((!route.methods || route.methods.has(method)) && matchesPath(route.pattern, path)) return route;
   return undefined;
 }

@@ -3,7 +3,8 @@ import { parseConfig } from "../../src/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { formatIp, parseIp, parseIpRange, rangeContains, resolveClientIp } from "../../src/gateway/ip.js";
 import { type KeySource, keyOf, parseKeySource } from "../../src/gateway/keys.js";
-import { findRoute, parsePathPattern, pathSegments } from "../../src/gateway/routes.js";
+import { type CanonicalPath, canonicalPath } from "../../src/gateway/path.js";
+import { findRoute, parsePathPattern } from "../../src/gateway/routes.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const ip = (text: string) => formatIp(parseIp(text)!);
@@ -100,7 +101,7 @@ describe("key sources", () => {
 describe("route patterns", () => {
   const route = (path: string, methods?: string[]) => ({ pattern: parsePathPattern(path) as Exclude<ReturnType<typeof parsePathPattern>, string>, methods: methods && new Set(methods), path });
   const routes = [route("/search/*", ["GET", "HEAD"]), route("/users/:id/posts"), route("/"), route("/*")];
-  const match = (method: string, path: string) => findRoute(routes, method, pathSegments(path))?.path;
+  const match = (method: string, path: string) => findRoute(routes, method, canonicalPath(path) as CanonicalPath)?.path;
 
   it("matches method and path, first route first", () => {
     expect(match("GET", "/search")).toBe("/search/*");
