@@ -158,7 +158,8 @@ describe("installed into an empty project", () => {
     } finally {
       server.kill("SIGTERM");
     }
-    const [code] = (await new Promise((resolve) => server.once("exit", (...args) => resolve(args)))) as [number | null];
+    const exited = server.exitCode !== null || server.signalCode !== null;
+    const code = exited ? server.exitCode : await new Promise<number | null>((resolve) => server.once("exit", (exitCode) => resolve(exitCode)));
     expect(code).toBe(0);
   });
 });
