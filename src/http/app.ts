@@ -1,4 +1,5 @@
-import { Hono } from "hono";
+import { type Context, Hono, type Next } from "hono";
+import { canonicalPath, isRefused, rawPathOf } from "../gateway/path.js";
 import type { SpillwayService } from "../service.js";
 import { createApi } from "./api.js";
 import { onError, problem, problemResponse } from "./problems.js";
@@ -9,6 +10,42 @@ export interface AppOptions {
   tokenOf: (env: unknown) => string | undefined;
   /** Mounted after /v1 and /healthz: the gateway, when the config has routes. */
   fallback?: Hono;
+}
+
+/**
+ * Spillway's own paths and the methods each answers (SPEC §3; /v1/top and /metrics are
+ * reserved). However they are spelled, they never reach a gateway's origin: the client's
+ * Authorization there carries SPILLWAY_TOKEN.
+ */
+const OWN_PATHS: ReadonlyMap<string, readonly string[]> = new Map([
+  ["/healthz", ["GET", "HEAD"]],
+  ["/v1/check", ["POST"]],
+  ["/v1/peek", ["POST"]],
+  ["/v1/reset", ["POST"]],
+  ["/v1/acquire", ["POST"]],
+  ["/v1/release", ["POST"]],
+  ["/v1/extend", ["POST"]],
+  ["/v1/top", ["GET", "HEAD"]],
+  ["/metrics", ["GET", "HEAD"]],
+]);
+const RESERVED_PATHS = new Set(["/v1/top", "/metrics"]);
+
+/**
+ * Runs after Spillway's own handlers and before the gateway, for what they did not answer:
+ * a wrong method on an own path is a 405 with Allow, and another spelling of one (`/V1/check`,
+ * `/v1//check`, `/v1/check;x`, folded as the gateway folds paths) a 404 naming the path.
+ */
+async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
+  const path = canonicalPath(rawPathOf(c.req.url));
+  // A path with no canonical form is no own path: the gateway refuses it (400), else 404.
+  const own = isRefused(path) ? undefined : `/${path.lowerSegments.join("/")}`;
+  const methods = own === undefined ? undefined : OWN_PATHS.get(own);
+  if (!own || !methods) return next();
+  if (!methods.includes(c.req.method)) {
+    return problemResponse(problem(405, `${own} is Spillway's own path and answers ${methods.join(" and ")} only, not ${c.req.method}`), { allow: methods.join(", ") });
+  }
+  if (RESERVED_PATHS.has(own)) return problemResponse(problem(404, `${own} is reserved by Spillway and not served by this version`));
+  return problemResponse(problem(404, `no route for ${c.req.method} ${rawPathOf(c.req.url)}: Spillway's own path is spelled exactly ${own}`));
 }
 
 /**
@@ -25,6 +62,7 @@ export function createApp({ service, tokenOf, fallback }: AppOptions): Hono {
     return c.json({ ok: health.ok, store: health.store, ...(health.detail ? { detail: health.detail } : {}) }, health.ok ? 200 : 503);
   });
   app.route("/v1", createApi({ service, tokenOf }));
+  app.all("*", ownPathGuard);
   if (fallback) app.route("/", fallback);
   app.notFound((c) => problemResponse(problem(404, `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   return app;
