@@ -7,11 +7,13 @@
 //   BENCH_SLICES=6 BENCH_HTTP_MS=2000      (fewer turns per contender and cell, shorter HTTP rows, still written)
 //   BENCH_SLICE_MS=250                     (each contender's turn within a cell)
 //   REDIS_URL=redis://127.0.0.1:6379       (an existing server; keys are prefixed bench:<run>:)
+//   npm run bench:redis -- sliding-log     (only the sliding-log section, ~1 min: writes `## Sliding log (bench:redis sliding-log)`)
 import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-admission.js";
 import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
 import { goalLines, ratioTable } from "./redis-goals.js";
 import { type HttpOptions, httpTable, runHttp } from "./redis-http.js";
 import { startBenchRedis } from "./redis-server.js";
+import { type SlidingLogOptions, runSlidingLog, slidingLogTable } from "./redis-sliding-log.js";
 import { redisUsec, resetRedisStats } from "./redis-stats.js";
 import { type ThroughputOptions, measureCell, runThroughput, throughputTables } from "./redis-throughput.js";
 import { writeBenchmarkSection } from "./load.js";
@@ -24,6 +26,7 @@ const HTTP_MS = Number(process.env.BENCH_HTTP_MS ?? (QUICK ? 1000 : 5000));
 const HTTP_CONCURRENCY = 64;
 const HTTP_TURNS = QUICK ? 2 : 5;
 const TITLE = "Redis (bench:redis)";
+const SLIDING_LOG_TITLE = "Sliding log (bench:redis sliding-log)";
 const log = (line: string) => console.log(line);
 
 /** Redis µs per call of defining the single-policy GCRA script in the EVALSHA fallback (16 callers, 10,000 keys). */
@@ -42,9 +45,41 @@ async function libraryCost(url: string, runId: string): Promise<number> {
   }
 }
 
+/** The sliding-log section: a decision's cost on a full log at limit 1k, 10k and 100k; writes its own section. */
+async function slidingLogSection(url: string, runId: string): Promise<void> {
+  const startedMs = performance.now();
+  const options: SlidingLogOptions = { url, runId, limits: [1_000, 10_000, 100_000], periodMs: 100_000, budgetMs: QUICK ? 1000 : 5000 };
+  const rows = await runSlidingLog(options, log);
+  const seconds = ((performance.now() - startedMs) / 1000).toFixed(0);
+  const markdown = [
+    `\`npm run bench:redis -- sliding-log\` (scripts/bench/redis-sliding-log.ts; also part of a whole \`npm run bench:redis\`), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${seconds} s.`,
+    `One key whose sliding-log policy (period ${options.periodMs / 1000} s) holds \`limit\` admissions of cost 1 spread evenly over the period: the state the algorithm builds from them, stored with SET.`,
+    `Then decisions continue that trace on the client clock, one per step of period ÷ limit (a key held at its limit rate: it admits as old admissions stop counting), one caller, for ${options.budgetMs / 1000} s or \`limit\` decisions.`,
+    "Redis µs/decision is Redis's own time per FCALL (INFO commandstats). The last two columns are the same trace on `KeyState.check` in this Node process: the memory store's decision, and with `JSON.stringify` of the state it changed, which the Durable Object writes to SQLite on every admission.",
+    "",
+    ...slidingLogTable(rows),
+  ].join("\n");
+  log(`\n${markdown}`);
+  if (QUICK) {
+    log("\nquick run: BENCHMARKS.md left alone");
+  } else {
+    await writeBenchmarkSection(SLIDING_LOG_TITLE, markdown);
+    log(`\nwritten to BENCHMARKS.md (## ${SLIDING_LOG_TITLE})`);
+  }
+}
+
 async function main(): Promise<void> {
   const startedMs = performance.now();
   const redis = await startBenchRedis();
+  if (process.argv[2] === "sliding-log") {
+    try {
+      await slidingLogSection(redis.url, Date.now().toString(36));
+    } finally {
+      redis.stop();
+    }
+    return;
+  }
+  if (process.argv[2] !== undefined) throw new Error(`bench:redis takes no argument or "sliding-log", got ${JSON.stringify(process.argv[2])}`);
   const runId = Date.now().toString(36);
   try {
     log(`bench:redis against ${redis.description}, ${SLICES} turns of ${SLICE_MS} ms per contender and cell${QUICK ? " (quick: nothing is written)" : ""}\n`);
@@ -125,6 +160,8 @@ async function main(): Promise<void> {
       await writeBenchmarkSection(TITLE, markdown);
       log(`\nwritten to BENCHMARKS.md (## ${TITLE})`);
     }
+    log("");
+    await slidingLogSection(redis.url, runId);
   } finally {
     redis.stop();
   }

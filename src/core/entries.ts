@@ -1,9 +1,9 @@
 import { EPSILON_MS } from "./algorithm.js";
 
 /**
- * An admitted cost that counts until untilMs: a sliding-log admission (until = at + period)
- * or a concurrency lease (until = expiry). Kept sorted by untilMs. The lease id is "" for
- * sliding-log entries.
+ * An admitted cost that counts until untilMs: sliding-log admissions (until = at + period,
+ * rounded up to the bucket grid: see sliding-log.ts) or a concurrency lease (until =
+ * expiry). Kept sorted by untilMs. The lease id is "" for sliding-log entries.
  */
 export type Entry = [untilMs: number, cost: number, leaseId: string];
 
@@ -41,6 +41,21 @@ export function insertEntry(entries: readonly Entry[], entry: Entry): Entry[] {
   let index = next.length;
   while (index > 0 && next[index - 1]![0] > entry[0] + EPSILON_MS) index--;
   next.splice(index, 0, entry);
+  return next;
+}
+
+/**
+ * Adds `cost` until untilMs: to the entry that already ends then (sliding-log buckets share
+ * one), else as a new entry in sorted place. Bucket ends are whole ms computed the same way
+ * everywhere, so they are compared exactly.
+ */
+export function mergeEntry(entries: readonly Entry[], untilMs: number, cost: number): Entry[] {
+  let index = entries.length;
+  while (index > 0 && entries[index - 1]![0] > untilMs) index--;
+  const next = entries.slice();
+  const same = next[index - 1];
+  if (same && same[0] === untilMs) next[index - 1] = [untilMs, same[1] + cost, ""];
+  else next.splice(index, 0, [untilMs, cost, ""]);
   return next;
 }
 

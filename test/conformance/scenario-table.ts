@@ -86,17 +86,18 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
   {
-    name: "sliding-log: exact, half-open windows, merges and reserve",
+    name: "sliding-log: half-open windows on 16 ms buckets, merges and reserve",
+    // An admission at x counts until x + 1000 rounded up to a multiple of 16 (⌈1000 / 64⌉).
     policies: { l: { name: "l", algorithm: "sliding-log", limit: 3, period: "1s" } },
     steps: [
       check(0, { cost: 4, expect: { allowed: false, retryAfterMs: null } }),
-      check(0), check(0),
-      check(250, { expect: { allowed: true, remaining: 0, resetMs: 1000 } }),
-      check(999, { expect: { allowed: false, retryAfterMs: 1 } }),
-      check(1000, { cost: 2, expect: { allowed: true, remaining: 0 } }),
-      check(1100, { mode: "reserve", maxWaitMs: 200, expect: { allowed: true, waitMs: 150 } }),
+      check(0), check(0), // until 1008, merged
+      check(250, { expect: { allowed: true, remaining: 0, resetMs: 1014 } }), // until 1264
+      check(1007, { expect: { allowed: false, retryAfterMs: 1 } }),
+      check(1008, { cost: 2, expect: { allowed: true, remaining: 0 } }), // until 2016
+      check(1100, { mode: "reserve", maxWaitMs: 200, expect: { allowed: true, waitMs: 164 } }), // at 1264, until 2272
       peek(1250, { expect: { allowed: false } }),
-      check(2000, { cost: 3, mode: "reserve", maxWaitMs: 1000 }),
+      check(2000, { cost: 3, mode: "reserve", maxWaitMs: 1000, expect: { allowed: true, waitMs: 272 } }),
       check(2400, { expect: { allowed: false } }),
       check(4000, { expect: { allowed: true, remaining: 2 } }),
     ],
@@ -160,9 +161,10 @@ export const SCENARIOS: Scenario[] = [
       { atMs: 30, op: "release", lease: "a", expect: { released: true } },
       check(40, { as: "c", expect: { allowed: true } }),
       { atMs: 50, op: "release", lease: "b" },
-      check(60, { expect: { allowed: false, policy: "rate", retryAfterMs: 940 } }),
+      // The rate's first admission (at 0) counts until 1008: 1000 rounded up to its 16 ms buckets.
+      check(60, { expect: { allowed: false, policy: "rate", retryAfterMs: 948 } }),
       { atMs: 70, op: "acquire", as: "d", expect: { acquired: false } },
-      { atMs: 1000, op: "acquire", as: "e", leaseMs: 500, expect: { acquired: true, leaseMs: 500 } },
+      { atMs: 1008, op: "acquire", as: "e", leaseMs: 500, expect: { acquired: true, leaseMs: 500 } },
       peek(1100, { expect: { allowed: false } }),
       check(1500, { as: "f" }),
       { atMs: 1600, op: "reset" },

@@ -113,7 +113,8 @@ describe("throttledFetch", () => {
     const throttle = createThrottle({ limiter: new MemoryStore(), key: "api", policy: { name: "api", algorithm: "sliding-log", limit: 2, period: "1s" } });
     const fetchApi = throttledFetch({ fetch, throttle });
     await settle(Promise.all([1, 2, 3, 4, 5].map((n) => fetchApi(`https://api.test/${n}`))));
-    expect(calls.map((call) => call.atMs)).toEqual([0, 0, 1000, 1000, 2000]);
+    // Each slot ends 1 s on, rounded up to the sliding log's 16 ms buckets.
+    expect(calls.map((call) => call.atMs)).toEqual([0, 0, 1008, 1008, 2016]);
   });
 
   it("feeds Retry-After into the shared limiter so other callers of the key pause", async () => {

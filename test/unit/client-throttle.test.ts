@@ -4,6 +4,8 @@ import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { LimiterUnavailableError, MaxWaitExceededError, createThrottle } from "../../src/client/index.js";
 
+// A sliding log of 1 s counts each admission until its end rounded up to 16 ms buckets
+// (⌈1000 / 64⌉): the fake clock starts on that grid, so a slot 1 s on is 1008 ms on.
 const slidingLog = (limit: number, period: number | string) => ({ name: "upstream", algorithm: "sliding-log" as const, limit, period });
 
 /** A MemoryStore whose checks are counted (and can be slowed down, like a network). */
@@ -36,9 +38,9 @@ describe("throttle with a fake clock", () => {
     expect(startedAt).toEqual([0, 0]);
     // Three callers wait, each on one timer (plus the store's sweep interval).
     expect(vi.getTimerCount()).toBe(3 + 1);
-    await vi.advanceTimersByTimeAsync(2000);
+    await vi.advanceTimersByTimeAsync(2016);
     expect(await Promise.all(calls)).toEqual([0, 1, 2, 3, 4]);
-    expect(startedAt).toEqual([0, 0, 1000, 1000, 2000]);
+    expect(startedAt).toEqual([0, 0, 1008, 1008, 2016]);
     expect(checks).toHaveLength(5);
     expect(checks.every((check) => check.mode === "reserve" && check.cost === 1)).toBe(true);
   });
@@ -49,11 +51,11 @@ describe("throttle with a fake clock", () => {
     await throttle.wait();
     const refused = await throttle.wait().catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(MaxWaitExceededError);
-    expect(refused).toMatchObject({ retryAfterMs: 1000, maxWaitMs: 500 });
+    expect(refused).toMatchObject({ retryAfterMs: 1008, maxWaitMs: 500 });
     // Nothing was booked: a call with a longer wait gets the very slot the refused one would have had.
     const ticket = throttle.wait({ maxWaitMs: 2000 });
-    await vi.advanceTimersByTimeAsync(1000);
-    expect((await ticket).waitedMs).toBe(1000);
+    await vi.advanceTimersByTimeAsync(1008);
+    expect((await ticket).waitedMs).toBe(1008);
   });
 
   it("refuses at once when the cost can never fit", async () => {
@@ -82,14 +84,14 @@ describe("throttle with a fake clock", () => {
 
     await vi.advanceTimersByTimeAsync(100);
     const next = throttle.wait();
-    await vi.advanceTimersByTimeAsync(700);
+    await vi.advanceTimersByTimeAsync(708);
     const ticket = await next;
-    expect(ticket).toMatchObject({ handedOver: true, waitedMs: 700 });
+    expect(ticket).toMatchObject({ handedOver: true, waitedMs: 708 });
     expect(checks).toHaveLength(2);
     // The slot after it is the one after the aborted booking: nothing was lost or doubled.
     const third = throttle.wait();
-    await vi.advanceTimersByTimeAsync(1000);
-    expect(await third).toMatchObject({ handedOver: false, waitedMs: 1000 });
+    await vi.advanceTimersByTimeAsync(1008);
+    expect(await third).toMatchObject({ handedOver: false, waitedMs: 1008 });
   });
 
   it("gives back a slot whose answer arrives after the abort", async () => {
@@ -104,10 +106,10 @@ describe("throttle with a fake clock", () => {
     controller.abort(new Error("gone"));
     await vi.advanceTimersByTimeAsync(50);
     expect(await aborted).toMatchObject({ message: "gone" });
-    // The booking (at +1000 from the first) went to a spare, not into thin air.
+    // The booking (the first ran at 50: at 1050 rounded up to 1056) went to a spare, not into thin air.
     const next = throttle.wait();
     await vi.advanceTimersByTimeAsync(1000);
-    expect(await next).toMatchObject({ handedOver: true, waitedMs: 940 });
+    expect(await next).toMatchObject({ handedOver: true, waitedMs: 946 });
     expect(checks).toHaveLength(2);
   });
 

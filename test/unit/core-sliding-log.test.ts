@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { SLIDING_LOG_BUCKETS } from "../../src/core/sliding-log.js";
 import { DRAIN_AND_PROBE, Subject, compareWithFresh, peek, policyOf, reject, reserve } from "./core-helpers.js";
 
-// No span [x, x + 1000) may hold more than 3.
+// No span [x, x + 1000) may hold more than 3. Buckets of ⌈1000 / 64⌉ = 16 ms: an admission at
+// x counts until x + 1000 rounded up to a multiple of 16 (0 → 1008, 100 → 1104, 200 → 1200).
 const policy = policyOf({ algorithm: "sliding-log", limit: 3, period: "1s" });
 
 describe("sliding-log: admission and denial", () => {
@@ -9,8 +11,8 @@ describe("sliding-log: admission and denial", () => {
     const subject = new Subject([policy]);
     const decisions = [subject.check(0), subject.check(100), subject.check(200)];
     expect(decisions.map((d) => [d.allowed, d.limit, d.remaining, d.resetMs, d.retryAfterMs])).toEqual([
-      [true, 3, 2, 1000, 0],
-      [true, 3, 1, 1000, 0],
+      [true, 3, 2, 1008, 0],
+      [true, 3, 1, 1004, 0],
       [true, 3, 0, 1000, 0],
     ]);
   });
@@ -19,32 +21,49 @@ describe("sliding-log: admission and denial", () => {
     const subject = new Subject([policy]);
     [0, 100, 200].forEach((atMs) => subject.check(atMs));
     const before = subject.snapshot();
-    expect(subject.check(500)).toMatchObject({ allowed: false, remaining: 0, resetMs: 700, retryAfterMs: 500 });
-    expect(subject.check(999)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(subject.check(500)).toMatchObject({ allowed: false, remaining: 0, resetMs: 700, retryAfterMs: 508 });
+    expect(subject.check(1007)).toMatchObject({ allowed: false, retryAfterMs: 1 });
     expect(subject.snapshot()).toBe(before);
-    expect(subject.check(1000)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1000 });
-    expect(subject.check(1050)).toMatchObject({ allowed: false, retryAfterMs: 50 });
+    // 1008 + 1000 = 2008, rounded up to 2016.
+    expect(subject.check(1008)).toMatchObject({ allowed: true, remaining: 0, resetMs: 1008 });
+    expect(subject.check(1050)).toMatchObject({ allowed: false, retryAfterMs: 54 });
   });
 
-  it("is half-open: an admission at x stops counting exactly at x + period", () => {
+  it("is half-open on the bucket grid: an admission at x stops counting at x + period rounded up to a bucket end", () => {
     const subject = new Subject([policyOf({ algorithm: "sliding-log", limit: 1, period: "1s" })]);
     expect(subject.check(0).allowed).toBe(true);
-    expect(subject.check(999)).toMatchObject({ allowed: false, retryAfterMs: 1 });
-    expect(subject.check(1000)).toMatchObject({ allowed: true, resetMs: 1000 });
-    expect(subject.check(1999)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(subject.check(1007)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(subject.check(1008)).toMatchObject({ allowed: true, resetMs: 1008 });
+    expect(subject.check(2015)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    // x + period already on the grid (2024 + 1000 = 189 · 16): exactly x + period.
+    expect(subject.check(2024)).toMatchObject({ allowed: true, resetMs: 1000 });
+    expect(subject.check(3023)).toMatchObject({ allowed: false, retryAfterMs: 1 });
+    expect(subject.check(3024).allowed).toBe(true);
   });
 
   it("frees as many old admissions as a larger cost needs", () => {
     const subject = new Subject([policy]);
     [0, 100, 200].forEach((atMs) => subject.check(atMs));
-    expect(subject.check(500, reject(2))).toMatchObject({ allowed: false, retryAfterMs: 600 });
-    expect(subject.check(1100, reject(2))).toMatchObject({ allowed: true, remaining: 0 });
+    expect(subject.check(500, reject(2))).toMatchObject({ allowed: false, retryAfterMs: 604 });
+    expect(subject.check(1104, reject(2))).toMatchObject({ allowed: true, remaining: 0 });
   });
 
-  it("keeps one entry per admission time, not per request", () => {
+  it("merges admissions that stop counting in the same bucket into one entry", () => {
     const subject = new Subject([policy]);
-    subject.checkTimes(3, 0);
-    expect(subject.key.states.get("p")).toEqual({ algorithm: "sliding-log", state: { entries: [[1000, 3, ""]] } });
+    subject.checkTimes(2, 0);
+    subject.check(5); // 1005 → 1008, like 0's
+    expect(subject.key.states.get("p")).toEqual({ algorithm: "sliding-log", state: { entries: [[1008, 3, ""]] } });
+  });
+
+  it("keeps at most one entry per bucket whatever the limit: 65 for 100,000 admissions a period", () => {
+    const big = policyOf({ algorithm: "sliding-log", limit: 100_000, period: "1m" });
+    const subject = new Subject([big]);
+    // One admission every 10 ms for two minutes: 6,000 distinct times still counting at the end.
+    for (let atMs = 0; atMs < 120_000; atMs += 10) subject.key.check([big], atMs, reject());
+    const stored = subject.key.states.get("p");
+    const entries = stored?.algorithm === "sliding-log" ? stored.state.entries : [];
+    expect(entries.length).toBeLessThanOrEqual(SLIDING_LOG_BUCKETS + 1);
+    expect(entries.reduce((sum, entry) => sum + entry[1], 0)).toBeGreaterThanOrEqual(6_000);
   });
 });
 
@@ -59,7 +78,7 @@ describe("sliding-log: cost edges", () => {
     const subject = new Subject([policy]);
     subject.checkTimes(3, 0);
     const before = subject.snapshot();
-    expect(subject.check(400, peek())).toMatchObject({ allowed: false, remaining: 0, resetMs: 600, retryAfterMs: 600 });
+    expect(subject.check(400, peek())).toMatchObject({ allowed: false, remaining: 0, resetMs: 608, retryAfterMs: 608 });
     expect(subject.snapshot()).toBe(before);
   });
 });
@@ -68,21 +87,22 @@ describe("sliding-log: reserve mode", () => {
   it("reserves the moments old admissions leave the window", () => {
     const subject = new Subject([policy]);
     subject.checkTimes(3, 0);
-    expect(subject.checkTimes(3, 0, reserve(1, 1000)).map((d) => [d.allowed, d.waitMs, d.remaining])).toEqual([
-      [true, 1000, 0],
-      [true, 1000, 0],
-      [true, 1000, 0],
+    expect(subject.check(0, reserve(1, 1007))).toMatchObject({ allowed: false, retryAfterMs: 1008 });
+    expect(subject.checkTimes(3, 0, reserve(1, 1008)).map((d) => [d.allowed, d.waitMs, d.remaining])).toEqual([
+      [true, 1008, 0],
+      [true, 1008, 0],
+      [true, 1008, 0],
     ]);
   });
 
   it("denies, consuming nothing, when the moment is beyond maxWaitMs", () => {
     const subject = new Subject([policy]);
     subject.checkTimes(3, 0);
-    subject.check(0, reserve(3, 1000));
+    subject.check(0, reserve(3, 1008)); // at 1008, until 2016
     const before = subject.snapshot();
-    expect(subject.check(0, reserve(1, 1999))).toMatchObject({ allowed: false, waitMs: 0, retryAfterMs: 2000 });
+    expect(subject.check(0, reserve(1, 2015))).toMatchObject({ allowed: false, waitMs: 0, retryAfterMs: 2016 });
     expect(subject.snapshot()).toBe(before);
-    expect(subject.check(0, reserve(1, 2000))).toMatchObject({ allowed: true, waitMs: 2000 });
+    expect(subject.check(0, reserve(1, 2016))).toMatchObject({ allowed: true, waitMs: 2016 });
   });
 });
 
@@ -90,7 +110,8 @@ describe("sliding-log: expiry", () => {
   it("is fresh when the last admission stops counting", () => {
     const subject = new Subject([policy]);
     subject.check(0);
-    expect(subject.key.check([policy], 300, reject(1)).changes.get("p")?.freshAtMs).toBe(1300);
+    // 300 + 1000 rounded up to 1312.
+    expect(subject.key.check([policy], 300, reject(1)).changes.get("p")?.freshAtMs).toBe(1312);
   });
 
   it("differs from a fresh key before then and matches it from then on", () => {

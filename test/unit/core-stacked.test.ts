@@ -3,6 +3,8 @@ import { KeyState } from "../../src/core/key-state.js";
 import { Subject, peek, policyOf, reject, reserve, snapshot } from "./core-helpers.js";
 
 const perSecond = policyOf({ name: "per-second", algorithm: "fixed-window", limit: 2, period: "1s" });
+// Its buckets are ⌈60000 / 64⌉ = 938 ms: admissions at 0, 1000 and 2000 count until 60032,
+// 61908 and 62846 (each + 60000, rounded up to a multiple of 938).
 const perMinute = policyOf({ name: "per-minute", algorithm: "sliding-log", limit: 5, period: "1m" });
 const stack = [perSecond, perMinute];
 
@@ -27,7 +29,7 @@ describe("stacked policies: all-or-nothing", () => {
     expect(subject.snapshot()).toBe(before);
     expect(output.decision.policies).toEqual([
       { policy: "per-second", allowed: false, limit: 2, remaining: 0, resetMs: 500, retryAfterMs: 500 },
-      { policy: "per-minute", allowed: true, limit: 5, remaining: 3, resetMs: 59_500, retryAfterMs: 0 },
+      { policy: "per-minute", allowed: true, limit: 5, remaining: 3, resetMs: 59_532, retryAfterMs: 0 },
     ]);
   });
 
@@ -36,7 +38,7 @@ describe("stacked policies: all-or-nothing", () => {
     subject.checkTimes(2, 0);
     subject.checkTimes(2, 1000);
     expect(subject.check(2000)).toMatchObject({ allowed: true, policy: "per-minute", remaining: 0 });
-    expect(subject.check(2000)).toMatchObject({ allowed: false, policy: "per-minute", retryAfterMs: 58_000 });
+    expect(subject.check(2000)).toMatchObject({ allowed: false, policy: "per-minute", retryAfterMs: 58_032 });
     expect(subject.key.check([perSecond], 2000, peek()).decision).toMatchObject({ allowed: true, remaining: 1 });
   });
 
@@ -70,9 +72,9 @@ describe("stacked policies: top-level fields", () => {
     subject.checkTimes(2, 0);
     subject.checkTimes(2, 1000);
     subject.check(2000);
-    // Both deny a cost of 2 at 2500: per-second frees at 3000, per-minute at 60 000.
+    // Both deny a cost of 2 at 2500: per-second frees at 3000, per-minute at 60 032.
     const decision = subject.check(2500, reject(2));
-    expect(decision).toMatchObject({ allowed: false, policy: "per-minute", limit: 5, remaining: 0, resetMs: 59_500, retryAfterMs: 57_500 });
+    expect(decision).toMatchObject({ allowed: false, policy: "per-minute", limit: 5, remaining: 0, resetMs: 60_346, retryAfterMs: 57_532 });
   });
 
   it("describe the policy with the fewest remaining when allowed, ties keeping stack order", () => {

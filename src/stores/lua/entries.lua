@@ -42,6 +42,21 @@ local function insert_entry(entries, entry)
   return copy
 end
 
+-- mergeEntry: adds cost until until_ms to the entry that already ends then, else inserts
+-- it in sorted place. live is this call's own list (live_entries built it), so it is changed
+-- in place: no copy.
+local function merge_entry(live, until_ms, cost)
+  local index = #live
+  while index > 0 and live[index][1] > until_ms do index = index - 1 end
+  local same = live[index]
+  if same and same[1] == until_ms then
+    live[index] = { until_ms, same[2] + cost, "" }
+  else
+    table.insert(live, index + 1, { until_ms, cost, "" })
+  end
+  return live
+end
+
 local function last_until_ms(entries)
   local last = 0
   for _, entry in ipairs(entries) do last = max(last, entry[1]) end
