@@ -5,10 +5,10 @@ import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
 import { LocalKey } from "./local-key.js";
 
-/** How many keys a MemoryStore holds unless told otherwise (README: "Memory store bound"). */
+/** How many keys a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
 
-/** How many of the least recently used evictable keys are looked at for a fresh one: bounded work per new key. */
+/** How many of the least recently used evictable keys are searched for a fresh one: bounded work per new key. */
 const FRESH_SEARCH = 8;
 
 /**
@@ -34,10 +34,10 @@ export interface MemoryStoreOptions {
  * nothing is shared between processes and nothing survives a restart.
  *
  * Bounded: at most `maxKeys` keys, so a flood of distinct keys cannot exhaust memory. A new
- * key beyond the bound evicts the least recently used key, or one of the few after it if
- * that one is already fresh (evicting it loses nothing). A key holding a lease or with waiters is never
- * evicted (its semaphore would forget who holds slots and over-admit); when every key is
- * such, a new key is refused with StoreFaultError, which never admits.
+ * key beyond the bound evicts the least recently used key, or one of the few after it that
+ * is already fresh (evicting it loses nothing). A key holding a lease or with waiters is
+ * never evicted (its semaphore would forget who holds slots and over-admit); when every key
+ * is such, a new key is refused with StoreFaultError, which never admits.
  *
  * @example const limiter = new MemoryStore(); await limiter.check("user:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
