@@ -127,34 +127,38 @@ function foldSegment(segment: string): string | RefusedPath {
 export function canonicalPath(rawPath: string): CanonicalPath | RefusedPath {
   if (rawPath.charCodeAt(0) !== 47) return { refused: 'it does not start with "/"' };
   const parts = rawPath.split("/");
+  // Dot segments first, with empty segments still in place, then slashes merged: the order
+  // of RFC 3986 and of Envoy (normalize_path, then merge_slashes), and what URL parsing
+  // does on Node before the gateway sees a path; `/a//../b` is `/a/b` on either runtime.
+  // A segment refused here is only reported if no ".." removes it.
   const forwarded: string[] = [];
-  const segments: string[] = [];
-  let trailingSlash = false;
+  const folded: (string | RefusedPath)[] = [];
   for (let i = 1; i < parts.length; i++) {
-    const last = i === parts.length - 1;
     const part = parts[i]!;
-    // Merged slashes: "//" is "/".
-    if (part === "") {
-      trailingSlash = last;
-      continue;
-    }
-    const normal = normalizeEncoding(part);
-    if (typeof normal !== "string") return normal;
+    const normal = part === "" ? "" : normalizeEncoding(part);
     if (normal === "." || normal === "..") {
       if (normal === ".." && forwarded.length > 0) {
         forwarded.pop();
-        segments.pop();
+        folded.pop();
       }
-      trailingSlash = last;
       continue;
     }
-    const folded = foldSegment(normal);
-    if (typeof folded !== "string") return folded;
-    forwarded.push(normal);
-    segments.push(folded);
-    trailingSlash = false;
+    forwarded.push(typeof normal === "string" ? normal : part);
+    folded.push(typeof normal !== "string" ? normal : normal === "" ? "" : foldSegment(normal));
   }
-  const path = forwarded.length === 0 ? "/" : `/${forwarded.join("/")}${trailingSlash ? "/" : ""}`;
+  const segments: string[] = [];
+  const kept: string[] = [];
+  for (let i = 0; i < folded.length; i++) {
+    const segment = folded[i]!;
+    if (typeof segment !== "string") return segment;
+    if (segment === "") continue;
+    segments.push(segment);
+    kept.push(forwarded[i]!);
+  }
+  // A trailing "/" is kept (`/a/`, `/a/b/..`): some origins tell it apart.
+  const last = parts[parts.length - 1]!;
+  const trailingSlash = last === "" || last === "." || last === ".." || /^(?:%2e|\.){1,2}$/i.test(last);
+  const path = kept.length === 0 ? "/" : `/${kept.join("/")}${trailingSlash ? "/" : ""}`;
   return { path, segments, lowerSegments: segments.map((segment) => segment.toLowerCase()) };
 }
 

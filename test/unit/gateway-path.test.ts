@@ -1,6 +1,8 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalPath, isRefused, rawPathOf } from "../../src/gateway/path.js";
 import { findRoute, keyPathOf, parsePathPattern } from "../../src/gateway/routes.js";
+import { RUNS } from "./property-helpers.js";
 
 const canonical = (raw: string) => {
   const result = canonicalPath(raw);
@@ -136,3 +138,33 @@ describe("rawPathOf", () => {
   });
 });
 
+
+describe("canonicalPath properties", () => {
+  // Raw paths built from the pieces that make paths tricky (each valid in a request line).
+  const piece = fc.constantFrom("/", "//", "a", "A", "api", ".", "..", "%2e", "%2E%2e", "%2F", "%5C", "%25", "%41", "%7e", ";", ";p=1", "%", "%00", "%20", "%EF%BD%81", "%EF%BC%8F", "%C3%A9", "%FF", "x.", "-_~");
+  const rawPath = fc.array(piece, { maxLength: 10 }).map((pieces) => `/${pieces.join("")}`);
+
+  it("is idempotent: the path the origin gets canonicalizes to itself and matches the same", () => {
+    fc.assert(
+      fc.property(rawPath, (raw) => {
+        const first = canonicalPath(raw);
+        if (isRefused(first)) return;
+        expect(canonicalPath(first.path)).toEqual(first);
+        expect(first.path).not.toMatch(/\/\/|\/\.\.?(?:\/|$)|%2F|%5C/i);
+      }),
+      RUNS,
+    );
+  });
+
+  it("ends the same on Node (where URL parsing resolves dot segments first) as on the Worker (the raw path)", () => {
+    fc.assert(
+      fc.property(rawPath, (raw) => {
+        const worker = canonicalPath(raw);
+        const node = canonicalPath(new URL(`http://gw${raw}`).pathname);
+        if (isRefused(worker)) expect(isRefused(node)).toBe(true);
+        else expect(node).toEqual(worker);
+      }),
+      RUNS,
+    );
+  });
+});
