@@ -19,6 +19,21 @@ const duration = z.pipe(
   }),
 );
 
+/** The most of a policy's capacity that outstanding local batches may hold (README: "Hot keys"). */
+export const MAX_LOCAL_SHARE = 0.5;
+const shareRule = `must be a number from 0 to ${MAX_LOCAL_SHARE}`;
+const localSchema = z.strictObject(
+  { share: z.number({ error: shareRule }).check(z.minimum(0, { error: shareRule }), z.maximum(MAX_LOCAL_SHARE, { error: shareRule })) },
+  { error: "must be an object like { \"share\": 0.1 }" },
+);
+
+/**
+ * Algorithms whose state changes only by admissions until a moment the store reports (the
+ * window's end, the next refill): a batch spent before then is exact. gcra and sliding-log
+ * refill continuously, so a batch spent after its debit could crowd a later span.
+ */
+export const LEASABLE_ALGORITHMS: ReadonlySet<string> = new Set(["fixed-window", "sliding-window", "token-bucket"]);
+
 const policySchema = z.strictObject(
   {
     name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),
@@ -28,6 +43,7 @@ const policySchema = z.strictObject(
     burst: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
     lease: z.optional(duration),
     failMode: z._default(z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }), "closed"),
+    local: z.optional(localSchema),
   },
   { error: "must be a policy object" },
 );
@@ -60,6 +76,12 @@ export function parsePolicy(input: unknown, field: string): Policy {
   if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ValidationError(at("limit"), `sliding-log keeps one entry per admission, so it must be at most ${MAX_SLIDING_LOG_LIMIT} (use sliding-window for more), got ${raw.limit}`);
   }
+  if (raw.local && isConcurrency) {
+    throw new ValidationError(at("local"), "is not for concurrency: a lease is held, not spent, so it cannot be cached locally (use local on a rate policy)");
+  }
+  if (raw.local && raw.local.share > 0 && !LEASABLE_ALGORITHMS.has(raw.algorithm)) {
+    throw new ValidationError(at("local.share"), `must be 0 (the deny cache alone) for ${raw.algorithm}: it refills continuously, so a token batch spent after its debit could crowd a later span; token batches need fixed-window, sliding-window or token-bucket, got ${raw.local.share}`);
+  }
   return {
     name: raw.name,
     algorithm: raw.algorithm,
@@ -68,6 +90,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
     burst: usesBurst ? (raw.burst ?? raw.limit) : raw.limit,
     leaseMs: raw.lease ?? DEFAULT_LEASE_MS,
     failMode: raw.failMode,
+    ...(raw.local ? { local: { share: raw.local.share } } : {}),
   };
 }
 

@@ -17,6 +17,11 @@ export interface Policy {
   leaseMs: number;
   /** What a decision is when the store cannot be reached. */
   failMode: "open" | "closed";
+  /**
+   * Hot keys: a deny cache and local token batches in front of the store (README: "Hot keys").
+   * `share` (0 … 0.5) is the most of the capacity one cache's outstanding batch may hold; 0 is the deny cache alone.
+   */
+  local?: { share: number };
 }
 
 /** One policy's part of a decision. Every time is an integer number of milliseconds. */

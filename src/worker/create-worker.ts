@@ -4,6 +4,7 @@ import { parseGatewayConfig } from "../gateway/config.js";
 import { createGateway } from "../gateway/gateway.js";
 import { createApp } from "../http/app.js";
 import { SpillwayService } from "../service.js";
+import { LocalCache } from "../local/local-cache.js";
 import { DurableObjectStore } from "../stores/durable-object.js";
 import { cloudflareClientIp } from "./client-ip.js";
 import { SpillwayEntrypoint } from "./entrypoint.js";
@@ -47,7 +48,9 @@ export function createWorker(input: unknown): SpillwayWorker {
   const builtFor = (env: Env): Built => {
     let found = built.get(env.LIMITER);
     if (!found) {
-      const service = new SpillwayService(new DurableObjectStore(env.LIMITER), config);
+      // The LocalCache lives as long as the isolate: policies with `local` are answered here
+      // from its deny cache and token batches, in front of the key's Durable Object.
+      const service = new SpillwayService(new LocalCache(new DurableObjectStore(env.LIMITER)), config);
       const fallback = gateway ? createGateway({ config, gateway, limiter: service.limiter, clientIpOf: cloudflareClientIp }) : undefined;
       const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback });
       found = { service, app };

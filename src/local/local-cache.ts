@@ -1,0 +1,170 @@
+import { describe } from "../core/duration.js";
+import { storePolicies } from "../core/store-policies.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { Limiter, StoreHealth } from "../limiter.js";
+import { type HotKey, batchDecision, batchSize, deniedDecision, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
+
+export interface LocalCacheOptions {
+  /** Injected clock, for tests and simulations (default Date.now). */
+  clockMs?: () => number;
+  /** How much of a hot key's local traffic one batch aims to cover (default 100 ms). */
+  batchTargetMs?: number;
+  /** How many (key, policy) entries are held; the oldest go first (default 10,000). */
+  maxEntries?: number;
+}
+
+const RATE_CHECK: Omit<CheckOptions, "cost"> = { mode: "reject", maxWaitMs: 0 };
+
+/**
+ * Hot keys without a hot object: a Limiter in front of another (the Durable Object store,
+ * Redis) that answers most decisions of policies with `local` in this isolate or process.
+ *
+ * - Deny cache: a store denial (cost c, retryAfterMs r) is repeated here for cost ≥ c
+ *   until r has passed since the call was sent. Rate algorithms are monotone, so the store
+ *   would deny too.
+ * - Token batches (`share > 0`, fixed-window, sliding-window, token-bucket): one store call
+ *   admits a cost of b units, which are then admitted here one request at a time until the
+ *   store's window (or refill interval) ends. Every unit admitted here was debited in the
+ *   store first, in the same window: never an over-admission. Unspent units expire.
+ *
+ * Only single-policy, reject-mode checks of a cost > 0 are answered here; stacks, reserve
+ * mode, peeks and leases go to the store (exact and all-or-nothing there). Store errors
+ * propagate: a failed batch call admits nothing.
+ *
+ * @example const limiter = new LocalCache(new RedisStore({ url })); await limiter.check("tenant:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
+ */
+export class LocalCache implements Limiter {
+  readonly kind: string;
+  readonly store: Limiter;
+  private readonly clockMs: () => number;
+  private readonly batchTargetMs: number;
+  private readonly maxEntries: number;
+  private readonly entries = new Map<string, HotKey>();
+
+  constructor(store: Limiter, options: LocalCacheOptions = {}) {
+    this.store = store;
+    this.kind = store.kind;
+    this.clockMs = options.clockMs ?? Date.now;
+    this.batchTargetMs = positive("batchTargetMs", options.batchTargetMs ?? 100);
+    this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
+  }
+
+  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    policies = storePolicies(policies);
+    const policy = policies[0]!;
+    if (policies.length !== 1 || !policy.local || options.mode !== "reject" || !(options.cost > 0)) return this.store.check(key, policies, options);
+    const entry = this.entryOf(key, policy);
+    const local = this.answerLocally(entry, options.cost);
+    if (local) return local;
+    if (entry.refilling) {
+      // One batch call at a time per key: wait for it, then take from it or go alone.
+      await entry.refilling;
+      return this.answerLocally(entry, options.cost, false) ?? this.direct(key, entry, options.cost);
+    }
+    return this.refill(key, entry, options.cost);
+  }
+
+  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    return this.store.peek(key, policies);
+  }
+
+  /** Resets the store, and this cache's entries for the key. Other caches keep theirs until they end. */
+  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+    await this.store.reset(key, policies);
+    for (const policy of storePolicies(policies)) this.entries.delete(entryKey(key, policy));
+  }
+
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.store.acquire(key, policies, options);
+  }
+
+  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    return this.store.release(key, policies, leaseId);
+  }
+
+  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    return this.store.extend(key, policies, leaseId, leaseMs);
+  }
+
+  health(): Promise<StoreHealth> {
+    return this.store.health();
+  }
+
+  async close(): Promise<void> {
+    this.entries.clear();
+    await this.store.close?.();
+  }
+
+  /** A denial from the deny cache, an admission from the batch, or undefined: ask the store. */
+  private answerLocally(entry: HotKey, cost: number, countDemand = true): Decision | undefined {
+    const nowMs = this.clockMs();
+    // Denied demand counts too: when the window turns, the first batch is sized for it.
+    if (countDemand) entry.demandUnits += cost;
+    const denied = entry.denied;
+    if (denied && nowMs < denied.untilMs && cost >= denied.cost) return deniedDecision(denied, nowMs);
+    const batch = entry.batch;
+    if (batch && nowMs < batch.expiresAtMs && batch.leftUnits >= cost) {
+      batch.leftUnits -= cost;
+      return batchDecision(entry.policy, batch, nowMs);
+    }
+    return undefined;
+  }
+
+  /** Takes a batch (one call of cost b ≥ cost); when the store cannot give b, asks for just this request. */
+  private async refill(key: string, entry: HotKey, cost: number): Promise<Decision> {
+    const units = batchSize(entry, cost, this.clockMs(), { batchTargetMs: this.batchTargetMs });
+    if (units === cost) return this.direct(key, entry, cost);
+    let done!: () => void;
+    entry.refilling = new Promise((resolve) => (done = resolve));
+    try {
+      const sentAtMs = this.clockMs();
+      const decision = await this.store.check(key, [entry.policy], { ...RATE_CHECK, cost: units });
+      const part = decision.policies[0]!;
+      const leftMs = decision.allowed ? windowLeftMs(entry.policy, part.resetMs) : undefined;
+      if (leftMs === undefined) return await this.direct(key, entry, cost);
+      const receivedAtMs = this.clockMs();
+      const batch = { leftUnits: units - cost, expiresAtMs: sentAtMs + leftMs, storeRemaining: part.remaining, resetAtMs: receivedAtMs + part.resetMs };
+      entry.batch = batch;
+      entry.denied = undefined;
+      return batchDecision(entry.policy, batch, receivedAtMs);
+    } finally {
+      entry.refilling = undefined;
+      done();
+    }
+  }
+
+  /** One request's own store call; a denial with a finite retry time feeds the deny cache. */
+  private async direct(key: string, entry: HotKey, cost: number): Promise<Decision> {
+    const sentAtMs = this.clockMs();
+    const decision = await this.store.check(key, [entry.policy], { ...RATE_CHECK, cost });
+    if (!decision.allowed && decision.retryAfterMs !== null) {
+      const untilMs = sentAtMs + decision.retryAfterMs;
+      entry.denied = { decision, cost, untilMs, receivedAtMs: this.clockMs() };
+    }
+    return decision;
+  }
+
+  private entryOf(key: string, policy: Policy): HotKey {
+    const id = entryKey(key, policy);
+    const found = this.entries.get(id);
+    if (found && samePolicy(found.policy, policy)) return found;
+    const entry = newHotKey(policy);
+    this.entries.delete(id);
+    if (this.entries.size >= this.maxEntries) {
+      // The oldest entry goes: its unspent units expire unspent (under-admission, never over).
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    this.entries.set(id, entry);
+    return entry;
+  }
+}
+
+function entryKey(key: string, policy: Policy): string {
+  return `${policy.name}\u0000${key}`;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`LocalCache: ${name} must be a positive number, got ${describe(value)}`);
+  return value;
+}
