@@ -4,6 +4,8 @@ import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
 import { onError, problem, problemResponse } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
+import { observeLimiter } from "../observe/observed-limiter.js";
+import type { SpillwayObserver } from "../observe/observer.js";
 import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { anyRangeContains, resolveClientIp } from "./ip.js";
@@ -28,7 +30,13 @@ export interface GatewayOptions {
   /** How requests reach the origin (default: global fetch). */
   fetchOrigin?: FetchOrigin;
   log?: LogFn;
+  /** Told each route's decisions, answers (route, status) and origin times. */
+  observer?: SpillwayObserver;
 }
+
+/** The route label of metrics and logs: its index in `routes`. */
+const routeLabel = (route: GatewayRoute) => route.field.slice("routes.".length);
+const UNROUTED = "unrouted";
 
 const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));
 
@@ -48,6 +56,9 @@ export function createGateway(options: GatewayOptions): Hono {
   const { limiter, clientIpOf } = options;
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
   const log = options.log ?? defaultLog;
+  const observer = options.observer;
+  // Each route decides through its own observed limiter, so decisions carry the route.
+  const limiterOf = new Map<GatewayRoute, Limiter>(gateway.routes.map((route) => [route, observer ? observeLimiter(limiter, observer, routeLabel(route)) : limiter]));
   // Built once per route rather than per request.
   const planOf = new Map<GatewayRoute, LimitPlan>(
     gateway.routes.map((route) => [route, { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: gateway.legacyHeaders }]),
@@ -98,13 +109,17 @@ export function createGateway(options: GatewayOptions): Hono {
         log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
       }
     }
-    const outcome = await limitRequest(limiter, key.storeKey, planOf.get(route)!, { signal: request.signal, label: route.field, log, defer });
+    const outcome = await limitRequest(limiterOf.get(route)!, key.storeKey, planOf.get(route)!, { signal: request.signal, label: route.field, log, defer });
     if (!outcome.admitted) return outcome.response;
     if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
-    return forward(request, target, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
+    if (!observer?.originDuration) return forward(request, target, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
+    const startedMs = performance.now();
+    const response = await forward(request, target, outcome.headers, outcome.lease, route.originTimeoutMs, key, defer);
+    observer.originDuration({ route: routeLabel(route), durationMs: performance.now() - startedMs });
+    return response;
   }
 
-  async function handle(c: Context): Promise<Response> {
+  async function handle(c: Context, matched: { route?: string }): Promise<Response> {
     const request = c.req.raw;
     // Request smuggling: a message framed two ways is refused (Node's parser already does so).
     if (request.headers.has("transfer-encoding") && request.headers.has("content-length")) {
@@ -122,6 +137,7 @@ export function createGateway(options: GatewayOptions): Hono {
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return forward(request, target, {}, undefined, gateway.originTimeoutMs);
     const route = findRoute(gateway.routes, request.method, path);
     if (!route) return forward(request, target, {}, undefined, gateway.originTimeoutMs);
+    matched.route = routeLabel(route);
 
     const facts = { clientIp, headers: request.headers, url, path: keyPathOf(route.pattern, path) };
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
@@ -137,11 +153,19 @@ export function createGateway(options: GatewayOptions): Hono {
   const app = new Hono();
   // Errors become problems here rather than through app.onError: Hono wraps every route of a
   // sub-app that has its own error handler in a per-request compose when it is mounted.
-  app.all("*", (c) =>
-    handle(c).catch((error: unknown) => {
+  const answer = (c: Context, matched: { route?: string }) =>
+    handle(c, matched).catch((error: unknown) => {
       if (error instanceof Error) return onError(error, c);
       throw error;
-    }),
-  );
+    });
+  const gatewayRequest = observer?.gatewayRequest;
+  if (!gatewayRequest) app.all("*", (c) => answer(c, {}));
+  else
+    app.all("*", async (c) => {
+      const matched: { route?: string } = {};
+      const response = await answer(c, matched);
+      gatewayRequest({ route: matched.route ?? UNROUTED, status: response.status });
+      return response;
+    });
   return app;
 }

@@ -7,6 +7,7 @@ import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "./config.js";
 import { createGateway } from "./gateway.js";
 import type { LogFn } from "./limit.js";
+import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "./proxy.js";
 
@@ -113,6 +114,8 @@ export interface NodeGatewayOptions {
   limiter: Limiter;
   fetchOrigin?: FetchOrigin;
   log?: LogFn;
+  /** Told each route's decisions, answers and origin times (see createGateway). */
+  observer?: SpillwayObserver;
 }
 
 /**

@@ -2,6 +2,7 @@ import { type Context, Hono, type Next } from "hono";
 import { canonicalPath, isRefused, rawPathOf } from "../gateway/path.js";
 import type { SpillwayService } from "../service.js";
 import { createApi } from "./api.js";
+import { type Observability, createObserveRoutes } from "./observe-routes.js";
 import { onError, problem, problemResponse } from "./problems.js";
 
 export interface AppOptions {
@@ -10,6 +11,8 @@ export interface AppOptions {
   tokenOf: (env: unknown) => string | undefined;
   /** Mounted after /v1 and /healthz: the gateway, when the config has routes. */
   fallback?: Hono;
+  /** /v1/top, /v1/stats, and on Node /metrics and /dashboard (absent: those paths are reserved, 404). */
+  observability?: Observability;
 }
 
 /**
@@ -26,9 +29,11 @@ const OWN_PATHS: ReadonlyMap<string, readonly string[]> = new Map([
   ["/v1/release", ["POST"]],
   ["/v1/extend", ["POST"]],
   ["/v1/top", ["GET", "HEAD"]],
+  ["/v1/stats", ["GET", "HEAD"]],
   ["/metrics", ["GET", "HEAD"]],
+  ["/dashboard", ["GET", "HEAD"]],
 ]);
-const RESERVED_PATHS = new Set(["/v1/top", "/metrics"]);
+const RESERVED_PATHS = new Set(["/v1/top", "/v1/stats", "/metrics", "/dashboard"]);
 
 /**
  * Runs after Spillway's own handlers and before the gateway, for what they did not answer:
@@ -54,7 +59,7 @@ async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
  *
  * @example export default { fetch: createApp({ service, tokenOf: (env) => env.SPILLWAY_TOKEN }).fetch }
  */
-export function createApp({ service, tokenOf, fallback }: AppOptions): Hono {
+export function createApp({ service, tokenOf, fallback, observability }: AppOptions): Hono {
   const app = new Hono();
   app.onError(onError);
   app.get("/healthz", async (c) => {
@@ -62,6 +67,7 @@ export function createApp({ service, tokenOf, fallback }: AppOptions): Hono {
     return c.json({ ok: health.ok, store: health.store, ...(health.detail ? { detail: health.detail } : {}) }, health.ok ? 200 : 503);
   });
   app.route("/v1", createApi({ service, tokenOf }));
+  if (observability) app.route("/", createObserveRoutes(observability, service.limiter, tokenOf));
   app.all("*", ownPathGuard);
   if (fallback) app.route("/", fallback);
   app.notFound((c) => problemResponse(problem(404, `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));

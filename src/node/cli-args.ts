@@ -9,12 +9,17 @@ export interface ServeArgs {
   port: number;
   hostname: string;
   store: StoreChoice;
+  /** Prometheus /metrics, /v1/top, /v1/stats, /dashboard and decision log lines (--no-metrics: off). */
+  metrics: boolean;
+  /** --metrics-port: /metrics without the token on its own port (bound to --host). */
+  metricsPort?: number;
 }
 
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
        spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --store memory [--memory-max-keys N]]
+                      [--metrics-port N | --no-metrics]
 
   --config FILE          spillway.config.json (policies, gateway routes)
   --port N               port to listen on (default 8787; 0 picks a free one)
@@ -22,6 +27,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --redis URL            a Redis server (default: $REDIS_URL)
   --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
   --store memory         keep state in this process only (one process, lost on restart)
+  --metrics-port N       also serve /metrics on this port without the token (bound to --host)
+  --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
   --memory-max-keys N    keys the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS}); beyond it the
                          least recently used key is evicted and starts fresh
 
@@ -47,6 +54,8 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         "redis-cluster": { type: "string" },
         store: { type: "string" },
         "memory-max-keys": { type: "string" },
+        "metrics-port": { type: "string" },
+        "no-metrics": { type: "boolean" },
       },
     }));
   } catch (error) {
@@ -58,14 +67,24 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
     port: parsePort(values.port),
     hostname: values.host ?? "127.0.0.1",
     store: parseStore(values, env),
+    ...parseMetrics(values),
   };
 }
 
-function parsePort(value: string | undefined): number {
+function parsePort(value: string | undefined, flag = "--port"): number {
   if (value === undefined) return 8787;
   const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65535) throw new ValidationError("--port", `must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
+  if (!/^\d+$/.test(value) || port > 65535) throw new ValidationError(flag, `must be an integer from 0 to 65535, got ${JSON.stringify(value)}`);
   return port;
+}
+
+function parseMetrics(values: { "metrics-port"?: string; "no-metrics"?: boolean }): { metrics: boolean; metricsPort?: number } {
+  const port = values["metrics-port"];
+  if (values["no-metrics"]) {
+    if (port !== undefined) throw new ValidationError("--metrics-port", "cannot be used with --no-metrics");
+    return { metrics: false };
+  }
+  return port === undefined ? { metrics: true } : { metrics: true, metricsPort: parsePort(port, "--metrics-port") };
 }
 
 function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string }, env: Record<string, string | undefined>): StoreChoice {

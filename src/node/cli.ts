@@ -5,6 +5,7 @@ import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "../gateway/node.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
+import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { startServer } from "./server.js";
 import { createStore } from "./stores.js";
 
@@ -31,13 +32,16 @@ export async function main(argv: string[]): Promise<number> {
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const limiter = await createStore(args.store);
-    const fallback = createNodeGateway({ config, gateway, limiter });
-    const server = await startServer({ config, limiter, port: args.port, hostname: args.hostname, fallback });
+    const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
+    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer });
+    const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes });
+    const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
+    if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await untilSignal();
     console.log("spillway: shutting down (letting in-flight requests finish)");
-    await server.close();
+    await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
   } catch (error) {
     if (error instanceof ValidationError) {

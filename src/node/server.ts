@@ -4,6 +4,7 @@ import type { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { createApp } from "../http/app.js";
+import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { SpillwayService } from "../service.js";
 
@@ -18,6 +19,8 @@ export interface ServerOptions {
   token?: string;
   /** The gateway app, mounted after /v1 and /healthz. */
   fallback?: Hono;
+  /** /v1/top, /v1/stats, /metrics and /dashboard (see createNodeObservability). */
+  observability?: Observability;
   /** How long close() lets in-flight requests finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Client connection timeouts (see DEFAULT_SERVER_TIMEOUTS). */
@@ -76,7 +79,7 @@ export interface RunningServer {
 export function startServer(options: ServerOptions): Promise<RunningServer> {
   const service = new SpillwayService(options.limiter, options.config);
   const tokenOf = () => options.token ?? process.env.SPILLWAY_TOKEN;
-  const app = createApp({ service, tokenOf, fallback: options.fallback });
+  const app = createApp({ service, tokenOf, fallback: options.fallback, observability: options.observability });
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(options.timeouts);

@@ -1,0 +1,102 @@
+import type { StoreHealth } from "../limiter.js";
+import { HeavyHitters, type HeavyHitter } from "./heavy-hitters.js";
+import { type DecisionEvent, type DecisionOutcome, type StoreErrorEvent, type SpillwayObserver, forEachPolicyOutcome } from "./observer.js";
+
+/** Decisions of one policy since the process (or isolate) started. */
+export type OutcomeCounts = Record<DecisionOutcome, number>;
+
+/** What GET /v1/stats answers, and what the dashboard draws. */
+export interface StatsSnapshot {
+  nowMs: number;
+  startedMs: number;
+  store: StoreHealth;
+  /** Cumulative counts per policy: the dashboard charts their per-second differences. */
+  policies: Record<string, OutcomeCounts>;
+  /** Over the last LATENCY_SAMPLES decisions. */
+  latencyMs: { p50: number | null; p99: number | null; samples: number };
+  storeErrors: { unavailable: number; fault: number };
+  failedOpen: number;
+  top: TopEntry[];
+}
+
+/** One row of GET /v1/top. */
+export interface TopEntry {
+  key: string;
+  policy: string;
+  denials: number;
+  /** What `denials` may over-count (the sketch's bound). */
+  errorBound: number;
+  lastSeen: string;
+}
+
+const LATENCY_SAMPLES = 2048;
+const emptyCounts = (): OutcomeCounts => ({ allowed: 0, denied: 0, failed_open: 0, error: 0 });
+
+export const toTopEntry = (hitter: HeavyHitter): TopEntry => ({
+  key: hitter.key,
+  policy: hitter.policy,
+  denials: hitter.count,
+  errorBound: hitter.errorBound,
+  lastSeen: new Date(hitter.lastSeenMs).toISOString(),
+});
+
+/**
+ * Runtime-neutral live numbers for /v1/stats, /v1/top and the dashboard, per process (Node)
+ * or isolate (Worker): counts per policy and outcome, recent store latencies, and the
+ * denied keys in a fixed-size heavy-hitters sketch. Memory is bounded by the policies of
+ * the config, LATENCY_SAMPLES and the sketch's capacity, never by the number of keys.
+ */
+export class LiveStats implements SpillwayObserver {
+  readonly deniedKeys: HeavyHitters;
+  private readonly startedMs = Date.now();
+  private readonly counts = new Map<string, OutcomeCounts>();
+  private readonly latencies = new Float64Array(LATENCY_SAMPLES);
+  private latencyCount = 0;
+  private readonly errors = { unavailable: 0, fault: 0 };
+  private failedOpen = 0;
+
+  constructor(policyNames: readonly string[] = [], sketchCapacity = 100) {
+    this.deniedKeys = new HeavyHitters(sketchCapacity);
+    for (const name of policyNames) this.counts.set(name, emptyCounts());
+  }
+
+  decision(event: DecisionEvent): void {
+    this.latencies[this.latencyCount++ % LATENCY_SAMPLES] = event.durationMs;
+    if (event.outcome === "failed_open") this.failedOpen++;
+    forEachPolicyOutcome(event, (policy, outcome) => {
+      let counts = this.counts.get(policy);
+      // Policy names come from the validated config, so this map stays as small as it is.
+      if (!counts) this.counts.set(policy, (counts = emptyCounts()));
+      counts[outcome]++;
+    });
+    if (event.outcome === "denied") {
+      const nowMs = Date.now();
+      if (!event.results) this.deniedKeys.add(event.key, event.policy, nowMs);
+      else for (const result of event.results) if (!result.allowed) this.deniedKeys.add(event.key, result.policy, nowMs);
+    }
+  }
+
+  storeError(event: StoreErrorEvent): void {
+    this.errors[event.kind]++;
+  }
+
+  top(limit = 20): TopEntry[] {
+    return this.deniedKeys.top(limit).map(toTopEntry);
+  }
+
+  snapshot(store: StoreHealth, topLimit = 20): StatsSnapshot {
+    const samples = Math.min(this.latencyCount, LATENCY_SAMPLES);
+    const sorted = this.latencies.slice(0, samples).sort();
+    const quantile = (q: number) => (samples === 0 ? null : Math.round(sorted[Math.min(samples - 1, Math.floor(q * samples))]! * 1000) / 1000);
+    return {
+      nowMs: Date.now(),
+      startedMs: this.startedMs,
+      store,
+      policies: Object.fromEntries([...this.counts].map(([name, counts]) => [name, { ...counts }])),
+      latencyMs: { p50: quantile(0.5), p99: quantile(0.99), samples },
+      storeErrors: { ...this.errors },
+      failedOpen: this.failedOpen,
+      top: this.top(topLimit),
+    };
+  }
+}

@@ -1,0 +1,34 @@
+import type { DecisionEvent, SpillwayObserver, StoreErrorEvent } from "./observer.js";
+
+/**
+ * One JSON log line, the same schema on both runtimes (Workers Logs on Cloudflare, stdout on
+ * Node): `{"spillway":true,"event":…,"time":ISO,…}`. Events:
+ * - `deny`: key, source, policies (the ones that refused), store, durationMs
+ * - `fail-open`: key, source, policies (the stack), store, durationMs
+ * - `store-error`: kind (`unavailable` | `fault`), operation, key, source, store, error
+ */
+export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error"; time: string } & Record<string, unknown>;
+
+/** Where log lines go: by default one line on stdout (console.log, which Workers Logs collects). */
+export type LogSink = (line: LogLine) => void;
+export const stdoutSink: LogSink = (line) => console.log(JSON.stringify(line));
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/** Logs denials, fail-open admissions and store errors as structured lines. */
+export function logObserver(sink: LogSink = stdoutSink): SpillwayObserver {
+  return {
+    decision(event: DecisionEvent) {
+      if (event.outcome === "denied") {
+        const policies = event.results ? event.results.filter((result) => !result.allowed).map((result) => result.policy) : [event.policy];
+        sink({ spillway: true, event: "deny", time: new Date().toISOString(), key: event.key, source: event.source, policies, store: event.store, durationMs: round(event.durationMs) });
+      } else if (event.outcome === "failed_open") {
+        sink({ spillway: true, event: "fail-open", time: new Date().toISOString(), key: event.key, source: event.source, policies: event.policyNames, store: event.store, durationMs: round(event.durationMs) });
+      }
+    },
+    storeError(event: StoreErrorEvent) {
+      const error = event.error instanceof Error ? `${event.error.name}: ${event.error.message}` : String(event.error);
+      sink({ spillway: true, event: "store-error", time: new Date().toISOString(), kind: event.kind, operation: event.operation, key: event.key, source: event.source, store: event.store, error });
+    },
+  };
+}

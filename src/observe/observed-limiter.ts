@@ -1,0 +1,80 @@
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
+import { type Limiter, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
+import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
+
+const namesOf = (policies: readonly Policy[]) => policies.map((policy) => policy.name);
+
+/** failed_open exactly when applyFailMode will admit (its rule, not a copy of it). */
+function failureOutcome(policies: readonly Policy[], error: unknown): DecisionOutcome {
+  try {
+    failOpenOrRethrow(policies, error);
+    return "failed_open";
+  } catch {
+    return "error";
+  }
+}
+
+/**
+ * A Limiter that tells `observer` about every check (cost above 0) and acquire: outcome per
+ * policy, store round trip, and store errors. It decides nothing itself: answers and errors
+ * pass through unchanged, and the caller's failMode rule still applies. `source` names the
+ * caller in events (`api`, or a gateway route's index).
+ *
+ * @example const limiter = observeLimiter(new MemoryStore(), liveStats, "api");
+ */
+export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, source: string): Limiter {
+  const store = limiter.kind;
+  const storeError = (operation: string, key: string, error: unknown) =>
+    observer.storeError?.({ store, kind: error instanceof StoreUnavailableError ? "unavailable" : "fault", operation, source, key, error });
+  // Errors of calls that make no decision still say how the store is doing.
+  const watched = <T>(operation: string, key: string, run: Promise<T>): Promise<T> =>
+    run.catch((error: unknown) => {
+      storeError(operation, key, error);
+      throw error;
+    });
+  const failed = (operation: string, key: string, policies: readonly Policy[], startedMs: number) => (error: unknown) => {
+    const durationMs = performance.now() - startedMs;
+    storeError(operation, key, error);
+    observer.decision?.({ source, store, key, policyNames: namesOf(policies), outcome: failureOutcome(policies, error), policy: policies[0]!.name, durationMs });
+    throw error;
+  };
+
+  const observed: Limiter = {
+    kind: limiter.kind,
+    check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+      // A cost-0 check is a peek: it decides nothing.
+      if (options.cost === 0) return watched("peek", key, limiter.check(key, policies, options));
+      const startedMs = performance.now();
+      return limiter.check(key, policies, options).then((decision) => {
+        const durationMs = performance.now() - startedMs;
+        observer.decision?.({
+          source,
+          store,
+          key,
+          policyNames: namesOf(policies),
+          outcome: decision.allowed ? "allowed" : "denied",
+          results: decision.policies,
+          policy: decision.policy,
+          durationMs,
+        });
+        return decision;
+      }, failed("check", key, policies, startedMs));
+    },
+    acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+      const startedMs = performance.now();
+      return limiter.acquire(key, policies, options).then((result) => {
+        const durationMs = performance.now() - startedMs;
+        const outcome = result.acquired ? "allowed" : "denied";
+        observer.decision?.({ source, store, key, policyNames: namesOf(policies), outcome, policy: policies[0]!.name, durationMs });
+        return result;
+      }, failed("acquire", key, policies, startedMs));
+    },
+    peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
+    reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),
+    release: (key, policies, leaseId) => watched("release", key, limiter.release(key, policies, leaseId)),
+    extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),
+    health: () => limiter.health(),
+  };
+  if (limiter.close) observed.close = () => limiter.close!();
+  return observed;
+}

@@ -1,0 +1,85 @@
+import type { PolicyDecision } from "../core/types.js";
+
+/** What became of one decision, for one policy of its stack. */
+export type DecisionOutcome = "allowed" | "denied" | "failed_open" | "error";
+export const DECISION_OUTCOMES: readonly DecisionOutcome[] = ["allowed", "denied", "failed_open", "error"];
+
+/** `unavailable`: the store could not be reached (failMode applies); `fault`: it answered with an error. */
+export type StoreErrorKind = "unavailable" | "fault";
+
+/** One check or acquire, as the caller saw it. */
+export interface DecisionEvent {
+  /** Who asked: `api` (the /v1 API and RPC) or a gateway route (`0`, `1`, … its index). */
+  source: string;
+  /** The store's kind: `memory`, `durable-object`, `redis`, `redis-cluster`. */
+  store: string;
+  key: string;
+  /** The stack's policy names, in order. */
+  policyNames: readonly string[];
+  /** The stack's outcome. */
+  outcome: DecisionOutcome;
+  /** Per policy, when the store answered a check; absent for acquires and failures. */
+  results?: readonly PolicyDecision[];
+  /** The policy that decided (the most restrictive one), or the first of the stack. */
+  policy: string;
+  /** The store round trip as the caller saw it. */
+  durationMs: number;
+}
+
+export interface StoreErrorEvent {
+  store: string;
+  kind: StoreErrorKind;
+  /** check, acquire, release, … */
+  operation: string;
+  source: string;
+  key: string;
+  error: unknown;
+}
+
+export interface GatewayRequestEvent {
+  /** The route's index (`0`), or `unrouted` for a request no route matched. */
+  route: string;
+  status: number;
+}
+
+export interface OriginEvent {
+  route: string;
+  /** Until the origin's answer headers arrived (or it failed). */
+  durationMs: number;
+}
+
+/**
+ * Receives what the limiter and the gateway do. Runtime-neutral: Prometheus (Node), the
+ * Workers Analytics Engine, the live stats of the dashboard and the heavy-hitters sketch each
+ * implement the methods they need. Called on the request path: implementations stay cheap and
+ * never throw.
+ */
+export interface SpillwayObserver {
+  decision?(event: DecisionEvent): void;
+  storeError?(event: StoreErrorEvent): void;
+  gatewayRequest?(event: GatewayRequestEvent): void;
+  originDuration?(event: OriginEvent): void;
+}
+
+/** The outcome of each policy of a decision's stack: its own result when the store answered. */
+export function forEachPolicyOutcome(event: DecisionEvent, visit: (policy: string, outcome: DecisionOutcome) => void): void {
+  if (event.results) {
+    for (const result of event.results) visit(result.policy, result.allowed ? "allowed" : "denied");
+    return;
+  }
+  for (const name of event.policyNames) visit(name, event.outcome);
+}
+
+/** Several observers as one; a method nobody implements stays absent, so callers skip it. */
+export function combineObservers(observers: readonly SpillwayObserver[]): SpillwayObserver {
+  const decision = observers.flatMap((o) => (o.decision ? [o.decision.bind(o)] : []));
+  const storeError = observers.flatMap((o) => (o.storeError ? [o.storeError.bind(o)] : []));
+  const gatewayRequest = observers.flatMap((o) => (o.gatewayRequest ? [o.gatewayRequest.bind(o)] : []));
+  const originDuration = observers.flatMap((o) => (o.originDuration ? [o.originDuration.bind(o)] : []));
+  const combined: SpillwayObserver = {};
+  if (decision.length) combined.decision = (event) => decision.forEach((f) => f(event));
+  if (storeError.length) combined.storeError = (event) => storeError.forEach((f) => f(event));
+  if (gatewayRequest.length) combined.gatewayRequest = (event) => gatewayRequest.forEach((f) => f(event));
+  if (originDuration.length) combined.originDuration = (event) => originDuration.forEach((f) => f(event));
+  return combined;
+}
