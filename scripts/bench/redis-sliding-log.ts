@@ -137,7 +137,16 @@ export async function runSlidingLog(options: SlidingLogOptions, log: (line: stri
   return rows;
 }
 
-const us = (value: number) => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+const us = (value: number) => (value >= 100 ? Math.round(value).toLocaleString("en-US") : value.toFixed(1));
+
+/** Issue 12's goal: a decision's Redis time must not grow with the log (at most 50 µs at limit 100,000). */
+export const SLIDING_LOG_GOAL_US = 50;
+
+export function slidingLogGoal(rows: readonly SlidingLogRow[]): string[] {
+  const largest = rows.reduce((top, row) => (row.limit > top.limit ? row : top), rows[0]!);
+  const met = largest.redisUsPerDecision <= SLIDING_LOG_GOAL_US;
+  return [`Goal (issue 12): at most ${SLIDING_LOG_GOAL_US} µs of Redis time per decision at limit ${largest.limit.toLocaleString("en-US")} — this run: ${us(largest.redisUsPerDecision)} µs: **${met ? "met" : "missed"}**.`];
+}
 
 export function slidingLogTable(rows: readonly SlidingLogRow[]): string[] {
   return [

@@ -13,7 +13,7 @@ import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, con
 import { goalLines, ratioTable } from "./redis-goals.js";
 import { type HttpOptions, httpTable, runHttp } from "./redis-http.js";
 import { startBenchRedis } from "./redis-server.js";
-import { type SlidingLogOptions, runSlidingLog, slidingLogTable } from "./redis-sliding-log.js";
+import { type SlidingLogOptions, runSlidingLog, slidingLogGoal, slidingLogTable } from "./redis-sliding-log.js";
 import { redisUsec, resetRedisStats } from "./redis-stats.js";
 import { type ThroughputOptions, measureCell, runThroughput, throughputTables } from "./redis-throughput.js";
 import { writeBenchmarkSection } from "./load.js";
@@ -56,6 +56,9 @@ async function slidingLogSection(url: string, runId: string): Promise<void> {
     `One key whose sliding-log policy (period ${options.periodMs / 1000} s) holds \`limit\` admissions of cost 1 spread evenly over the period: the state the algorithm builds from them, stored with SET.`,
     `Then decisions continue that trace on the client clock, one per step of period ÷ limit (a key held at its limit rate: it admits as old admissions stop counting), one caller, for ${options.budgetMs / 1000} s or \`limit\` decisions.`,
     "Redis µs/decision is Redis's own time per FCALL (INFO commandstats). The last two columns are the same trace on `KeyState.check` in this Node process: the memory store's decision, and with `JSON.stringify` of the state it changed, which the Durable Object writes to SQLite on every admission.",
+    "A sliding log keeps one entry per bucket of period ÷ 64 (README, sliding-log), so its state holds at most 65 live entries whatever the limit; before that it held one per admission time (see the next section).",
+    "",
+    ...slidingLogGoal(rows),
     "",
     ...slidingLogTable(rows),
   ].join("\n");
