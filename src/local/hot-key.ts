@@ -17,6 +17,8 @@ export interface HotKey {
   demandUnits: number;
   lastRefillAtMs: number | undefined;
   ratePerMs: number;
+  /** How long the last batch call took: demand during the next one must be covered too. */
+  callMs: number;
 }
 
 /** Units debited in the store in one call, spent here until `expiresAtMs`. */
@@ -35,10 +37,15 @@ export interface Batch {
 }
 
 export function newHotKey(policy: Policy): HotKey {
-  return { policy, denied: undefined, batch: undefined, refilling: undefined, demandUnits: 0, lastRefillAtMs: undefined, ratePerMs: 0 };
+  return { policy, denied: undefined, batch: undefined, refilling: undefined, demandUnits: 0, lastRefillAtMs: undefined, ratePerMs: 0, callMs: 0 };
 }
 
 /** Whether two policies decide alike (inline policies are parsed anew for every request). */
+/** Whether the policy takes token batches (else only the deny cache works for it). */
+export function leasable(policy: Policy): boolean {
+  return (policy.local?.share ?? 0) > 0 && LEASABLE_ALGORITHMS.has(policy.algorithm);
+}
+
 export function samePolicy(a: Policy, b: Policy): boolean {
   return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst && a.local?.share === b.local?.share);
 }
@@ -78,9 +85,10 @@ export function batchSize(entry: HotKey, cost: number, nowMs: number, options: S
   }
   entry.demandUnits = 0;
   entry.lastRefillAtMs = nowMs;
-  const share = policy.local?.share ?? 0;
-  if (share === 0 || !LEASABLE_ALGORITHMS.has(policy.algorithm)) return cost;
-  let units = Math.min(Math.floor(share * capacityOf(policy)), Math.ceil(entry.ratePerMs * options.batchTargetMs));
+  if (!leasable(policy)) return cost;
+  // The batch covers the traffic of the next call's round trip too: it arrives meanwhile.
+  const coverMs = options.batchTargetMs + entry.callMs;
+  let units = Math.min(Math.floor(policy.local!.share * capacityOf(policy)), Math.ceil(entry.ratePerMs * coverMs));
   const last = entry.batch;
   if (last && last.expiresAtMs > nowMs) {
     // Same window: units past its end would only expire, and the store has no more than it said.

@@ -2,7 +2,7 @@ import { describe } from "../core/duration.js";
 import { storePolicies } from "../core/store-policies.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import type { Limiter, StoreHealth } from "../limiter.js";
-import { type HotKey, batchDecision, batchSize, deniedDecision, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
+import { type HotKey, batchDecision, batchSize, deniedDecision, leasable, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
 
 export interface LocalCacheOptions {
   /** Injected clock, for tests and simulations (default Date.now). */
@@ -12,6 +12,9 @@ export interface LocalCacheOptions {
   /** How many (key, policy) entries are held; the oldest go first (default 10,000). */
   maxEntries?: number;
 }
+
+/** How many batch calls a request waits for before it asks the store alone. */
+const MAX_WAITS = 2;
 
 const RATE_CHECK: Omit<CheckOptions, "cost"> = { mode: "reject", maxWaitMs: 0 };
 
@@ -54,14 +57,16 @@ export class LocalCache implements Limiter {
     const policy = policies[0]!;
     if (policies.length !== 1 || !policy.local || options.mode !== "reject" || !(options.cost > 0)) return this.store.check(key, policies, options);
     const entry = this.entryOf(key, policy);
-    const local = this.answerLocally(entry, options.cost);
-    if (local) return local;
-    if (entry.refilling) {
-      // One batch call at a time per key: wait for it, then take from it or go alone.
+    if (!leasable(policy)) return this.answerLocally(entry, options.cost) ?? this.direct(key, entry, options.cost);
+    for (let round = 0; ; round++) {
+      const local = this.answerLocally(entry, options.cost, round === 0);
+      if (local) return local;
+      // One batch call at a time per key: wait for the one under way, then take from it.
+      // A request that missed a few batches goes alone rather than wait longer.
+      if (!entry.refilling) return this.refill(key, entry, options.cost);
+      if (round === MAX_WAITS) return this.direct(key, entry, options.cost);
       await entry.refilling;
-      return this.answerLocally(entry, options.cost, false) ?? this.direct(key, entry, options.cost);
     }
-    return this.refill(key, entry, options.cost);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
@@ -112,34 +117,56 @@ export class LocalCache implements Limiter {
 
   /** Takes a batch (one call of cost b ≥ cost); when the store cannot give b, asks for just this request. */
   private async refill(key: string, entry: HotKey, cost: number): Promise<Decision> {
-    const units = batchSize(entry, cost, this.clockMs(), { batchTargetMs: this.batchTargetMs });
-    if (units === cost) return this.direct(key, entry, cost);
+    const sentAtMs = this.clockMs();
+    const units = batchSize(entry, cost, sentAtMs, { batchTargetMs: this.batchTargetMs });
     let done!: () => void;
     entry.refilling = new Promise((resolve) => (done = resolve));
     try {
-      const sentAtMs = this.clockMs();
-      const decision = await this.store.check(key, [entry.policy], { ...RATE_CHECK, cost: units });
-      const part = decision.policies[0]!;
-      const leftMs = decision.allowed ? windowLeftMs(entry.policy, part.resetMs) : undefined;
-      if (leftMs === undefined) return await this.direct(key, entry, cost);
-      const receivedAtMs = this.clockMs();
-      const batch = { leftUnits: units - cost, expiresAtMs: sentAtMs + leftMs, storeRemaining: part.remaining, resetAtMs: receivedAtMs + part.resetMs };
-      entry.batch = batch;
-      entry.denied = undefined;
-      return batchDecision(entry.policy, batch, receivedAtMs);
+      const first = await this.takeBatch(key, entry, units, cost, sentAtMs);
+      if (first.request) return first.request;
+      // Denied: the store said how many units it still has; take those, or the request's cost alone.
+      const fewer = Math.min(units - 1, first.store.policies[0]!.remaining);
+      if (fewer > cost) {
+        const second = await this.takeBatch(key, entry, fewer, cost, this.clockMs());
+        if (second.request) return second.request;
+      }
+      return await this.direct(key, entry, cost);
     } finally {
       entry.refilling = undefined;
       done();
     }
   }
 
+  /**
+   * One batch call of `units` (≥ cost), the request's own cost included. `request` is the
+   * request's decision when the store admitted the units, or when units = cost (then a denial
+   * is the request's too); without it the caller may ask for less.
+   */
+  private async takeBatch(key: string, entry: HotKey, units: number, cost: number, sentAtMs: number): Promise<{ store: Decision; request?: Decision }> {
+    const decision = await this.store.check(key, [entry.policy], { ...RATE_CHECK, cost: units });
+    const receivedAtMs = this.clockMs();
+    entry.callMs = receivedAtMs - sentAtMs;
+    const part = decision.policies[0]!;
+    if (!decision.allowed) return { store: decision, request: units === cost ? this.remember(entry, decision, cost, sentAtMs) : undefined };
+    const leftMs = windowLeftMs(entry.policy, part.resetMs);
+    // Admitted too close to the window's end to keep units: they expire at once.
+    if (leftMs === undefined) return { store: decision, request: units === cost ? decision : batchDecision(entry.policy, { leftUnits: 0, expiresAtMs: 0, storeRemaining: part.remaining, resetAtMs: receivedAtMs + part.resetMs }, receivedAtMs) };
+    const batch = { leftUnits: units - cost, expiresAtMs: sentAtMs + leftMs, storeRemaining: part.remaining, resetAtMs: receivedAtMs + part.resetMs };
+    entry.batch = batch;
+    entry.denied = undefined;
+    return { store: decision, request: batchDecision(entry.policy, batch, receivedAtMs) };
+  }
+
   /** One request's own store call; a denial with a finite retry time feeds the deny cache. */
   private async direct(key: string, entry: HotKey, cost: number): Promise<Decision> {
     const sentAtMs = this.clockMs();
     const decision = await this.store.check(key, [entry.policy], { ...RATE_CHECK, cost });
+    return this.remember(entry, decision, cost, sentAtMs);
+  }
+
+  private remember(entry: HotKey, decision: Decision, cost: number, sentAtMs: number): Decision {
     if (!decision.allowed && decision.retryAfterMs !== null) {
-      const untilMs = sentAtMs + decision.retryAfterMs;
-      entry.denied = { decision, cost, untilMs, receivedAtMs: this.clockMs() };
+      entry.denied = { decision, cost, untilMs: sentAtMs + decision.retryAfterMs, receivedAtMs: this.clockMs() };
     }
     return decision;
   }
