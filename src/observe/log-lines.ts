@@ -15,11 +15,16 @@ export const stdoutSink: LogSink = (line) => console.log(JSON.stringify(line));
 
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
-/** Logs denials, fail-open admissions and store errors as structured lines. */
-export function logObserver(sink: LogSink = stdoutSink): SpillwayObserver {
+/**
+ * Logs denials, fail-open admissions and store errors as structured lines. `denials: false`
+ * keeps the other two: under attack every denial is a line, which some log budgets cannot take.
+ */
+export function logObserver(sink: LogSink = stdoutSink, options: { denials?: boolean } = {}): SpillwayObserver {
+  const logDenials = options.denials ?? true;
   return {
     decision(event: DecisionEvent) {
       if (event.outcome === "denied") {
+        if (!logDenials) return;
         const policies = event.results ? event.results.filter((result) => !result.allowed).map((result) => result.policy) : [event.policy];
         sink({ spillway: true, event: "deny", time: new Date().toISOString(), key: event.key, source: event.source, policies, store: event.store, durationMs: round(event.durationMs) });
       } else if (event.outcome === "failed_open") {

@@ -5,7 +5,12 @@ import { createGateway } from "../gateway/gateway.js";
 import { createApp } from "../http/app.js";
 import { SpillwayService } from "../service.js";
 import { LocalCache } from "../local/local-cache.js";
+import { LiveStats } from "../observe/live-stats.js";
+import { logObserver } from "../observe/log-lines.js";
+import { observeLimiter } from "../observe/observed-limiter.js";
+import { type SpillwayObserver, combineObservers } from "../observe/observer.js";
 import { DurableObjectStore } from "../stores/durable-object.js";
+import { analyticsObserver, parseLogDenials, parseSampleRate } from "./analytics.js";
 import { cloudflareClientIp } from "./client-ip.js";
 import { SpillwayEntrypoint } from "./entrypoint.js";
 import type { Env } from "./env.js";
@@ -50,9 +55,16 @@ export function createWorker(input: unknown): SpillwayWorker {
     if (!found) {
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
-      const service = new SpillwayService(new LocalCache(new DurableObjectStore(env.LIMITER)), config);
-      const fallback = gateway ? createGateway({ config, gateway, limiter: service.limiter, clientIpOf: cloudflareClientIp }) : undefined;
-      const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback });
+      const store = new LocalCache(new DurableObjectStore(env.LIMITER));
+      const stats = new LiveStats(config.policies.map((policy) => policy.name));
+      const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
+      if (env.SPILLWAY_ANALYTICS) observers.push(analyticsObserver(env.SPILLWAY_ANALYTICS, parseSampleRate(env.SPILLWAY_ANALYTICS_SAMPLE_RATE)));
+      const observer = combineObservers(observers);
+      const service = new SpillwayService(observeLimiter(store, observer, "api"), config);
+      const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer }) : undefined;
+      // /v1/top and /v1/stats per isolate. No /metrics (the Worker's is Analytics Engine) nor
+      // /dashboard (its chart library would double the Worker's bundle).
+      const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats } });
       found = { service, app };
       built.set(env.LIMITER, found);
     }

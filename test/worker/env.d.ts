@@ -4,6 +4,7 @@ declare namespace Cloudflare {
     LIMITER: DurableObjectNamespace<import("../../src/worker/limiter-object.js").LimiterObject>;
     CLOCKED_LIMITER: DurableObjectNamespace<import("./clocked-limiter-object.js").ClockedLimiterObject>;
     SPILLWAY_TOKEN?: string;
+    SPILLWAY_ANALYTICS?: AnalyticsEngineDataset;
   }
   interface GlobalProps {
     mainModule: typeof import("./main.js");
