@@ -29,7 +29,7 @@ describe("Analytics Engine (SPILLWAY_ANALYTICS)", () => {
   it("writes one data point per decision: policy, outcome, source, store, latency and weight", async () => {
     const { points, dataset } = recordingDataset();
     const worker = createWorker(config);
-    const workerEnv = { LIMITER: env.LIMITER, SPILLWAY_TOKEN: TOKEN, SPILLWAY_ANALYTICS: dataset, SPILLWAY_LOG_DENIALS: "false" } as Env;
+    const workerEnv = { LIMITER: env.LIMITER as unknown as Env["LIMITER"], SPILLWAY_TOKEN: TOKEN, SPILLWAY_ANALYTICS: dataset, SPILLWAY_LOG_DENIALS: "false" } as Env;
     const key = uniqueKey("analytics");
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await check(worker, workerEnv, key)).status);
@@ -51,7 +51,7 @@ describe("Analytics Engine (SPILLWAY_ANALYTICS)", () => {
   it("samples at SPILLWAY_ANALYTICS_SAMPLE_RATE, each point standing for 1/rate decisions", async () => {
     const { points, dataset } = recordingDataset();
     const worker = createWorker(config);
-    const workerEnv = { LIMITER: env.LIMITER, SPILLWAY_TOKEN: TOKEN, SPILLWAY_ANALYTICS: dataset, SPILLWAY_ANALYTICS_SAMPLE_RATE: "0.5" } as Env;
+    const workerEnv = { LIMITER: env.LIMITER as unknown as Env["LIMITER"], SPILLWAY_TOKEN: TOKEN, SPILLWAY_ANALYTICS: dataset, SPILLWAY_ANALYTICS_SAMPLE_RATE: "0.5" } as Env;
     for (let i = 0; i < 40; i++) await check(worker, workerEnv, uniqueKey("sampled"));
     expect(points.length).toBeGreaterThan(5);
     expect(points.length).toBeLessThan(35);
@@ -60,7 +60,7 @@ describe("Analytics Engine (SPILLWAY_ANALYTICS)", () => {
 
   it("writes nothing and fails nothing without the binding", async () => {
     const worker = createWorker(config);
-    const workerEnv = { LIMITER: env.LIMITER, SPILLWAY_TOKEN: TOKEN } as Env;
+    const workerEnv = { LIMITER: env.LIMITER as unknown as Env["LIMITER"], SPILLWAY_TOKEN: TOKEN } as Env;
     const key = uniqueKey("no-analytics");
     expect((await check(worker, workerEnv, key)).status).toBe(200);
     const top = await worker.fetch(new Request("http://spillway.test/v1/top", { headers: { authorization: `Bearer ${TOKEN}` } }), workerEnv, createExecutionContext());
@@ -73,11 +73,11 @@ describe("Analytics Engine (SPILLWAY_ANALYTICS)", () => {
     try {
       const key = uniqueKey("logged");
       const worker = createWorker(config);
-      for (let i = 0; i < 3; i++) await check(worker, { LIMITER: env.LIMITER, SPILLWAY_TOKEN: TOKEN } as Env, key);
+      for (let i = 0; i < 3; i++) await check(worker, { LIMITER: env.LIMITER as unknown as Env["LIMITER"], SPILLWAY_TOKEN: TOKEN } as Env, key);
       const quiet = createWorker(config);
       const quietKey = uniqueKey("quiet");
       const statuses = [];
-      for (let i = 0; i < 3; i++) statuses.push((await check(quiet, { LIMITER: env.LIMITER, SPILLWAY_TOKEN: TOKEN, SPILLWAY_LOG_DENIALS: "false" } as Env, quietKey)).status);
+      for (let i = 0; i < 3; i++) statuses.push((await check(quiet, { LIMITER: env.LIMITER as unknown as Env["LIMITER"], SPILLWAY_TOKEN: TOKEN, SPILLWAY_LOG_DENIALS: "false" } as Env, quietKey)).status);
       expect(statuses).toEqual([200, 200, 429]);
       expect(lines.map((line) => JSON.parse(line))).toEqual([
         { spillway: true, event: "deny", time: expect.any(String), key, source: "api", policies: ["two-per-hour"], store: "durable-object", durationMs: expect.any(Number) },
