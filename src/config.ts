@@ -1,28 +1,25 @@
-import * as z from "zod/mini";
+import { type GatewayFields, configFileSchema } from "./config-schema.js";
 import { describe } from "./core/duration.js";
 import { type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
 import { ValidationError, parseWith } from "./core/validation.js";
 
 /**
- * A validated `spillway.config.json` (one schema for the Worker and Node). Gateway fields
- * (`origin`, `routes`, ...) are validated by the gateway module and kept here as-is.
+ * A validated `spillway.config.json` (one schema for the Worker and Node): its policies, and
+ * the gateway fields when it sets an `origin` (src/gateway/config.ts builds the gateway from them).
  */
 export interface SpillwayConfig {
   policies: Policy[];
   catalog: PolicyCatalog;
   /** Adds X-RateLimit-Limit/Remaining/Reset next to the RateLimit fields. */
   legacyHeaders: boolean;
-  /** The raw config, for the gateway's own validation. */
-  raw: Record<string, unknown>;
+  /** The gateway part, as written and shape-checked; undefined without an `origin`. */
+  gateway?: GatewayFields;
 }
 
-const topLevel = z.looseObject({
-  legacyHeaders: z._default(z.boolean({ error: "must be true or false" }), false),
-});
-
 /**
- * Validates a config object. Errors name the field (`policies.per-minute.limit: ...`).
+ * Validates a config object, strictly: an unknown field anywhere is an error. Errors name the
+ * field (`policies.per-minute.limit: ...`, `rotues: is not a known field`).
  *
  * @example parseConfig({ policies: [{ name: "per-minute", limit: 600, period: "1m" }] })
  */
@@ -30,10 +27,16 @@ export function parseConfig(input: unknown): SpillwayConfig {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
     throw new ValidationError("config", `must be a JSON object, got ${describe(input)}`);
   }
-  const raw = input as Record<string, unknown>;
-  const { legacyHeaders } = parseWith(topLevel, raw, "");
-  const policies = raw.policies === undefined ? [] : parsePolicyList(raw.policies, "policies");
-  return { policies, catalog: new Map(policies.map((policy) => [policy.name, policy])), legacyHeaders, raw };
+  const file = parseWith(configFileSchema, input, "");
+  const policies = parsePolicyList(file.policies, "policies");
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, ...gatewayFields } = file;
+  if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
+  return {
+    policies,
+    catalog: new Map(policies.map((policy) => [policy.name, policy])),
+    legacyHeaders,
+    ...(origin === undefined ? {} : { gateway: { ...gatewayFields, origin } }),
+  };
 }
 
 /** Parses config file text; a JSON syntax error is a ValidationError naming the file. */

@@ -5,7 +5,7 @@
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { createNodeOriginFetch } from "../../src/gateway/node.js";
-import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/gateway/config.js";
+import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/config-schema.js";
 import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { clientResponse, originRequest, originUrlFor } from "../../src/gateway/proxy.js";
 

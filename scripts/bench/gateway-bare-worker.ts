@@ -1,6 +1,6 @@
 // bench:gateway only: a Worker that proxies to ORIGIN_URL without limiting, with the same
 // header handling as the gateway. The gap to gateway-worker.ts is what limiting costs.
-import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/gateway/config.js";
+import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/config-schema.js";
 import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { clientResponse, globalFetchOrigin, originRequest, originUrlFor } from "../../src/gateway/proxy.js";
 

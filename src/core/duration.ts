@@ -2,7 +2,7 @@
 export const MAX_DURATION_MS = 366 * 24 * 60 * 60 * 1000;
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-const DURATION_PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+export const DURATION_PATTERN = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
 /**
  * Parses `250ms`, `10s`, `1m`, `1h`, `1d` or a plain number of milliseconds.

@@ -34,7 +34,8 @@ const localSchema = z.strictObject(
  */
 export const LEASABLE_ALGORITHMS: ReadonlySet<string> = new Set(["fixed-window", "sliding-window", "token-bucket"]);
 
-const policySchema = z.strictObject(
+/** The shape of one policy object (spillway.schema.json is generated from it). */
+export const policySchema = z.strictObject(
   {
     name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),
     algorithm: z._default(z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }), "gcra"),

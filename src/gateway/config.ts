@@ -1,32 +1,15 @@
-import * as z from "zod/mini";
 import type { SpillwayConfig } from "../config.js";
 import { describe } from "../core/duration.js";
 import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
-import { ValidationError, integerIn, parseWith } from "../core/validation.js";
+import { ValidationError, parseWith } from "../core/validation.js";
+import { routeSchema } from "../config-schema.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
 import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./routes.js";
 
-/** A delayed request holds a connection open: keep that bounded (as acquire's wait is). */
-export const MAX_DELAY_MS = 300_000;
-export const MAX_ROUTES = 256;
-/**
- * How long the gateway waits on a silent origin by default (nginx's proxy_read_timeout is
- * 60 s, Envoy's route timeout 15 s): past it the client gets a 504 and the request's
- * concurrency lease is released.
- */
-export const DEFAULT_ORIGIN_TIMEOUT_MS = 30_000;
-/** An hour: a longer silence is a hung origin, not a slow one. */
-export const MAX_ORIGIN_TIMEOUT_MS = 3_600_000;
 /** The state name under which an origin's Retry-After pauses a key (see feedback.ts). */
 export const ORIGIN_PAUSE_POLICY = "origin-retry-after";
-
-/**
- * Every top-level field of `spillway.config.json`. Unknown fields are refused so that a
- * typo (`"rotues"`) fails at start instead of silently running without a gateway.
- */
-export const CONFIG_FIELDS = ["$schema", "policies", "legacyHeaders", "origin", "routes", "trustProxy", "allow", "deny", "originFeedback", "originTimeoutMs"] as const;
 
 /** One validated route of the gateway. */
 export interface GatewayRoute {
@@ -76,46 +59,6 @@ export interface GatewayConfig {
   originTimeoutMs: number;
   legacyHeaders: boolean;
 }
-
-const rule = (text: string) => ({ error: text });
-const originTimeoutSchema = integerIn(1, MAX_ORIGIN_TIMEOUT_MS, "an integer number of ms");
-const listSchema = z.strictObject({
-  ips: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")), []),
-  keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
-});
-
-const topLevelSchema = z.strictObject({
-  $schema: z.optional(z.string(rule("must be the path or URL of spillway.schema.json"))),
-  // Validated by parseConfig; listed so they are known fields.
-  policies: z.optional(z.unknown()),
-  legacyHeaders: z.optional(z.unknown()),
-  origin: z.optional(z.string(rule('must be an http(s) URL like "https://api.example.com"'))),
-  routes: z.optional(z.array(z.unknown(), rule("must be an array of routes")).check(z.maxLength(MAX_ROUTES, rule(`may hold at most ${MAX_ROUTES} routes`)))),
-  trustProxy: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule('must be an array of proxy addresses or CIDR ranges, like ["10.0.0.0/8"]')), []),
-  allow: z._default(listSchema, { ips: [], keys: [] }),
-  deny: z._default(listSchema, { ips: [], keys: [] }),
-  originFeedback: z._default(z.boolean(rule("must be true or false")), false),
-  originTimeoutMs: z._default(originTimeoutSchema, DEFAULT_ORIGIN_TIMEOUT_MS),
-});
-
-const routeSchema = z.strictObject({
-  match: z.strictObject(
-    {
-      path: z.string(rule('must be a path pattern like "/search/*"')),
-      methods: z.optional(z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).check(z.minLength(1, rule("must name at least one method")))),
-      // Paths match case-insensitively by default: many origins (Express) route that way.
-      caseSensitive: z._default(z.boolean(rule("must be true or false")), false),
-    },
-    rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
-  ),
-  key: z.string(rule("must be a key source string")),
-  fallbackKey: z.optional(z.string(rule("must be a key source string"))),
-  policies: z.optional(z.unknown()),
-  onLimit: z._default(z.enum(["reject", "delay"], rule('must be "reject" or "delay"')), "reject"),
-  maxDelayMs: z._default(integerIn(0, MAX_DELAY_MS), 0),
-  dryRun: z._default(z.boolean(rule("must be true or false")), false),
-  originTimeoutMs: z.optional(originTimeoutSchema),
-});
 
 /** Turns an error sentence from a small parser into a ValidationError naming the field. */
 function orThrow<T>(result: T | string, field: string): T {
@@ -182,11 +125,8 @@ const parseRanges = (items: readonly string[], field: string) => items.map((item
  * @example const gateway = parseGatewayConfig(parseConfig(JSON.parse(text)));
  */
 export function parseGatewayConfig(config: SpillwayConfig): GatewayConfig | undefined {
-  const raw = parseWith(topLevelSchema, config.raw, "");
-  if (raw.origin === undefined) {
-    if (raw.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
-    return undefined;
-  }
+  const raw = config.gateway;
+  if (!raw) return undefined;
   return {
     origin: parseOrigin(raw.origin),
     routes: (raw.routes ?? []).map((route, index) => parseRoute(route, index, config, raw.originTimeoutMs)),

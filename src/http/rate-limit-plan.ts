@@ -2,7 +2,7 @@ import { describe } from "../core/duration.js";
 import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
-import { MAX_DELAY_MS } from "../gateway/config.js";
+import { MAX_DELAY_MS } from "../config-schema.js";
 import type { LimitPlan, LogFn } from "../gateway/limit.js";
 import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { MAX_KEY_BYTES } from "../requests.js";

@@ -1,0 +1,74 @@
+import * as z from "zod/mini";
+import { integerIn } from "./core/validation.js";
+
+/**
+ * The shape of `spillway.config.json`, in one place: the config parser checks every file
+ * against it first (so an unknown field, `"rotues"`, is refused by every entry point), and
+ * spillway.schema.json is generated from the same field schemas. Rules a schema cannot say
+ * (a route naming a policy the file defines, a path pattern's segments, IP ranges) are the
+ * parsers' (src/config.ts, src/gateway/config.ts).
+ */
+
+/** A delayed request holds a connection open: keep that bounded (as acquire's wait is). */
+export const MAX_DELAY_MS = 300_000;
+export const MAX_ROUTES = 256;
+/**
+ * How long the gateway waits on a silent origin by default (nginx's proxy_read_timeout is
+ * 60 s, Envoy's route timeout 15 s): past it the client gets a 504 and the request's
+ * concurrency lease is released.
+ */
+export const DEFAULT_ORIGIN_TIMEOUT_MS = 30_000;
+/** An hour: a longer silence is a hung origin, not a slow one. */
+export const MAX_ORIGIN_TIMEOUT_MS = 3_600_000;
+
+const rule = (text: string) => ({ error: text });
+const originTimeoutSchema = integerIn(1, MAX_ORIGIN_TIMEOUT_MS, "an integer number of ms");
+const listSchema = z.strictObject({
+  ips: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")), []),
+  keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
+});
+
+/** One route of the gateway, as written. */
+export const routeSchema = z.strictObject({
+  match: z.strictObject(
+    {
+      path: z.string(rule('must be a path pattern like "/search/*"')),
+      methods: z.optional(z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).check(z.minLength(1, rule("must name at least one method")))),
+      // Paths match case-insensitively by default: many origins (Express) route that way.
+      caseSensitive: z._default(z.boolean(rule("must be true or false")), false),
+    },
+    rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
+  ),
+  key: z.string(rule("must be a key source string")),
+  fallbackKey: z.optional(z.string(rule("must be a key source string"))),
+  policies: z.optional(z.unknown()),
+  onLimit: z._default(z.enum(["reject", "delay"], rule('must be "reject" or "delay"')), "reject"),
+  maxDelayMs: z._default(integerIn(0, MAX_DELAY_MS), 0),
+  dryRun: z._default(z.boolean(rule("must be true or false")), false),
+  originTimeoutMs: z.optional(originTimeoutSchema),
+});
+
+/**
+ * Every top-level field. `policies` and `routes` items are parsed one by one afterwards (their
+ * errors then name a policy by its name: `policies.per-minute.limit`).
+ */
+export const configFileSchema = z.strictObject(
+  {
+    $schema: z.optional(z.string(rule("must be the path or URL of spillway.schema.json"))),
+    policies: z._default(z.array(z.unknown(), rule("must be an array of policies")), []),
+    legacyHeaders: z._default(z.boolean(rule("must be true or false")), false),
+    origin: z.optional(z.string(rule('must be an http(s) URL like "https://api.example.com"'))),
+    routes: z.optional(z.array(z.unknown(), rule("must be an array of routes")).check(z.maxLength(MAX_ROUTES, rule(`may hold at most ${MAX_ROUTES} routes`)))),
+    trustProxy: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule('must be an array of proxy addresses or CIDR ranges, like ["10.0.0.0/8"]')), []),
+    allow: z._default(listSchema, { ips: [], keys: [] }),
+    deny: z._default(listSchema, { ips: [], keys: [] }),
+    originFeedback: z._default(z.boolean(rule("must be true or false")), false),
+    originTimeoutMs: z._default(originTimeoutSchema, DEFAULT_ORIGIN_TIMEOUT_MS),
+  },
+  rule("must be a JSON object"),
+);
+
+/** The config file's fields, parsed: the gateway part is read from here. */
+export type ConfigFile = z.infer<typeof configFileSchema>;
+/** The gateway fields of a config file, when it sets `origin`. */
+export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders"> & { origin: string };

@@ -1,0 +1,85 @@
+import * as z from "zod/mini";
+import { MAX_ROUTES, configFileSchema, routeSchema } from "../config-schema.js";
+import { DURATION_PATTERN, MAX_DURATION_MS } from "../core/duration.js";
+import { ALGORITHMS } from "../core/types.js";
+import { LEASABLE_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, policySchema } from "../core/policy.js";
+
+/**
+ * spillway.schema.json, generated from the schemas the config parser uses (src/config-schema.ts,
+ * the policy schema of src/core/policy.ts), plus what a JSON Schema can say of the parsers'
+ * cross-field rules: which fields each algorithm takes, a delayed route's maxDelayMs, routes
+ * needing an origin. `npm run build` writes it; a test holds it and the parser to the same verdicts.
+ */
+export function configJsonSchema(): Record<string, unknown> {
+  const file = z.extend(configFileSchema, {
+    policies: z.optional(z.array(policySchema)),
+    routes: z.optional(z.array(routeSchema).check(z.maxLength(MAX_ROUTES))),
+  });
+  const schema = z.toJSONSchema(file, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as JsonObject;
+  const properties = schema.properties as Record<string, JsonObject>;
+  const policy = (properties.policies!.items as JsonObject);
+  const policyFields = policy.properties as Record<string, JsonObject>;
+  policyFields.period = { ...DURATION, description: "How long the limit counts for (not used by concurrency)." };
+  policyFields.lease = { ...DURATION, description: "concurrency only: a lease not released by then expires (default 30s)." };
+  policy.allOf = POLICY_RULES;
+  const route = properties.routes!.items as JsonObject;
+  (route.properties as Record<string, JsonObject>).key = KEY_SOURCE;
+  (route.properties as Record<string, JsonObject>).fallbackKey = KEY_SOURCE;
+  ((route.properties as Record<string, JsonObject>).match!.properties as Record<string, JsonObject>).path = { type: "string", pattern: "^/", description: 'A path pattern: "/exact", ":name" or "*" for one segment, a trailing "/*" for the rest.' };
+  route.allOf = ROUTE_RULES;
+  for (const [name, description] of Object.entries(DESCRIPTIONS)) properties[name] = { ...properties[name], description };
+  return {
+    $schema: "https://json-schema.org/draft/2020-12/schema",
+    $id: "https://spillway.dev/spillway.schema.json",
+    title: "spillway.config.json",
+    ...schema,
+    dependentRequired: { routes: ["origin"] },
+  };
+}
+
+type JsonObject = Record<string, unknown>;
+
+const DURATION = {
+  anyOf: [
+    { type: "string", pattern: DURATION_PATTERN.source },
+    { type: "integer", minimum: 1, maximum: MAX_DURATION_MS },
+  ],
+};
+
+const KEY_SOURCE = {
+  type: "string",
+  pattern: "^(ip|ip/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])|path|header:[!#$%&'*+\\-.^_`|~0-9A-Za-z]+|query:.+|const:.{1,256})$",
+  description: '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "path" or "const:VALUE".',
+};
+
+const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });
+const absent = (...fields: string[]) => ({ not: { anyOf: fields.map((field) => ({ required: [field] })) } });
+
+const POLICY_RULES = [
+  // concurrency takes a lease and no period; every other algorithm needs a period and takes no lease.
+  { if: has("algorithm", "concurrency"), then: absent("period", "burst", "local"), else: { required: ["period"], ...absent("lease") } },
+  // burst is gcra's and token-bucket's capacity.
+  { if: has("algorithm", ["fixed-window", "sliding-window", "sliding-log"]), then: absent("burst") },
+  { if: has("algorithm", "sliding-log"), then: { properties: { limit: { maximum: MAX_SLIDING_LOG_LIMIT } } } },
+  // Token batches (local.share above 0) only for the algorithms that can lend them; gcra is the default.
+  {
+    if: { anyOf: [{ not: { required: ["algorithm"] } }, has("algorithm", ALGORITHMS.filter((name) => !LEASABLE_ALGORITHMS.has(name)))] },
+    then: { properties: { local: { properties: { share: { const: 0 } } } } },
+  },
+];
+
+const ROUTE_RULES = [
+  { if: has("onLimit", "delay"), then: { required: ["maxDelayMs"], properties: { maxDelayMs: { minimum: 1 } } }, else: { properties: { maxDelayMs: { const: 0 } } } },
+];
+
+const DESCRIPTIONS: Record<string, string> = {
+  policies: "The named policies requests and routes refer to.",
+  legacyHeaders: "Add X-RateLimit-Limit/Remaining/Reset next to the RateLimit fields.",
+  origin: "The gateway's origin: requests that are not Spillway's own are forwarded here.",
+  routes: "Gateway routes: which requests are limited, by which key and policies.",
+  trustProxy: "Proxies whose X-Forwarded-For is believed (IP addresses or CIDR ranges).",
+  allow: "Addresses and keys that are never limited.",
+  deny: "Addresses and keys that are always refused (403).",
+  originFeedback: "An origin's 429 with Retry-After pauses that key for every caller.",
+  originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
+};

@@ -1,0 +1,98 @@
+import { readFileSync } from "node:fs";
+import Ajv2020 from "ajv/dist/2020.js";
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "../../src/config.js";
+import { parseGatewayConfig } from "../../src/gateway/config.js";
+import { configJsonSchema } from "../../src/node/json-schema.js";
+
+const SCHEMA_FILE = new URL("../../spillway.schema.json", import.meta.url);
+const schema = configJsonSchema();
+const validate = new Ajv2020({ strict: false, allErrors: true }).compile(schema);
+
+/** The parser's verdict: what `spillway check`, `spillway serve` and the Worker all run. */
+function parserAccepts(config: unknown): boolean {
+  try {
+    parseGatewayConfig(parseConfig(config));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const gcra = { name: "per-minute", algorithm: "gcra", limit: 60, period: "1m" };
+const route = { match: { path: "/api/*" }, key: "ip", policies: ["per-minute"] };
+const gateway = { origin: "https://api.example.com", policies: [gcra], routes: [route] };
+
+const valid: Array<[string, unknown]> = [
+  ["empty", {}],
+  ["the scaffold's config", { $schema: "./node_modules/spillway/spillway.schema.json", policies: [gcra, { name: "conc", algorithm: "concurrency", limit: 10, lease: "30s" }] }],
+  ["the default algorithm", { policies: [{ name: "p", limit: 5, period: 1000 }] }],
+  ["every algorithm", { policies: [gcra, { name: "tb", algorithm: "token-bucket", limit: 6, period: "3s", burst: 10 }, { name: "fw", algorithm: "fixed-window", limit: 3, period: "10s" }, { name: "sw", algorithm: "sliding-window", limit: 9, period: "1h" }, { name: "sl", algorithm: "sliding-log", limit: 100000, period: "1d" }, { name: "c", algorithm: "concurrency", limit: 4 }] }],
+  ["failMode and legacyHeaders", { legacyHeaders: true, policies: [{ ...gcra, failMode: "open" }] }],
+  ["a gateway", gateway],
+  ["a full route", { ...gateway, routes: [{ match: { path: "/search/:q", methods: ["GET"], caseSensitive: true }, key: "header:x-api-key", fallbackKey: "ip/48", policies: ["per-minute"], onLimit: "delay", maxDelayMs: 500, dryRun: true, originTimeoutMs: 5000 }] }],
+  ["hot keys", { policies: [{ name: "w", algorithm: "fixed-window", limit: 100, period: "1s", local: { share: 0.1 } }, { ...gcra, local: { share: 0 } }] }],
+  ["lists and feedback", { ...gateway, trustProxy: ["10.0.0.0/8"], allow: { ips: ["127.0.0.1"], keys: ["vip"] }, deny: { ips: [], keys: ["bad"] }, originFeedback: true, originTimeoutMs: 1000 }],
+  ["an origin without routes", { origin: "http://127.0.0.1:8788" }],
+  ["every key source", { ...gateway, routes: ["ip", "ip/64", "path", "header:x-key", "query:user", "const:all"].map((key) => ({ ...route, key })) }],
+];
+
+const invalid: Array<[string, unknown]> = [
+  ["a misspelled top-level field", { policies: [], rotues: [] }],
+  ["a misspelled policy field", { policies: [{ name: "p", limt: 3, period: "1m" }] }],
+  ["a missing limit", { policies: [{ name: "p", period: "1m" }] }],
+  ["a zero limit", { policies: [{ ...gcra, limit: 0 }] }],
+  ["a fractional limit", { policies: [{ ...gcra, limit: 1.5 }] }],
+  ["a bad name", { policies: [{ ...gcra, name: "Per Minute" }] }],
+  ["an unknown algorithm", { policies: [{ ...gcra, algorithm: "leaky-bucket" }] }],
+  ["a period in words", { policies: [{ ...gcra, period: "soon" }] }],
+  ["a zero period", { policies: [{ ...gcra, period: 0 }] }],
+  ["a rate without period", { policies: [{ name: "p", algorithm: "fixed-window", limit: 3 }] }],
+  ["concurrency with a period", { policies: [{ name: "c", algorithm: "concurrency", limit: 3, period: "1m" }] }],
+  ["a lease on a rate", { policies: [{ ...gcra, lease: "30s" }] }],
+  ["burst on a window", { policies: [{ name: "w", algorithm: "fixed-window", limit: 3, period: "1m", burst: 5 }] }],
+  ["a sliding log over its cap", { policies: [{ name: "l", algorithm: "sliding-log", limit: 100001, period: "1m" }] }],
+  ["token batches on gcra", { policies: [{ ...gcra, local: { share: 0.1 } }] }],
+  ["a local share over 0.5", { policies: [{ name: "w", algorithm: "fixed-window", limit: 100, period: "1s", local: { share: 0.6 } }] }],
+  ["local on concurrency", { policies: [{ name: "c", algorithm: "concurrency", limit: 3, local: { share: 0 } }] }],
+  ["a bad failMode", { policies: [{ ...gcra, failMode: "maybe" }] }],
+  ["policies not an array", { policies: { gcra } }],
+  ["legacyHeaders not a boolean", { legacyHeaders: "yes" }],
+  ["routes without origin", { policies: [gcra], routes: [route] }],
+  ["a route path without /", { ...gateway, routes: [{ ...route, match: { path: "api/*" } }] }],
+  ["a misspelled route field", { ...gateway, routes: [{ ...route, polices: ["per-minute"] }] }],
+  ["a bad key source", { ...gateway, routes: [{ ...route, key: "ipv6" }] }],
+  ["an IPv6 prefix over 128", { ...gateway, routes: [{ ...route, key: "ip/129" }] }],
+  ["delay without maxDelayMs", { ...gateway, routes: [{ ...route, onLimit: "delay" }] }],
+  ["maxDelayMs with reject", { ...gateway, routes: [{ ...route, maxDelayMs: 100 }] }],
+  ["an unknown onLimit", { ...gateway, routes: [{ ...route, onLimit: "queue" }] }],
+  ["no methods", { ...gateway, routes: [{ ...route, match: { path: "/a", methods: [] } }] }],
+  ["an originTimeoutMs of 0", { ...gateway, originTimeoutMs: 0 }],
+  ["a route originTimeoutMs over an hour", { ...gateway, routes: [{ ...route, originTimeoutMs: 3_600_001 }] }],
+  ["an empty deny key", { ...gateway, deny: { keys: [""] } }],
+  ["a misspelled allow field", { ...gateway, allow: { ip: ["127.0.0.1"] } }],
+  ["originFeedback not a boolean", { ...gateway, originFeedback: 1 }],
+  ["not an object", []],
+];
+
+describe("spillway.schema.json", () => {
+  it.each(valid)("accepts what the parser accepts: %s", (_label, config) => {
+    expect(parserAccepts(config)).toBe(true);
+    expect(validate(config), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it.each(invalid)("refuses what the parser refuses: %s", (_label, config) => {
+    expect(parserAccepts(config)).toBe(false);
+    expect(validate(config)).toBe(false);
+  });
+
+  it("the repository's own config passes both", () => {
+    const config = JSON.parse(readFileSync(new URL("../../spillway.config.json", import.meta.url), "utf8"));
+    expect(parserAccepts(config)).toBe(true);
+    expect(validate(config)).toBe(true);
+  });
+
+  it("the committed file is what the build generates (npm run build rewrites it)", () => {
+    expect(JSON.parse(readFileSync(SCHEMA_FILE, "utf8"))).toEqual(schema);
+  });
+});
