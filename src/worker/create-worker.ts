@@ -18,7 +18,7 @@ import type { Env } from "./env.js";
 /** What `createWorker` builds: the Worker's handler and its RPC entrypoint class. */
 export interface SpillwayWorker {
   /** The Worker's fetch handler: the /v1 API, /healthz, and the gateway when the config has an `origin`. */
-  fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response>;
+  fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response>;
   /** The service-binding RPC entrypoint, bound to this config: export it under the name your callers' bindings use. */
   Rpc: new (ctx: ExecutionContext, env: Env) => SpillwayEntrypoint;
   /** The validated config. */
@@ -83,7 +83,7 @@ export function createWorker(input: unknown): SpillwayWorker {
   }
 
   return {
-    fetch: (request, env, ctx) => builtFor(env).app.fetch(request, env, ctx),
+    fetch: async (request, env, ctx) => builtFor(env).app.fetch(request, env, ctx),
     Rpc: SpillwayRpc,
     config,
   };
