@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions } from "../../src/core/types.js";
-import { RedisStore, decodeStoredState } from "../../src/stores/redis.js";
+import { RedisStore, StoreFaultError, decodeStoredState } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
 import { type RedisServer, connectRedis, disconnectRedis } from "./redis-server.js";
 
@@ -69,5 +69,16 @@ describe("sliding-log: states written before buckets, on Redis and in the core",
       }),
       { numRuns: 150 },
     );
+  });
+
+  it("an unreadable state is a StoreFaultError, also for a cost that could never fit", async () => {
+    const policy = parsePolicy({ name: "p", algorithm: "sliding-log", limit: 3, period: "1s" }, "policy");
+    const store = new RedisStore({ client, keyPrefix: "corrupt-log:" });
+    for (const value of ["l:x", "l:1000,y,", "l:1000;"]) {
+      await client.set(keyLayout("corrupt-log:", "k").stateKey("p"), value);
+      for (const cost of [1, 4]) {
+        await expect(store.check("k", [policy], { cost, mode: "reject", maxWaitMs: 0 }), `${value} cost ${cost}`).rejects.toBeInstanceOf(StoreFaultError);
+      }
+    }
   });
 });

@@ -63,7 +63,6 @@ ALGORITHMS["sliding-log"] = {
   -- reserved behind a later one, which goes the long way (sliding_log_step_tables).
   step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
     local limit = policy.limit
-    if cost > limit then return nil end
     local untils, costs, count = {}, {}, 0
     -- Live entries: untils/costs[first_live..count]; live_at is where their text starts.
     local first_live, live_at, last_at, live_sum, stored_fresh_at_ms = nil, nil, nil, 0, nil
@@ -87,6 +86,8 @@ ALGORITHMS["sliding-log"] = {
       end
       if count == 0 then return sliding_log_step_tables(raw, policy, now_ms, cost, mode, max_wait_ms) end
     end
+    -- Refused only now: an unreadable state (the long way raises) is a store fault, not a denial.
+    if cost > limit then return nil end
     -- A stored state fresh at now counts as none (fresh_at is its last until).
     local live = first_live ~= nil and now_ms < stored_fresh_at_ms
     -- earliest_fit on the live entries.
