@@ -123,6 +123,7 @@ if (state.token) start();
 `;
 
 const PAGE_STYLE = `
+[hidden] { display: none !important; }
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f5f6f8; }
 header { display: flex; gap: 16px; align-items: center; padding: 12px 20px; background: #1d2330; color: #fff; }
 header h1 { font-size: 18px; margin: 0; }
