@@ -96,6 +96,7 @@ describe("installed into an empty project", () => {
     expect(result).toMatchObject({
       coreAllowed: [true, false],
       honoStatuses: [200, 429],
+      nodeStatuses: [200, 429],
       redisAllowed: [true, false],
       throttled: ["admitted", "MaxWaitExceededError"],
     });
@@ -187,6 +188,8 @@ import { KeyState, parsePolicy, type Decision, type Policy } from "spillway/core
 import { MemoryStore, rateLimit, type Limiter } from "spillway/hono";
 import { RedisStore, type RedisStoreOptions } from "spillway/redis";
 import { createThrottle, httpLimiter, throttledFetch, createSemaphore } from "spillway/client";
+import { rateLimit as nodeRateLimit, type NodeMiddleware } from "spillway/node";
+import { createServer } from "node:http";
 
 export const entries = [${nodeEntries.map((_, index) => `entry${index}`).join(", ")}];
 const policy: Policy = parsePolicy({ name: "per-second", limit: 5, period: "1s" }, "policy");
@@ -200,5 +203,7 @@ const throttle = createThrottle({ limiter: httpLimiter({ url: "http://127.0.0.1:
 export const fetchApi: (input: string) => Promise<Response> = throttledFetch({ throttle });
 export const semaphore = createSemaphore({ limiter: store, key: "uploads", policy: { name: "uploads", algorithm: "concurrency", limit: 4 } });
 export const allowed: boolean = decision.allowed;
+const limitNode: NodeMiddleware = nodeRateLimit({ store, policies: { name: "per-ip", limit: 100, period: "1m" }, key: (req) => req.socket.remoteAddress });
+export const server = createServer((req, res) => void limitNode(req, res, () => res.end("ok")));
 `;
 }
