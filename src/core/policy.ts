@@ -5,7 +5,7 @@ import { ValidationError, integerIn, parseWith } from "./validation.js";
 
 export const POLICY_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const MAX_LIMIT = 1e9;
-/** sliding-log keeps one entry per admission time: its limit is capped to bound state. */
+/** sliding-log's cap (the contract's): its state is bounded by its bucket grid, but an exact log of more is sliding-window's job. */
 export const MAX_SLIDING_LOG_LIMIT = 100_000;
 export const DEFAULT_LEASE_MS = 30_000;
 
@@ -75,7 +75,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
     throw new ValidationError(at("lease"), `is only used by concurrency, got ${describe(written.lease)}`);
   }
   if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
-    throw new ValidationError(at("limit"), `sliding-log keeps one entry per admission, so it must be at most ${MAX_SLIDING_LOG_LIMIT} (use sliding-window for more), got ${raw.limit}`);
+    throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log (use sliding-window for larger limits), got ${raw.limit}`);
   }
   if (raw.local && isConcurrency) {
     throw new ValidationError(at("local"), "is not for concurrency: a lease is held, not spent, so it cannot be cached locally (use local on a rate policy)");

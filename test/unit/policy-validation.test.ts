@@ -65,7 +65,7 @@ describe("parsePolicy: every error names the field, the rule and the bad value",
     [{ ...valid, period: true }, "policy.period", "got true"],
     [{ name: "slots", algorithm: "concurrency", limit: 1, lease: "0ms" }, "policy.lease", 'must be between 1ms and 366d, got "0ms"'],
     [{ name: "a", algorithm: "fixed-window", limit: 1 }, "policy.period", "is required for fixed-window, got nothing"],
-    [{ name: "a", algorithm: "sliding-log", limit: 100_001, period: "1s" }, "policy.limit", "must be at most 100000 (use sliding-window for more), got 100001"],
+    [{ name: "a", algorithm: "sliding-log", limit: 100_001, period: "1s" }, "policy.limit", "must be at most 100000 for sliding-log (use sliding-window for larger limits), got 100001"],
   ])("refuses %j at %s", (input, field, message) => {
     const [actualField, actualMessage] = refusal(input);
     expect(actualField).toBe(field);
