@@ -28,7 +28,7 @@ export function logObserver(sink: LogSink = stdoutSink, options: { denials?: boo
         const policies = event.results ? event.results.filter((result) => !result.allowed).map((result) => result.policy) : [event.policy];
         sink({ spillway: true, event: "deny", time: new Date().toISOString(), key: event.key, source: event.source, policies, store: event.store, durationMs: round(event.durationMs) });
       } else if (event.outcome === "failed_open") {
-        sink({ spillway: true, event: "fail-open", time: new Date().toISOString(), key: event.key, source: event.source, policies: event.policyNames, store: event.store, durationMs: round(event.durationMs) });
+        sink({ spillway: true, event: "fail-open", time: new Date().toISOString(), key: event.key, source: event.source, policies: event.policies.map((policy) => policy.name), store: event.store, durationMs: round(event.durationMs) });
       }
     },
     storeError(event: StoreErrorEvent) {

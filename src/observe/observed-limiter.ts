@@ -2,8 +2,6 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } fr
 import { type Limiter, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
 import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
 
-const namesOf = (policies: readonly Policy[]) => policies.map((policy) => policy.name);
-
 /** failed_open exactly when applyFailMode will admit (its rule, not a copy of it). */
 function failureOutcome(policies: readonly Policy[], error: unknown): DecisionOutcome {
   try {
@@ -35,7 +33,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
   const failed = (operation: string, key: string, policies: readonly Policy[], startedMs: number) => (error: unknown) => {
     const durationMs = performance.now() - startedMs;
     storeError(operation, key, error);
-    observer.decision?.({ source, store, key, policyNames: namesOf(policies), outcome: failureOutcome(policies, error), policy: policies[0]!.name, durationMs });
+    observer.decision?.({ source, store, key, policies, outcome: failureOutcome(policies, error), policy: policies[0]!.name, durationMs });
     throw error;
   };
 
@@ -51,7 +49,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
           source,
           store,
           key,
-          policyNames: namesOf(policies),
+          policies,
           outcome: decision.allowed ? "allowed" : "denied",
           results: decision.policies,
           policy: decision.policy,
@@ -65,7 +63,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       return limiter.acquire(key, policies, options).then((result) => {
         const durationMs = performance.now() - startedMs;
         const outcome = result.acquired ? "allowed" : "denied";
-        observer.decision?.({ source, store, key, policyNames: namesOf(policies), outcome, policy: policies[0]!.name, durationMs });
+        observer.decision?.({ source, store, key, policies, outcome, policy: policies[0]!.name, durationMs });
         return result;
       }, failed("acquire", key, policies, startedMs));
     },

@@ -1,4 +1,4 @@
-import type { PolicyDecision } from "../core/types.js";
+import type { Policy, PolicyDecision } from "../core/types.js";
 
 /** What became of one decision, for one policy of its stack. */
 export type DecisionOutcome = "allowed" | "denied" | "failed_open" | "error";
@@ -14,8 +14,8 @@ export interface DecisionEvent {
   /** The store's kind: `memory`, `durable-object`, `redis`, `redis-cluster`. */
   store: string;
   key: string;
-  /** The stack's policy names, in order. */
-  policyNames: readonly string[];
+  /** The stack, in order. */
+  policies: readonly Policy[];
   /** The stack's outcome. */
   outcome: DecisionOutcome;
   /** Per policy, when the store answered a check; absent for acquires and failures. */
@@ -67,7 +67,7 @@ export function forEachPolicyOutcome(event: DecisionEvent, visit: (policy: strin
     for (const result of event.results) visit(result.policy, result.allowed ? "allowed" : "denied");
     return;
   }
-  for (const name of event.policyNames) visit(name, event.outcome);
+  for (const policy of event.policies) visit(policy.name, event.outcome);
 }
 
 /** Several observers as one; a method nobody implements stays absent, so callers skip it. */

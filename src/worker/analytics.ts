@@ -17,7 +17,7 @@ export function analyticsObserver(dataset: AnalyticsEngineDataset, sampleRate = 
       const policy = denied?.policy ?? event.policy;
       dataset.writeDataPoint({
         indexes: [policy],
-        blobs: [policy, event.outcome, event.source, event.store, event.policyNames.join(",")],
+        blobs: [policy, event.outcome, event.source, event.store, event.policies.map((policy) => policy.name).join(",")],
         doubles: [event.durationMs, weight],
       });
     },

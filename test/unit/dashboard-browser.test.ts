@@ -76,7 +76,7 @@ describe.skipIf(!HAS_CHROMIUM)(`the dashboard in a real browser (${HAS_CHROMIUM 
     // Wait for a few polls: rates need two snapshots, and the chart is drawn from the second.
     await page.waitForFunction(
       () => {
-        const chart = (window as unknown as { spillwayDashboard: { chart: { data: number[][] } | null } }).spillwayDashboard.chart;
+        const chart = (globalThis as unknown as { spillwayDashboard: { chart: { data: number[][] } | null } }).spillwayDashboard.chart;
         if (!chart) return false;
         const [, allowed, denied] = chart.data;
         return allowed!.some((value) => value > 0) && denied!.some((value) => value > 0);
