@@ -35,6 +35,8 @@ export default defineConfig({
           // After the other projects, not beside them: its tsc and npm runs take the CPU that the
           // Redis fault tests' deadlines (50 ms) are measured against.
           sequence: { groupOrder: 1 },
+          // Each file packs the package (which rebuilds dist/): one at a time.
+          fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 300_000,
         },
