@@ -16,8 +16,8 @@ export interface AppOptions {
 }
 
 /**
- * Spillway's own paths and the methods each answers (SPEC §3; /v1/top and /metrics are
- * reserved). However they are spelled, they never reach a gateway's origin: the client's
+ * Spillway's own paths and the methods each answers (SPEC §3; /v1/top, /v1/stats, /metrics and
+ * /dashboard are served when the runtime observes, else 404). However they are spelled, they never reach a gateway's origin: the client's
  * Authorization there carries SPILLWAY_TOKEN.
  */
 const OWN_PATHS: ReadonlyMap<string, readonly string[]> = new Map([
