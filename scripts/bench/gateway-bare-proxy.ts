@@ -4,7 +4,7 @@
 // usage: tsx scripts/bench/gateway-bare-proxy.ts PORT ORIGIN_URL
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { createNodeOriginFetch } from "../../src/gateway/node.js";
+import { createNodeOriginFetch } from "../../src/node/gateway.js";
 import { DEFAULT_ORIGIN_TIMEOUT_MS } from "../../src/config-schema.js";
 import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { clientResponse, originRequest, originUrlFor } from "../../src/gateway/proxy.js";

@@ -10,10 +10,10 @@ import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewa
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { anyRangeContains, resolveClientIp } from "./ip.js";
 import { type RequestKey, describeKeySource, keyOf } from "./keys.js";
-import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "./limit.js";
+import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, deferOf, limitRequest, onBodyDone, quotaExceededResponse } from "../http/limit.js";
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, type OriginTarget, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
-import { canonicalPath, isRefused, rawPathOf } from "./path.js";
+import { canonicalPath, isRefused, rawPathOf } from "../http/path.js";
 import { findRoute, keyPathOf } from "./routes.js";
 
 export interface GatewayOptions {

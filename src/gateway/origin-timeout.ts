@@ -1,5 +1,5 @@
 import { problem, problemResponse } from "../http/problems.js";
-import type { OriginAnswer } from "./proxy.js";
+import type { OriginAnswer } from "./origin.js";
 
 /** Problem type of the gateway's 504: the origin stayed silent past originTimeoutMs. */
 export const ORIGIN_TIMEOUT_TYPE = "urn:spillway:problem:origin-timeout";

@@ -1,4 +1,4 @@
-import { type CanonicalPath, isRefused, patternSegment } from "./path.js";
+import { type CanonicalPath, isRefused, patternSegment } from "../http/path.js";
 
 /**
  * Route matching by method and path pattern. Patterns are `/exact/path`, `:name` for one

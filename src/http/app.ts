@@ -1,5 +1,5 @@
 import { type Context, Hono, type Next } from "hono";
-import { canonicalPath, isRefused, rawPathOf } from "../gateway/path.js";
+import { canonicalPath, isRefused, rawPathOf } from "./path.js";
 import type { SpillwayService } from "../service.js";
 import { createApi } from "./api.js";
 import { type Observability, createObserveRoutes } from "./observe-routes.js";

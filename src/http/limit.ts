@@ -2,8 +2,8 @@ import type { Context } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
 import { concurrencyPolicies } from "../core/key-state.js";
 import type { Decision, Policy } from "../core/types.js";
-import { FAILED_OPEN_HEADER } from "../http/api.js";
-import { QUOTA_EXCEEDED_TYPE, costAboveCapacityDetail, problem, problemResponse } from "../http/problems.js";
+import { FAILED_OPEN_HEADER } from "./api.js";
+import { QUOTA_EXCEEDED_TYPE, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 
 /** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done). */

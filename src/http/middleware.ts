@@ -1,5 +1,5 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
-import { type HeldLease, deferOf, defaultLog, limitRequest, onBodyDone } from "../gateway/limit.js";
+import { type HeldLease, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "./rate-limit-plan.js";
 

@@ -3,7 +3,7 @@ import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../config-schema.js";
-import type { LimitPlan, LogFn } from "../gateway/limit.js";
+import type { LimitPlan, LogFn } from "./limit.js";
 import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { MAX_KEY_BYTES } from "../requests.js";
 import { type Problem, problem, problemFor } from "./problems.js";

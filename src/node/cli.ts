@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { createNodeGateway } from "../gateway/node.js";
+import { createNodeGateway } from "./gateway.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";

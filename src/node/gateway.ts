@@ -4,12 +4,12 @@ import { Readable, pipeline } from "node:stream";
 import type { Context, Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import type { Limiter } from "../limiter.js";
-import { type GatewayConfig, parseGatewayConfig } from "./config.js";
-import { createGateway } from "./gateway.js";
-import type { LogFn } from "./limit.js";
+import { type GatewayConfig, parseGatewayConfig } from "../gateway/config.js";
+import { createGateway } from "../gateway/gateway.js";
+import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
-import { OriginTimeoutError } from "./origin-timeout.js";
-import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "./proxy.js";
+import { OriginTimeoutError } from "../gateway/origin-timeout.js";
+import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "../gateway/proxy.js";
 
 /**
  * The client address on Node: the socket's peer, as @hono/node-server passes it in

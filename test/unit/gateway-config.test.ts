@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
-import { createNodeGateway } from "../../src/gateway/node.js";
+import { createNodeGateway } from "../../src/node/gateway.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const policies = [

@@ -1,8 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseConfig } from "../../src/config.js";
-import type { LogFn } from "../../src/gateway/limit.js";
-import { createNodeGateway } from "../../src/gateway/node.js";
+import type { LogFn } from "../../src/http/limit.js";
+import { createNodeGateway } from "../../src/node/gateway.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";

@@ -3,7 +3,7 @@ import { parseConfig } from "../../src/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { formatIp, parseIp, parseIpRange, rangeContains, resolveClientIp } from "../../src/gateway/ip.js";
 import { type KeySource, keyOf, parseKeySource } from "../../src/gateway/keys.js";
-import { type CanonicalPath, canonicalPath } from "../../src/gateway/path.js";
+import { type CanonicalPath, canonicalPath } from "../../src/http/path.js";
 import { findRoute, parsePathPattern } from "../../src/gateway/routes.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 

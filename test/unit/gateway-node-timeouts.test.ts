@@ -2,7 +2,7 @@ import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
-import { createNodeOriginFetch, nodeClientIp } from "../../src/gateway/node.js";
+import { createNodeOriginFetch, nodeClientIp } from "../../src/node/gateway.js";
 import { ORIGIN_TIMEOUT_TYPE, OriginTimeoutError } from "../../src/gateway/origin-timeout.js";
 import { type FetchOrigin, globalFetchOrigin } from "../../src/gateway/proxy.js";
 import { startServer } from "../../src/node/server.js";

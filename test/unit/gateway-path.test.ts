@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalPath, isRefused, rawPathOf } from "../../src/gateway/path.js";
+import { canonicalPath, isRefused, rawPathOf } from "../../src/http/path.js";
 import { findRoute, keyPathOf, parsePathPattern } from "../../src/gateway/routes.js";
 import { RUNS } from "./property-helpers.js";
 

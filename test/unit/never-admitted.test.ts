@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { parsePolicyList } from "../../src/core/policy.js";
 import { rateLimitHeaders } from "../../src/core/headers.js";
-import { quotaExceededResponse } from "../../src/gateway/limit.js";
+import { quotaExceededResponse } from "../../src/http/limit.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 

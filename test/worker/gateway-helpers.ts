@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { parseConfig } from "../../src/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
-import type { LogFn } from "../../src/gateway/limit.js";
+import type { LogFn } from "../../src/http/limit.js";
 import { cloudflareClientIp } from "../../src/worker/client-ip.js";
 import { createApp } from "../../src/http/app.js";
 import { SpillwayService } from "../../src/service.js";
