@@ -1,6 +1,6 @@
 import { createExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   LeaseLostError,
   LimiterRequestError,
@@ -97,6 +97,9 @@ for (const [name, makeLimiter] of limiters) {
 }
 
 describe("SpillwayRpc when its store is down", () => {
+  // Each failure is a store-error log line (Workers Logs); here they are provoked on purpose.
+  beforeAll(() => void vi.spyOn(console, "log").mockImplementation(() => {}));
+  afterAll(() => vi.restoreAllMocks());
   // A real entrypoint whose Durable Object namespace fails every call, as an unreachable store would.
   const brokenNamespace = {
     getByName(): never {
