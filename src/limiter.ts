@@ -27,6 +27,17 @@ export interface Limiter {
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult>;
   health(): Promise<StoreHealth>;
   close?(): Promise<void>;
+  /**
+   * Leases held and callers waiting, per concurrency policy, where the store can tell without
+   * a round trip (the memory store); undefined elsewhere. Read at scrape time, not per decision.
+   */
+  leaseCounts?(): Map<string, LeaseCount>;
+}
+
+/** Leases held (their cost) and callers waiting for one, of one concurrency policy. */
+export interface LeaseCount {
+  held: number;
+  waiters: number;
 }
 
 /** The store could not be reached in time; `failMode` decides what happens next. */

@@ -26,7 +26,8 @@ export class PrometheusObserver implements SpillwayObserver {
   private readonly requestCounts = new Map<string, { route: string; status: string; count: number }>();
   private readonly originChildren = new Map<string, { observe(value: number): void }>();
 
-  constructor(limiter: Limiter, policyNames: readonly string[]) {
+  /** `concurrencyPolicyNames`: the config's concurrency policies, whose lease gauges start at 0. */
+  constructor(limiter: Limiter, policyNames: readonly string[], concurrencyPolicyNames: readonly string[] = []) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     const decisionCounts = this.decisionCounts;
@@ -64,6 +65,27 @@ export class PrometheusObserver implements SpillwayObserver {
         this.set({ store: limiter.kind }, health.ok ? 1 : 0);
       },
     });
+    if (limiter.leaseCounts) {
+      // Only a store that can count its leases in place reports them (the memory store).
+      const leaseCounts = () => limiter.leaseCounts!();
+      const concurrencyNames = concurrencyPolicyNames;
+      for (const [name, field, help] of [
+        ["spillway_leases_held", "held", "Concurrency leases held now, per policy."],
+        ["spillway_lease_waiters", "waiters", "Callers waiting for a concurrency lease now, per policy."],
+      ] as const) {
+        new Gauge({
+          name,
+          help,
+          labelNames: ["policy"],
+          registers,
+          collect() {
+            this.reset();
+            const counts = leaseCounts();
+            for (const policy of new Set([...concurrencyNames, ...counts.keys()])) this.set({ policy }, counts.get(policy)?.[field] ?? 0);
+          },
+        });
+      }
+    }
     // Every configured series exists from the start at 0: rates work from the first scrape.
     for (const name of policyNames) this.decisionChild(name);
     for (const kind of ["unavailable", "fault"]) this.storeErrors.labels(limiter.kind, kind).inc(0);

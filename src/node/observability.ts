@@ -31,7 +31,8 @@ export interface NodeObservability {
 export function createNodeObservability(options: { config: SpillwayConfig; limiter: Limiter; log?: LogSink }): NodeObservability {
   const names = options.config.policies.map((policy) => policy.name);
   const stats = new LiveStats(names);
-  const prometheus = new PrometheusObserver(options.limiter, names);
+  const concurrencyNames = options.config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
+  const prometheus = new PrometheusObserver(options.limiter, names, concurrencyNames);
   const observer = combineObservers([prometheus, stats, logObserver(options.log)]);
   return {
     observer,

@@ -38,6 +38,11 @@ export class LeaseQueue {
     return this.waiters.length;
   }
 
+  /** Adds one to `count(name)` for each concurrency policy each waiter waits for. */
+  countWaiters(count: (policyName: string) => void): void {
+    for (const waiter of this.waiters) for (const policy of waiter.policies) if (policy.algorithm === "concurrency") count(policy.name);
+  }
+
   /** Names of the concurrency policies somebody is waiting for: checks must not pass them. */
   queuedPolicyNames(): Set<string> {
     const names = new Set<string>();

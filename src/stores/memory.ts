@@ -1,6 +1,6 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { describe } from "../core/duration.js";
-import { type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
+import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
 import { LocalKey } from "./local-key.js";
@@ -125,6 +125,25 @@ export class MemoryStore implements Limiter {
   /** Keys evicted to stay within maxKeys since the store was made (swept fresh keys are not counted). */
   get evictions(): number {
     return this.evicted;
+  }
+
+  /** Leases held and waiters per concurrency policy, over every key (a walk: for scrapes, not decisions). */
+  leaseCounts(): Map<string, LeaseCount> {
+    const counts = new Map<string, LeaseCount>();
+    const of = (name: string) => {
+      let count = counts.get(name);
+      if (!count) counts.set(name, (count = { held: 0, waiters: 0 }));
+      return count;
+    };
+    const nowMs = this.clockMs();
+    for (const { local } of this.keys.fromOldest()) {
+      for (const [name, stored] of local.state.states) {
+        if (stored.algorithm !== "concurrency") continue;
+        for (const [untilMs, cost] of stored.state.entries) if (untilMs > nowMs) of(name).held += cost;
+      }
+      local.queue.countWaiters((name) => of(name).waiters++);
+    }
+    return counts;
   }
 
   /** Drops keys whose every state is fresh again and nobody waits on. */
