@@ -78,6 +78,18 @@ export interface Answer {
   body: { field?: unknown; detail?: unknown } | null;
 }
 
+/** Reads an answer for brokenRule: its status, content type and JSON body (null when it has none). */
+export async function answerOf(response: Response): Promise<Answer> {
+  const text = await response.text();
+  let body: Answer["body"] = null;
+  try {
+    body = JSON.parse(text) as Answer["body"];
+  } catch {
+    // A 204 has no body; brokenRule judges the rest.
+  }
+  return { status: response.status, contentType: response.headers.get("content-type"), body };
+}
+
 /**
  * The rule every answer must keep: no 5xx, and a 400 is a problem body whose detail starts
  * with the field it names. Returns what broke, or undefined.

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
-import { type Answer, FUZZ_POLICIES, FUZZ_RUNS, bodyArb, brokenRule, nested } from "./bodies.js";
+import { type Answer, FUZZ_POLICIES, FUZZ_RUNS, answerOf, bodyArb, brokenRule, nested } from "./bodies.js";
 
 /**
  * The /v1 fuzz against `spillway serve`'s own server on a loopback port (the Node path that
@@ -18,15 +18,7 @@ export function nodeFuzzSuite(storeName: string, makeLimiter: () => Promise<Limi
     afterAll(() => server?.close());
 
     async function send(route: string, body: string): Promise<Answer> {
-      const response = await fetch(`${server.url}${route}`, { method: "POST", headers: { authorization: "Bearer secret", "content-type": "application/json" }, body });
-      const text = await response.text();
-      let parsed: Answer["body"] = null;
-      try {
-        parsed = JSON.parse(text) as Answer["body"];
-      } catch {
-        // A 204 has no body; brokenRule judges the rest.
-      }
-      return { status: response.status, contentType: response.headers.get("content-type"), body: parsed };
+      return answerOf(await fetch(`${server.url}${route}`, { method: "POST", headers: { authorization: "Bearer secret", "content-type": "application/json" }, body }));
     }
 
     it.each([
