@@ -90,3 +90,51 @@ export function failedOpenDecision(policies: readonly Policy[]): Decision {
 export function newLeaseId(): string {
   return crypto.randomUUID();
 }
+
+/**
+ * A Limiter that hands every call to `store`: the base of decorators that change an operation
+ * or two (LocalCache) and forward the rest as they are.
+ */
+export class ForwardingLimiter implements Limiter {
+  readonly kind: string;
+  readonly store: Limiter;
+  readonly leaseCounts?: () => Map<string, LeaseCount>;
+
+  constructor(store: Limiter) {
+    this.store = store;
+    this.kind = store.kind;
+    if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
+  }
+
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.store.check(key, policies, options);
+  }
+
+  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
+    return this.store.peek(key, policies);
+  }
+
+  reset(key: string, policies: readonly Policy[]): Promise<void> {
+    return this.store.reset(key, policies);
+  }
+
+  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    return this.store.acquire(key, policies, options);
+  }
+
+  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
+    return this.store.release(key, policies, leaseId);
+  }
+
+  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
+    return this.store.extend(key, policies, leaseId, leaseMs);
+  }
+
+  health(): Promise<StoreHealth> {
+    return this.store.health();
+  }
+
+  async close(): Promise<void> {
+    await this.store.close?.();
+  }
+}

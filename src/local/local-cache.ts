@@ -1,7 +1,7 @@
 import { describe } from "../core/duration.js";
 import { storePolicies } from "../core/store-policies.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import type { Limiter, StoreHealth } from "../limiter.js";
+import type { CheckOptions, Decision, Policy } from "../core/types.js";
+import { ForwardingLimiter, type Limiter } from "../limiter.js";
 import { type HotKey, batchDecision, batchSize, deniedDecision, leasable, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
 
 export interface LocalCacheOptions {
@@ -36,23 +36,20 @@ const RATE_CHECK: Omit<CheckOptions, "cost"> = { mode: "reject", maxWaitMs: 0 };
  *
  * @example const limiter = new LocalCache(new RedisStore({ url })); await limiter.check("tenant:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
-export class LocalCache implements Limiter {
-  readonly kind: string;
-  readonly store: Limiter;
+export class LocalCache extends ForwardingLimiter {
   private readonly clockMs: () => number;
   private readonly batchTargetMs: number;
   private readonly maxEntries: number;
   private readonly entries = new Map<string, HotKey>();
 
   constructor(store: Limiter, options: LocalCacheOptions = {}) {
-    this.store = store;
-    this.kind = store.kind;
+    super(store);
     this.clockMs = options.clockMs ?? Date.now;
     this.batchTargetMs = positive("batchTargetMs", options.batchTargetMs ?? 100);
     this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  override async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     policies = storePolicies(policies);
     const policy = policies[0]!;
     if (policies.length !== 1 || !policy.local || options.mode !== "reject" || !(options.cost > 0)) return this.store.check(key, policies, options);
@@ -69,33 +66,18 @@ export class LocalCache implements Limiter {
     }
   }
 
-  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
-    return this.store.peek(key, policies);
-  }
 
   /** Resets the store, and this cache's entries for the key. Other caches keep theirs until they end. */
-  async reset(key: string, policies: readonly Policy[]): Promise<void> {
+  override async reset(key: string, policies: readonly Policy[]): Promise<void> {
     await this.store.reset(key, policies);
     for (const policy of storePolicies(policies)) this.entries.delete(entryKey(key, policy));
   }
 
-  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
-    return this.store.acquire(key, policies, options);
-  }
 
-  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
-    return this.store.release(key, policies, leaseId);
-  }
 
-  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
-    return this.store.extend(key, policies, leaseId, leaseMs);
-  }
 
-  health(): Promise<StoreHealth> {
-    return this.store.health();
-  }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.entries.clear();
     await this.store.close?.();
   }
