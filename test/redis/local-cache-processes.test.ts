@@ -1,0 +1,91 @@
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
+import { type HotKeyClient, runHotKey, startHotKeyClients, summarize } from "./hot-key-processes.js";
+import { type RedisServer, startRedis } from "./redis-server.js";
+
+// Two Node processes, each with its own LocalCache over one real Redis, on one hot key: the
+// invariants of README "Hot keys" with real clocks, sockets and scheduling (test/unit and
+// test/worker hold them on a virtual clock and in workerd).
+describe("LocalCache in 2 Node processes on one real Redis", () => {
+  let server: RedisServer;
+  let redis: Redis;
+  let clients: HotKeyClient[] = [];
+  const share = 0.1;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    redis = new Redis(server.url, REDIS_CLIENT_OPTIONS);
+    clients = await startHotKeyClients(server.url, 2);
+  }, 30_000);
+
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.stop()));
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  const fixedWindow = (limit: number, period: string) => ({ name: "hot", algorithm: "fixed-window", limit, period, local: { share } });
+
+  it("fixed-window, a quiet window then a surge to 3× its limit: never past the limit in any window, under by at most 2 × share × limit, few store calls", async () => {
+    const limit = 2000;
+    // Each process: 500/s for a window (batches still held when it ends), then 3,000/s.
+    // Units kept past their window would show in the first surging one.
+    const job = { key: `fixed-surge:${Date.now()}`, policy: fixedWindow(limit, "1s"), cached: true, durationMs: 2300, ratePerSec: 500, surge: { atMs: 1000, ratePerSec: 3000 }, windowMs: 1000 };
+    const summary = summarize(await runHotKey(clients, redis, [job, job], { alignMs: 1000 }), limit, 1000);
+    expect(summary.errors).toBe(0);
+    expect(summary.overAdmitted).toBe(0);
+    expect(summary.fullWindows).toBeGreaterThanOrEqual(1);
+    expect(summary.worstUnderAdmitted).toBeLessThanOrEqual(2 * share * limit);
+    expect(summary.underAdmittedTotal).toBeLessThanOrEqual(2 * share * limit);
+    expect(summary.storeCallsPerDecision).toBeLessThan(0.05);
+  });
+
+  it("fixed-window under its limit: every request admitted in whole windows, store calls per decision well below 1", async () => {
+    const limit = 2000;
+    // 2 × 800/s: 1,600 of the 2,000 a window allows.
+    const job = { key: `fixed-under:${Date.now()}`, policy: fixedWindow(limit, "1s"), cached: true, durationMs: 2300, ratePerSec: 800, windowMs: 1000 };
+    const summary = summarize(await runHotKey(clients, redis, [job, job]), limit, 1000);
+    expect(summary.errors).toBe(0);
+    expect(summary.overAdmitted).toBe(0);
+    expect(summary.underAdmittedTotal).toBe(0);
+    expect(summary.storeCallsPerDecision).toBeLessThan(0.1);
+  });
+
+  it("token-bucket 4× over its refill rate: admissions never outrun burst + refills, under by at most 2 × share × burst per refill", async () => {
+    const policy = { name: "hot", algorithm: "token-bucket", limit: 500, period: "250ms", burst: 500, local: { share } };
+    const job = { key: `bucket-over:${Date.now()}`, policy, cached: true, durationMs: 2000, ratePerSec: 4000, windowMs: 250, admissionTimes: true };
+    const run = await runHotKey(clients, redis, [job, job]);
+    const summary = summarize(run, 500, 250);
+    expect(summary.errors).toBe(0);
+    // The bucket's refill grid starts at its first decision, which no request asked before.
+    const gridFromMs = Math.min(...run.reports.map((report) => report.firstAskedAtMs));
+    const times = run.reports.flatMap((report) => report.admissionTimesMs!).sort((a, b) => a - b);
+    // The k-th admission was decided by the time it was answered: by then at most burst + refills × limit.
+    const outran = times.filter((atMs, index) => index + 1 > 500 + 500 * Math.floor((atMs - gridFromMs) / 250));
+    expect(outran).toEqual([]);
+    // Refills the store certainly made while demand lasted (its grid started by the first answer).
+    const firstAnsweredMs = Math.min(...times);
+    const refills = Math.floor((run.startAtMs + job.durationMs - firstAnsweredMs) / 250);
+    expect(times.length).toBeGreaterThanOrEqual(500 + 500 * refills - (refills + 1) * 2 * share * 500);
+    expect(summary.storeCallsPerDecision).toBeLessThan(0.05);
+  });
+
+  it("a denied hot key is answered from the deny cache: almost no store calls once the limit is reached", async () => {
+    // One window of an hour: the run must not cross its end (epoch-aligned), so wait if it is near.
+    const hourMs = 3_600_000;
+    const leftMs = hourMs - (Date.now() % hourMs);
+    if (leftMs < 3000) await new Promise((resolve) => setTimeout(resolve, leftMs + 50));
+    const limit = 500;
+    const job = { key: `denied:${Date.now()}`, policy: fixedWindow(limit, "1h"), cached: true, durationMs: 1000, ratePerSec: 5000, windowMs: hourMs };
+    const run = await runHotKey(clients, redis, [job, job]);
+    const summary = summarize(run, limit, hourMs);
+    expect(summary.errors).toBe(0);
+    expect(summary.admitted).toBeLessThanOrEqual(limit);
+    // Batches left unspent when the run stops: at most one per process.
+    expect(summary.admitted).toBeGreaterThanOrEqual(limit - 2 * share * limit);
+    expect(summary.decisions).toBeGreaterThan(8000);
+    // Batches and first denials only: the other ~9,500 denials never reach Redis.
+    expect(run.storeCalls).toBeLessThan(100);
+  });
+});
