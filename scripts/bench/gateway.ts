@@ -9,13 +9,14 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startRedis } from "../redis-server.js";
 import { type LoadResult, runLoad, waitForHttp, writeBenchmarkSection } from "./load.js";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
-const PORTS = { origin: 8790, bare: 8791, memory: 8792, redis: 8793, redisServer: 6391, workerBare: 8794, worker: 8795 };
+const PORTS = { origin: 8790, bare: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795 };
 // Two `wrangler dev` at once each need their own inspector port, else the second fails to bind.
 const INSPECTOR_PORTS = { workerBare: 9294, worker: 9295 };
 const ORIGIN_URL = `http://127.0.0.1:${PORTS.origin}`;
@@ -28,7 +29,7 @@ function start(command: string, args: string[], env: Record<string, string> = {}
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-2000);
   });
-  // A missing binary (no redis-server) is reported as a skipped row, not a crash.
+  // A missing binary is reported as a skipped row, not a crash.
   child.on("error", (error) => {
     stderr += String(error);
     child.emit("exit", -1);
@@ -77,10 +78,11 @@ async function writeConfig(): Promise<string> {
 }
 
 type Row = { label: string; result?: LoadResult; skipped?: string };
-type Target = { label: string; url: string; child?: ChildProcess };
+type Target = { label: string; url: string; child?: ChildProcess; skip?: string };
 
 /** Starts nothing: checks a target is up and really proxies, or says why it is skipped. */
 async function probe(target: Target): Promise<string | undefined> {
+  if (target.skip) return target.skip;
   const problem = target.child ? await ready(`${target.url}/healthz`, target.child) : undefined;
   if (problem) return problem;
   // A gateway that is not wired answers 404 for /api/*: that is no measurement.
@@ -135,15 +137,18 @@ async function main(): Promise<void> {
 
   const serve = (port: number, storeArgs: string[]) =>
     start("node", [process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs", "serve", "--config", configPath, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
-  start("redis-server", ["--port", String(PORTS.redisServer), "--save", "", "--appendonly", "no"]);
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // No redis-server on the machine: the Redis row is skipped, the others still measured.
+  const redis = await startRedis().catch((error: Error) => error);
   // /healthz is Spillway's; the bare proxy forwards it to the origin, which answers too.
   const nodeRows = await measureAll([
     { label: "origin, direct", url: ORIGIN_URL },
     { label: "bare Node proxy", url: `http://127.0.0.1:${PORTS.bare}`, child: start("tsx", ["scripts/bench/gateway-bare-proxy.ts", String(PORTS.bare), ORIGIN_URL]) },
     { label: "spillway serve, memory store", url: `http://127.0.0.1:${PORTS.memory}`, child: serve(PORTS.memory, ["--store", "memory"]) },
-    { label: "spillway serve, Redis", url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", `redis://127.0.0.1:${PORTS.redisServer}`]) },
+    redis instanceof Error
+      ? { label: "spillway serve, Redis", url: "", skip: redis.message }
+      : { label: "spillway serve, Redis", url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
   ]);
+  if (!(redis instanceof Error)) await redis.stop();
 
   const wrangler = (config: string, port: number, inspectorPort: number) =>
     start(

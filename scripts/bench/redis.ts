@@ -12,7 +12,7 @@ import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-adm
 import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
 import { goalLines, ratioTable } from "./redis-goals.js";
 import { type HttpOptions, httpTable, runHttp } from "./redis-http.js";
-import { startBenchRedis } from "./redis-server.js";
+import { startBenchRedis } from "../redis-server.js";
 import { type SlidingLogOptions, runSlidingLog, slidingLogGoal, slidingLogTable } from "./redis-sliding-log.js";
 import { redisUsec, resetRedisStats } from "./redis-stats.js";
 import { type ThroughputOptions, measureCell, runThroughput, throughputTables } from "./redis-throughput.js";
@@ -78,7 +78,7 @@ async function main(): Promise<void> {
     try {
       await slidingLogSection(redis.url, Date.now().toString(36));
     } finally {
-      redis.stop();
+      await redis.stop();
     }
     return;
   }
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
     log("");
     await slidingLogSection(redis.url, runId);
   } finally {
-    redis.stop();
+    await redis.stop();
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../redis/redis-server.js";
+import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../../scripts/redis-server.js";
 import { redisAdapter } from "./redis-adapter.js";
 import { SCENARIOS, coreAdapter, runScenario } from "./scenarios.js";
 

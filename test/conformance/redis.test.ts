@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, connectRedis, disconnectRedis } from "../redis/redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
 import { redisAdapter } from "./redis-adapter.js";
 import { SCENARIOS, coreAdapter, runScenario } from "./scenarios.js";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RedisServer, startRedis } from "../redis/redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 // The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), the tarball
 // installed into an empty project with its dependencies from the registry, then used there with

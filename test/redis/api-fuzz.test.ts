@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { RedisStore } from "../../src/stores/redis.js";
 import { nodeFuzzSuite } from "../fuzz/node-suite.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 let server: RedisServer;
 beforeAll(async () => {

@@ -3,7 +3,7 @@ import { type Lease, LeaseLostError, MaxWaitExceededError, createSemaphore } fro
 import { RedisStore } from "../../src/stores/redis.js";
 import { TsChild } from "./child-processes.js";
 import type { SemaphoreCommand, SemaphoreEvent } from "./fixtures/semaphore-client.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 // spillway/client's semaphore over RedisStore, shared by separate Node processes (each with
 // its own store and connections) and this test process, on the test's own redis-server.

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PolicySpec } from "../../src/client/index.js";
 import { TsChild } from "./child-processes.js";
 import type { ThrottleCommand, ThrottleEvent } from "./fixtures/throttle-client.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 // spillway/client's throttle over RedisStore in 2 Node processes sharing one key: the calls
 // it lets through, taken together, must fit the policy, and come about as fast as it allows.

@@ -7,7 +7,7 @@ import { translateRedisError } from "../../src/stores/redis-errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
 import { evalScript } from "../../src/stores/redis-run.js";
 import { scriptFor } from "../../src/stores/redis-scripts.js";
-import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "./redis-server.js";
+import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../../scripts/redis-server.js";
 
 /** Keys built to break naive hash tags and encodings. */
 const TRICKY_KEYS = [

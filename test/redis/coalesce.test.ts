@@ -4,7 +4,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import { StoreUnavailableError } from "../../src/limiter.js";
 import { COALESCE_MIN_IN_FLIGHT } from "../../src/stores/redis-coalesce.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis.js";
-import { type RedisServer, connectRedis, disconnectRedis } from "./redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
 import { Redis as RedisClient } from "ioredis";
 
 const hundredPerHour = parsePolicy({ name: "hundred", algorithm: "fixed-window", limit: 100, period: "1h" }, "policy");

@@ -5,7 +5,7 @@ import { REDIS_CLIENT_OPTIONS, decodeStoredState } from "../../src/stores/redis.
 import { keyLayout } from "../../src/stores/redis-keys.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { type Scenario, type Step, coreAdapter, policiesOf, runScenario } from "../conformance/scenarios.js";
-import { type RedisServer, connectRedis, disconnectRedis } from "./redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
 
 const LABELS = ["p0", "p1", "p2"];
 const LEASES = ["l0", "l1", "l2", "l3"];

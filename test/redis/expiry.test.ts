@@ -4,7 +4,7 @@ import { algorithmOf } from "../../src/core/algorithms.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { RedisStore, decodeStoredState } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 const POLICIES = [

@@ -5,7 +5,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import type { Decision, Policy } from "../../src/core/types.js";
 import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
 import { RedisStore } from "../../src/stores/redis.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const TIMEOUT_MS = 50;
 const open = parsePolicy({ name: "open", algorithm: "gcra", limit: 1_000_000, period: "1s", failMode: "open" }, "policy");

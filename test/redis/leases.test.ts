@@ -4,7 +4,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireResult } from "../../src/core/types.js";
 import { RedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const one = parsePolicy({ name: "one", algorithm: "concurrency", limit: 1, lease: "10s" }, "policy");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

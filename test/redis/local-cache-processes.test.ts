@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
 import { type HotKeyClient, runHotKey, startHotKeyClients, summarize } from "./hot-key-processes.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 // Two Node processes, each with its own LocalCache over one real Redis, on one hot key: the
 // invariants of README "Hot keys" with real clocks, sockets and scheduling (test/unit and

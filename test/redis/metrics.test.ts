@@ -4,7 +4,7 @@ import { parseConfig } from "../../src/config.js";
 import { type MetricsServer, type NodeObservability, createNodeObservability, startMetricsServer } from "../../src/node/observability.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
 import { RedisStore } from "../../src/stores/redis.js";
-import { type RedisServer, startRedis } from "./redis-server.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const TOKEN = "metrics-token";
 const config = parseConfig({ policies: [{ name: "per-user", algorithm: "fixed-window", limit: 2, period: "1h", failMode: "open" }] });

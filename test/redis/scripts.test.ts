@@ -7,7 +7,7 @@ import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/sto
 import { keyLayout } from "../../src/stores/redis-keys.js";
 import { scriptMode } from "../../src/stores/redis-run.js";
 import { FUNCTION_LIBRARY, SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis-scripts.js";
-import { type RedisServer, connectRedis, disconnectRedis, startRedis } from "./redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis, startRedis } from "../../scripts/redis-server.js";
 
 const luaFiles = readdirSync(new URL("../../src/stores/lua/", import.meta.url)).filter((file) => file.endsWith(".lua"));
 const policy = parsePolicy({ name: "per-second", algorithm: "gcra", limit: 100, period: "1s" }, "policy");

@@ -6,7 +6,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions } from "../../src/core/types.js";
 import { RedisStore, StoreFaultError, decodeStoredState } from "../../src/stores/redis.js";
 import { keyLayout } from "../../src/stores/redis-keys.js";
-import { type RedisServer, connectRedis, disconnectRedis } from "./redis-server.js";
+import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
 
 // single.lua's sliding-log step reads the usual state (whole bucket ends, sorted) in one pass
 // and takes anything else the long way, on tables. The random traces of differential.test.ts

@@ -1,4 +1,6 @@
-import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
+// The one redis-server launcher, for the Redis tests (test/redis, test/conformance,
+// test/package) and the benchmarks (scripts/bench): throwaway servers on free loopback ports,
+// no persistence, each a child of this process and so stopped by its pid, never by name.
 import { Cluster, Redis } from "ioredis";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -6,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { REDIS_CLIENT_OPTIONS } from "../src/redis.js";
 
 const run = promisify(execFile);
 
@@ -34,6 +37,8 @@ export interface RedisServer {
   port: number;
   url: string;
   process: ChildProcess;
+  /** The server's `redis_version`, for a benchmark's report. */
+  version(): Promise<string>;
   /** SIGKILL (a crash) and wait for the exit. */
   kill(): Promise<void>;
   /** Starts again on the same port (empty: no persistence). */
@@ -64,9 +69,22 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once("exit", () => resolve()));
 }
 
+// Servers still running when this process exits (a crashed benchmark or test worker) are
+// killed with it: one exit hook for all of them, not one listener per server.
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL");
+});
+
+function track(child: ChildProcess): ChildProcess {
+  running.add(child);
+  child.once("exit", () => running.delete(child));
+  return child;
+}
+
 /**
- * Starts `redis-server` on a free loopback port, without persistence, as a child of this
- * process (so it is stopped by its pid, never by name).
+ * Starts `redis-server` on a free loopback port (or `port`), without persistence, as a
+ * child of this process.
  */
 export async function startRedis(extraArgs: string[] = [], port?: number): Promise<RedisServer> {
   const chosenPort = port ?? (await freePort(extraArgs.includes("--cluster-enabled")));
@@ -75,13 +93,21 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
     const child = spawn("redis-server", ["--port", String(chosenPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs], {
       stdio: "ignore",
     });
-    await waitForPing(chosenPort, child);
+    // Without a listener a missing binary (ENOENT) would be an uncaught 'error' event.
+    const spawnFailed = new Promise<never>((_, reject) => child.once("error", (error) => reject(new Error(`redis-server could not be started: ${error.message}`))));
+    await Promise.race([waitForPing(chosenPort, track(child)), spawnFailed]);
     return child;
   };
   const server: RedisServer = {
     port: chosenPort,
     url: `redis://127.0.0.1:${chosenPort}`,
-    process: await launch(),
+    process: await launch().catch((error: unknown) => {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }),
+    async version() {
+      return /redis_version:(\S+)/.exec(await cli(chosenPort, "info", "server"))?.[1] ?? "unknown";
+    },
     async kill() {
       server.process.kill("SIGKILL");
       await exited(server.process);
@@ -156,4 +182,43 @@ export async function connectRedisCluster(masters = 3): Promise<{ servers: Redis
 export async function disconnectRedis(server: { stop(): Promise<void> } | undefined, client: { disconnect(): void } | undefined): Promise<void> {
   client?.disconnect();
   await server?.stop();
+}
+
+export interface BenchRedis {
+  url: string;
+  /** What the run used, for the report ("a fresh redis-server 7.0.15 on loopback (no persistence)"). */
+  description: string;
+  stop(): Promise<void>;
+}
+
+/** Resolves once the server at `url` answers (or throws after `timeoutMs`); answers its version. */
+async function waitForUrl(url: string, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      return /redis_version:(\S+)/.exec(await client.info("server"))?.[1] ?? "unknown";
+    } catch (error) {
+      if (Date.now() >= deadline) throw new Error(`redis at ${url} did not answer within ${timeoutMs} ms: ${(error as Error).message}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      client.disconnect();
+    }
+  }
+}
+
+/**
+ * The Redis of one benchmark run: a fresh server, or the one REDIS_URL names (a shared
+ * server is disturbed by other work, so its numbers are noisier).
+ */
+export async function startBenchRedis(): Promise<BenchRedis> {
+  const existing = process.env.REDIS_URL;
+  if (existing) {
+    const version = await waitForUrl(existing, 5000);
+    return { url: existing, description: `redis-server ${version} at REDIS_URL (shared)`, stop: async () => {} };
+  }
+  const server = await startRedis();
+  return { url: server.url, description: `a fresh redis-server ${await server.version()} on loopback (no persistence)`, stop: () => server.stop() };
 }
