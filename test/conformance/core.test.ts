@@ -1,26 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Policy } from "../../src/core/types.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { BASE_MS, type ConformanceAdapter, SCENARIOS, coreAdapter, runScenario, unmetExpectations } from "./scenarios.js";
-
-/** The memory store with an injected clock, driven like every other store. */
-function memoryAdapter(): ConformanceAdapter & { close(): Promise<void> } {
-  let nowMs = BASE_MS;
-  const store = new MemoryStore({ clockMs: () => nowMs, sweepIntervalMs: 60_000 });
-  const at = <T>(timeMs: number, call: () => Promise<T>) => {
-    nowMs = timeMs;
-    return call();
-  };
-  return {
-    check: (key, policies, options, timeMs) => at(timeMs, () => store.check(key, policies, options)),
-    peek: (key, policies, timeMs) => at(timeMs, () => store.peek(key, policies)),
-    reset: (key, policies, timeMs) => at(timeMs, () => store.reset(key, policies)),
-    acquire: (key, policies, options, timeMs) => at(timeMs, () => store.acquire(key, policies, options)),
-    release: (key, policies, leaseId, timeMs) => at(timeMs, () => store.release(key, policies, leaseId)),
-    extend: (key, policies: readonly Policy[], leaseId, leaseMs, timeMs) => at(timeMs, () => store.extend(key, policies, leaseId, leaseMs)),
-    close: () => store.close(),
-  };
-}
+import { SCENARIOS, clockedAdapter, coreAdapter, runScenario, unmetExpectations } from "./scenarios.js";
 
 describe("conformance table on the pure core", () => {
   it("has scenarios for every algorithm and operation", () => {
@@ -35,11 +15,11 @@ describe("conformance table on the pure core", () => {
       const outcomes = await runScenario(scenario, coreAdapter());
       expect(unmetExpectations(scenario, outcomes)).toEqual([]);
       // The memory store (LocalKey + LeaseQueue) must agree with the bare core.
-      const memory = memoryAdapter();
+      const memory = clockedAdapter((clockMs) => new MemoryStore({ clockMs, sweepIntervalMs: 60_000 }));
       try {
         expect(await runScenario(scenario, memory)).toEqual(outcomes);
       } finally {
-        await memory.close();
+        await memory.store.close();
       }
     });
   }

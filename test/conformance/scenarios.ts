@@ -9,6 +9,7 @@
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import type { Limiter } from "../../src/limiter.js";
 
 /** What a store must offer the runner: every call carries the (injected) time. */
 export interface ConformanceAdapter {
@@ -168,6 +169,31 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
       const lengthMs = leaseMs ?? Math.min(...policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.leaseMs));
       return { extended: stateOf(key).extend(policies, leaseId, nowMs, lengthMs).extended, leaseMs: lengthMs };
     },
+  };
+}
+
+/** The operations a store on an injected clock offers (MemoryStore, RedisStore). */
+export type ClockedStore = Pick<Limiter, "check" | "peek" | "reset" | "acquire" | "release" | "extend">;
+
+/**
+ * Drives a store built on the clock it is handed: each call first sets that clock to the
+ * step's time. The Durable Object keeps its clock inside the object and has its own adapter.
+ */
+export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () => number) => S): ConformanceAdapter & { store: S } {
+  let nowMs = BASE_MS;
+  const store = makeStore(() => nowMs);
+  const at = <T>(timeMs: number, call: () => Promise<T>) => {
+    nowMs = timeMs;
+    return call();
+  };
+  return {
+    store,
+    check: (key, policies, options, timeMs) => at(timeMs, () => store.check(key, policies, options)),
+    peek: (key, policies, timeMs) => at(timeMs, () => store.peek(key, policies)),
+    reset: (key, policies, timeMs) => at(timeMs, () => store.reset(key, policies)),
+    acquire: (key, policies, options, timeMs) => at(timeMs, () => store.acquire(key, policies, options)),
+    release: (key, policies, leaseId, timeMs) => at(timeMs, () => store.release(key, policies, leaseId)),
+    extend: (key, policies, leaseId, leaseMs, timeMs) => at(timeMs, () => store.extend(key, policies, leaseId, leaseMs)),
   };
 }
 
