@@ -28,6 +28,7 @@ export interface HotKeyRun {
   /** Script calls Redis ran during the run: the store calls of every process. */
   storeCalls: number;
   startAtMs: number;
+  durationMs: number;
 }
 
 /**
@@ -46,7 +47,7 @@ export async function runHotKey(clients: HotKeyClient[], redis: Redis, jobs: Omi
   const events = await Promise.all(waits);
   const failed = events.find((event): event is { error: string } => "error" in event);
   if (failed) throw new Error(`a hot-key client failed: ${failed.error}`);
-  return { reports: events as HotKeyReport[], storeCalls: (await scriptCalls(redis)) - before, startAtMs };
+  return { reports: events as HotKeyReport[], storeCalls: (await scriptCalls(redis)) - before, startAtMs, durationMs: Math.max(...jobs.map((job) => job.durationMs)) };
 }
 
 export interface WindowSummary {
@@ -58,11 +59,16 @@ export interface WindowSummary {
   storeCallsPerDecision: number;
   /** Admissions certainly decided in a window beyond its limit, summed over windows. */
   overAdmitted: number;
-  /** Windows wholly inside the run whose demand reached the limit. */
+  /** Windows wholly inside the run (from its start to its last ask). */
+  wholeWindows: number;
+  /** Whole windows whose demand reached the limit. */
   fullWindows: number;
-  /** The most any full window admitted below its limit (crossing admissions credited to it), in units. */
+  /**
+   * The most any whole window admitted below min(its demand, limit), what an exact limiter
+   * would have admitted (admissions crossing its edges credited to it), in units.
+   */
   worstUnderAdmitted: number;
-  /** Full windows' admissions below min(demand, limit), summed: what an exact limiter would have admitted too. */
+  /** The same, summed over whole windows. */
   underAdmittedTotal: number;
 }
 
@@ -81,19 +87,19 @@ export function summarize(run: HotKeyRun, limit: number, windowMs: number): Wind
   const lastMs = Math.max(...run.reports.map((report) => report.lastAnsweredAtMs));
   let overAdmitted = 0;
   for (const count of certain.values()) overAdmitted += Math.max(0, count - limit);
+  let wholeWindows = 0;
   let fullWindows = 0;
   let worstUnderAdmitted = 0;
   let underAdmittedTotal = 0;
-  for (let index = Math.ceil(firstMs / windowMs); (index + 1) * windowMs <= lastMs; index++) {
+  for (let index = Math.ceil(run.startAtMs / windowMs); (index + 1) * windowMs <= run.startAtMs + run.durationMs; index++) {
     const demand = offered.get(index) ?? 0;
     // Crossing admissions of either edge may have been this window's: credited to it.
     const admitted = (certain.get(index) ?? 0) + (straddling.get(index - 1) ?? 0) + (straddling.get(index) ?? 0);
     const short = Math.max(0, Math.min(demand, limit) - admitted);
+    wholeWindows++;
     underAdmittedTotal += short;
-    if (demand >= limit) {
-      fullWindows++;
-      worstUnderAdmitted = Math.max(worstUnderAdmitted, short);
-    }
+    worstUnderAdmitted = Math.max(worstUnderAdmitted, short);
+    if (demand >= limit) fullWindows++;
   }
   return {
     decisionsPerSec: decisions / ((lastMs - firstMs) / 1000),
@@ -102,6 +108,7 @@ export function summarize(run: HotKeyRun, limit: number, windowMs: number): Wind
     errors: run.reports.reduce((total, report) => total + report.errors, 0),
     storeCallsPerDecision: run.storeCalls / Math.max(1, decisions),
     overAdmitted,
+    wholeWindows,
     fullWindows,
     worstUnderAdmitted,
     underAdmittedTotal,
