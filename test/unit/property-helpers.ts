@@ -1,10 +1,12 @@
 import fc from "fast-check";
+import { expect } from "vitest";
 import { capacityOf, liveState } from "../../src/core/algorithms.js";
 import type { DecideInput } from "../../src/core/decision.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName, Decision, Policy } from "../../src/core/types.js";
 import { snapshot } from "./core-helpers.js";
+import { boundViolation } from "./property-bounds.js";
 
 /** Property runs stay small so the whole unit project stays fast. */
 export const RUNS = { numRuns: Number(process.env.RUNS ?? 150) } as const;
@@ -129,4 +131,40 @@ export function runTrace(policies: readonly Policy[], steps: readonly TraceStep[
     }
   });
   return run;
+}
+
+/**
+ * The bound property of one algorithm: no random trace of a single policy admits more than
+ * the algorithm promises (property-bounds.ts), reserved requests counted at now + waitMs.
+ */
+export function assertBound(algorithm: AlgorithmName): void {
+  fc.assert(
+    fc.property(policyTraceArb(algorithm), ({ policy, steps }) => {
+      expect(boundViolation(policy, runTrace([policy], steps))).toBeNull();
+    }),
+    RUNS,
+  );
+}
+
+/**
+ * Admits `cost` at `nowMs` if the rule says so, taking it (then true), or leaves the state
+ * alone (false): an algorithm's rule written out independently of the core.
+ */
+export type ModelTake = (nowMs: number, cost: number) => boolean;
+
+/**
+ * The exactness property of one algorithm: in reject mode the core admits a request that
+ * could ever fit (cost 1 to capacity) exactly when a fresh `modelOf(policy)` does.
+ */
+export function assertDecidesLikeModel(algorithm: AlgorithmName, modelOf: (policy: Policy) => ModelTake): void {
+  fc.assert(
+    fc.property(policyTraceArb(algorithm, { reserve: false }), ({ policy, steps }) => {
+      const take = modelOf(policy);
+      for (const { nowMs, input, decision } of runTrace([policy], steps).records) {
+        if (input.cost === 0 || input.cost > capacityOf(policy)) continue;
+        expect(decision.allowed, `cost ${input.cost} at ${nowMs}`).toBe(take(nowMs, input.cost));
+      }
+    }),
+    RUNS,
+  );
 }

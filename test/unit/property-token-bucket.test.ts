@@ -1,18 +1,10 @@
-import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import type { Policy } from "../../src/core/types.js";
-import { tokenBucketViolation } from "./property-bounds.js";
-import { RUNS, policyTraceArb, runTrace } from "./property-helpers.js";
+import { assertBound, assertDecidesLikeModel } from "./property-helpers.js";
 
 describe("property: token-bucket", () => {
   it("admits at most burst + limit·(refill ticks) in any span, counting reserved requests at now + waitMs", () => {
-    fc.assert(
-      fc.property(policyTraceArb("token-bucket"), ({ policy, steps }) => {
-        const run = runTrace([policy], steps);
-        expect(tokenBucketViolation(policy, run.admissions, run.freshStartsMs.get(policy.name)!)).toBeNull();
-      }),
-      RUNS,
-    );
+    assertBound("token-bucket");
   });
 });
 
@@ -44,15 +36,9 @@ class ModelBucket {
 
 describe("property: token-bucket is exact", () => {
   it("admits exactly when a bucket refilled with limit tokens every period holds the cost", () => {
-    fc.assert(
-      fc.property(policyTraceArb("token-bucket", { reserve: false }), ({ policy, steps }) => {
-        const model = new ModelBucket(policy);
-        for (const { nowMs, input, decision } of runTrace([policy], steps).records) {
-          if (input.cost === 0 || input.cost > policy.burst) continue;
-          expect(decision.allowed).toBe(model.take(nowMs, input.cost));
-        }
-      }),
-      RUNS,
-    );
+    assertDecidesLikeModel("token-bucket", (policy) => {
+      const model = new ModelBucket(policy);
+      return (nowMs, cost) => model.take(nowMs, cost);
+    });
   });
 });
