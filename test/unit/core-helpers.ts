@@ -1,3 +1,4 @@
+import { expect } from "vitest";
 import type { StoredState } from "../../src/core/algorithms.js";
 import type { DecideInput } from "../../src/core/decision.js";
 import { KeyState } from "../../src/core/key-state.js";
@@ -82,3 +83,17 @@ export const DRAIN_AND_PROBE: [offsetMs: number, input: DecideInput][] = [
   [1500, reserve(1, 5000)],
   [1500, peek()],
 ];
+
+/**
+ * Expiry as every algorithm promises it: 1 ms before `freshAtMs` the key still decides
+ * `steps` unlike a fresh key, and from `freshAtMs` on (then 1 ms and a day later) exactly
+ * like one, so dropping the state then loses nothing.
+ */
+export function expectFreshFrom(subject: Subject, freshAtMs: number, steps: readonly [offsetMs: number, input: DecideInput][] = DRAIN_AND_PROBE): void {
+  const early = compareWithFresh(subject, steps, freshAtMs - 1);
+  expect(early.old, `1 ms before ${freshAtMs}`).not.toEqual(early.fresh);
+  for (const fromMs of [freshAtMs, freshAtMs + 1, freshAtMs + 86_400_000]) {
+    const { old, fresh } = compareWithFresh(subject, steps, fromMs);
+    expect(old, `from ${fromMs}`).toEqual(fresh);
+  }
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SLIDING_LOG_BUCKETS } from "../../src/core/sliding-log.js";
-import { DRAIN_AND_PROBE, Subject, compareWithFresh, peek, policyOf, reject, reserve } from "./core-helpers.js";
+import { Subject, expectFreshFrom, peek, policyOf, reject, reserve } from "./core-helpers.js";
 
 // No span [x, x + 1000) may hold more than 3. Buckets of ⌈1000 / 64⌉ = 16 ms: an admission at
 // x counts until x + 1000 rounded up to a multiple of 16 (0 → 1008, 100 → 1104, 200 → 1200).
@@ -117,11 +117,6 @@ describe("sliding-log: expiry", () => {
   it("differs from a fresh key before then and matches it from then on", () => {
     const subject = new Subject([policy]);
     [0, 100, 200].forEach((atMs) => subject.check(atMs));
-    const early = compareWithFresh(subject, DRAIN_AND_PROBE, 1199);
-    expect(early.old).not.toEqual(early.fresh);
-    for (const fromMs of [1200, 1201, 4000]) {
-      const { old, fresh } = compareWithFresh(subject, DRAIN_AND_PROBE, fromMs);
-      expect(old).toEqual(fresh);
-    }
+    expectFreshFrom(subject, 1200);
   });
 });
