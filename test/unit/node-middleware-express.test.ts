@@ -1,21 +1,14 @@
 import express, { type ErrorRequestHandler, type Request } from "express";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type NodeRateLimitOptions, rateLimit } from "../../src/node-middleware.js";
-import { CountingStore, type Listening, listen } from "./node-middleware-helpers.js";
+import { type Listening, listen, perTest } from "./node-middleware-helpers.js";
 import { type RawHandler, nodeMiddlewareSuite } from "./node-middleware-suite.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 2, period: "1m" };
-let store = new CountingStore();
-let running: Listening | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-  await store.close();
-  store = new CountingStore();
-});
+const current = perTest();
 
 const options = (overrides: Partial<NodeRateLimitOptions<Request>> = {}): NodeRateLimitOptions<Request> => ({
-  store,
+  store: current.store,
   policies: perMinute,
   key: (req: Request) => req.get("x-user"),
   log: () => {},
@@ -36,8 +29,8 @@ const mountExpress = async (middlewareOptions: NodeRateLimitOptions<Request>, ha
 nodeMiddlewareSuite("Express 5", mountExpress);
 
 async function serve(middlewareOptions: NodeRateLimitOptions<Request>, handler: express.RequestHandler = (_req, res) => void res.send("ok")): Promise<string> {
-  running = await mountExpress(middlewareOptions, handler);
-  return running.url;
+  current.running = await mountExpress(middlewareOptions, handler);
+  return current.running.url;
 }
 const get = (url: string, user?: string) => fetch(url, { headers: user ? { "x-user": user } : {} });
 

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach } from "vitest";
 import type { Limiter } from "../../src/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
@@ -39,6 +40,21 @@ export class CountingStore extends MemoryStore {
     this.releases++;
     return super.release(...args);
   }
+}
+
+/**
+ * The store and the server of the test that is running: after each test the server is
+ * closed, and the store closed and replaced by a fresh one. Call at file or describe level.
+ */
+export function perTest(): { store: CountingStore; running: Listening | undefined } {
+  const current: { store: CountingStore; running: Listening | undefined } = { store: new CountingStore(), running: undefined };
+  afterEach(async () => {
+    await current.running?.close();
+    current.running = undefined;
+    await current.store.close();
+    current.store = new CountingStore();
+  });
+  return current;
 }
 
 /** A store whose every call rejects with `error`: an unreachable or faulty backend. */

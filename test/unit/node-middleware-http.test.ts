@@ -1,20 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type NodeRateLimitOptions, rateLimit } from "../../src/node-middleware.js";
-import { CountingStore, type Listening, abortedGet, listen } from "./node-middleware-helpers.js";
+import { type Listening, abortedGet, listen, perTest } from "./node-middleware-helpers.js";
 import { type RawHandler, nodeMiddlewareSuite } from "./node-middleware-suite.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 1, period: "1m" };
-let store = new CountingStore();
-let running: Listening | undefined;
-afterEach(async () => {
-  await running?.close();
-  running = undefined;
-  await store.close();
-  store = new CountingStore();
-});
+const current = perTest();
 
 const options = (overrides: Partial<NodeRateLimitOptions> | Record<string, unknown> = {}): NodeRateLimitOptions => ({
-  store,
+  store: current.store,
   policies: perMinute,
   key: (req) => req.headers["x-user"] as string | undefined,
   log: () => {},
@@ -42,8 +35,8 @@ nodeMiddlewareSuite("a bare node:http server", mountBare);
 
 async function serve(middlewareOptions: NodeRateLimitOptions, handler: RawHandler = (_req, res) => void res.end("ok")): Promise<string> {
   nextError = undefined;
-  running = await mountBare(middlewareOptions, handler);
-  return running.url;
+  current.running = await mountBare(middlewareOptions, handler);
+  return current.running.url;
 }
 const get = (url: string, user?: string) => fetch(url, { headers: user ? { "x-user": user } : {} });
 

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
 import type { NodeRateLimitOptions } from "../../src/node-middleware.js";
 import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/rpc-errors.js";
-import { CountingStore, type Listening, abortedGet, failingStore, gate } from "./node-middleware-helpers.js";
+import { type Listening, abortedGet, failingStore, gate, perTest } from "./node-middleware-helpers.js";
 
 export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -22,19 +22,12 @@ const get = (url: string, user: string) => fetch(url, { headers: { "x-user": use
 /** What spillway/node promises on every host: run once per host, so the hosts cannot drift apart. */
 export function nodeMiddlewareSuite(host: string, mount: MountMiddleware): void {
   describe(`spillway/node on ${host}: what every host gets`, () => {
-    let store = new CountingStore();
-    let running: Listening | undefined;
-    afterEach(async () => {
-      await running?.close();
-      running = undefined;
-      await store.close();
-      store = new CountingStore();
-    });
+    const current = perTest();
 
     const serve = async (overrides: Partial<NodeRateLimitOptions> = {}, handler = ok) => {
-      const options: NodeRateLimitOptions = { store, policies: perMinute, key: (req) => req.headers["x-user"] as string | undefined, log: () => {}, ...overrides };
-      running = await mount(options, handler);
-      return running.url;
+      const options: NodeRateLimitOptions = { store: current.store, policies: perMinute, key: (req) => req.headers["x-user"] as string | undefined, log: () => {}, ...overrides };
+      current.running = await mount(options, handler);
+      return current.running.url;
     };
 
     it("adds RateLimit fields to admitted answers, then answers 429 with Retry-After and a quota-exceeded problem", async () => {
@@ -80,14 +73,14 @@ export function nodeMiddlewareSuite(host: string, mount: MountMiddleware): void 
       const first = get(url, "fay");
       await received.opened;
       expect((await get(url, "fay")).status).toBe(429);
-      expect(store.releases).toBe(0);
+      expect(current.store.releases).toBe(0);
       busy.open();
       expect(await (await first).text()).toBe("done");
-      await vi.waitFor(() => expect(store.releases).toBe(1));
+      await vi.waitFor(() => expect(current.store.releases).toBe(1));
       await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(store.releases).toBe(1);
+      expect(current.store.releases).toBe(1);
       expect((await get(url, "fay")).status).toBe(200);
-      await vi.waitFor(() => expect(store.releases).toBe(2));
+      await vi.waitFor(() => expect(current.store.releases).toBe(2));
     });
 
     it("releases the lease when the client goes away mid-request", async () => {
@@ -98,9 +91,9 @@ export function nodeMiddlewareSuite(host: string, mount: MountMiddleware): void 
         await new Promise((resolve) => res.on("close", resolve));
       });
       await abortedGet(`${url}?hold`, "gus", received.opened);
-      await vi.waitFor(() => expect(store.releases).toBe(1));
+      await vi.waitFor(() => expect(current.store.releases).toBe(1));
       expect((await get(url, "gus")).status).toBe(200);
-      await vi.waitFor(() => expect(store.releases).toBe(2));
+      await vi.waitFor(() => expect(current.store.releases).toBe(2));
     });
 
     it("fails closed with the 503 store-unavailable problem, never reaching the handler", async () => {
