@@ -104,3 +104,14 @@ export function brokenRule(answer: Answer): string | undefined {
   if (/Invalid input|expected \w+, received/.test(detail)) return `a 400 in the validator's words: ${detail}`;
   return undefined;
 }
+
+/** Sends `runs` generated bodies through `send`; fails on the first whose answer breaks a rule. */
+export async function assertGeneratedBodies(send: (route: ApiRoute, body: string) => Promise<Answer>, runs = FUZZ_RUNS): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(bodyArb, async ({ route, body }) => {
+      const broken = brokenRule(await send(route, body));
+      if (broken) throw new Error(`${route} ${body.slice(0, 200)}: ${broken}`);
+    }),
+    { numRuns: runs },
+  );
+}
