@@ -4,34 +4,13 @@
 import { Cluster, Redis } from "ioredis";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { REDIS_CLIENT_OPTIONS } from "../src/redis.js";
+import { freePort } from "./free-port.js";
 
 const run = promisify(execFile);
-
-/** True when a TCP port on 127.0.0.1 can be bound right now. */
-function portIsFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * A free loopback port. Cluster nodes also need port + 10000 (the cluster bus), so the
- * search stays below 55535 and checks both.
- */
-export async function freePort(withBusPort = false): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 35000);
-    if ((await portIsFree(port)) && (!withBusPort || (await portIsFree(port + 10000)))) return port;
-  }
-  throw new Error("no free loopback port found");
-}
 
 export interface RedisServer {
   port: number;

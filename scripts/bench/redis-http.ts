@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type LoadResult, mergeLoads, runLoad, waitForHttp } from "./load.js";
 import { SERVER_POLICY } from "./redis-policies.js";
-import { freePort } from "../redis-server.js";
+import { freePort } from "../free-port.js";
 
 export interface HttpOptions {
   redisUrl: string;

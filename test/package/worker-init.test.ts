@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../scripts/free-port.js";
 import { bundleWorker, packInto, scaffoldWorker, wrangler } from "../../scripts/bench/worker-scaffold.js";
 
 // `npx spillway init` as a user runs it: from the installed tarball, into a new project whose
@@ -23,15 +23,6 @@ beforeAll(async () => {
 afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 describe("a Worker project from spillway init", () => {
   it("bundles with wrangler to at most 60 KiB gzip", async () => {

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/core/types.js";
 import { StoreUnavailableError } from "../../src/limiter.js";
 import { RedisStore } from "../../src/stores/redis.js";
-import { type RedisServer, freePort, startRedis } from "../../scripts/redis-server.js";
+import { freePort } from "../../scripts/free-port.js";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 

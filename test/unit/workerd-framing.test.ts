@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../scripts/free-port.js";
 import { rawExchange } from "./gateway-helpers.js";
 
 // What a Worker sees of a request framed both by Content-Length and Transfer-Encoding, on the
@@ -21,14 +22,6 @@ const ECHO = `export default {
 let dir: string;
 let port: number;
 let workerd: ChildProcess;
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port: free } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return free;
-}
 
 async function untilListening(deadlineMs: number): Promise<void> {
   while (Date.now() < deadlineMs) {
