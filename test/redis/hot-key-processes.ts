@@ -114,3 +114,24 @@ export function summarize(run: HotKeyRun, limit: number, windowMs: number): Wind
     underAdmittedTotal,
   };
 }
+
+/**
+ * A token bucket's refill moments, from the anchors its Redis state held during a run (in the
+ * order seen). Refills fall on a grid from the key's first decision; when the bucket is full
+ * the key expires, and the next decision starts a new grid. That new start is no refill (the
+ * bucket was already full since the old grid's last point), so it is left out: between two
+ * of the moments answered, the store admits at most the burst.
+ */
+export function tokenBucketRefillsMs(anchorsMs: readonly number[], periodMs: number, untilMs: number): number[] {
+  const starts: number[] = [];
+  for (const anchorMs of anchorsMs) {
+    const last = starts.at(-1);
+    if (last === undefined || (anchorMs - last) % periodMs !== 0) starts.push(anchorMs);
+  }
+  const refills = starts.length > 0 ? [starts[0]!] : [];
+  starts.forEach((startMs, index) => {
+    const endMs = starts[index + 1] ?? untilMs;
+    for (let atMs = startMs + periodMs; atMs < endMs; atMs += periodMs) refills.push(atMs);
+  });
+  return refills;
+}
