@@ -36,7 +36,9 @@ async function measure(label: string, limit: number, jobs: Parameters<typeof run
 let rows: Awaited<ReturnType<typeof measure>>[];
 try {
   clients = await startHotKeyClients(redisServer.url, 2);
-  const key = (name: string) => `${name}:${Date.now()}`;
+  // One key per row, the same in both processes.
+  const runId = Date.now().toString(36);
+  const key = (name: string) => `${name}:${runId}`;
   // A limit no run reaches: every decision is an admission Redis has to count.
   const unreachable = 100_000_000;
   const alone = await measure("1 process, no LocalCache", unreachable, [
