@@ -81,8 +81,8 @@ const section = `## Hot keys on real Redis (bench:hotkeys-redis)
 \`npm run bench:hotkeys-redis\`: one hot key, ${redisServer.description}, Node processes on the same
 ${availableParallelism()} cores (\`test/redis/fixtures/hot-key-client.ts\`, the fixture of the real-Redis LocalCache test), ${DURATION_MS / 1000} s per row,
 starting at a window's start. First one process without LocalCache, ${CALLERS} callers each asking again as soon as
-answered: what one process gets from Redis; then the same in two processes, which gain little (Redis and the
-Node clients' socket work already fill the cores). Then two processes, each with its own \`LocalCache\` (share ${SHARE}),
+answered: what one process gets from Redis; then the same in two processes, which get no more
+(Redis and the Node clients' socket work already fill the cores). Then two processes, each with its own \`LocalCache\` (share ${SHARE}),
 each offered that same rate (open loop, issued every millisecond): twice the first row between them, once
 under the key's limit and once twice over it. Store calls are Redis's own count (INFO commandstats: FCALL and
 EVALSHA) over the run. Decisions are timed from the ask to the answer on the machine's one clock, which Redis's
