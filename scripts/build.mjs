@@ -1,6 +1,6 @@
 // `npm run build` (and `prepare`): src/ → dist/ with tsc (tsconfig.build.json), then the
 // files modules read at run time next to the modules that read them (the Redis store's Lua,
-// src/stores/redis-scripts.ts). dist/ is emptied first so no module deleted from src/ lingers.
+// src/stores/redis/scripts.ts). dist/ is emptied first so no module deleted from src/ lingers.
 import { execFileSync } from "node:child_process";
 import { cpSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -11,7 +11,7 @@ const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
 
 rmSync(`${root}dist`, { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, "-p", `${root}tsconfig.build.json`], { stdio: "inherit" });
-cpSync(`${root}src/stores/lua`, `${root}dist/stores/lua`, { recursive: true });
+cpSync(`${root}src/stores/redis/lua`, `${root}dist/stores/redis/lua`, { recursive: true });
 
 // spillway.schema.json, from the schemas the config parser uses (src/node/json-schema.ts).
 // It is committed too, so a checkout's own config can name it; a test holds the two equal.

@@ -5,5 +5,5 @@
  * import { RedisStore } from "spillway/redis";
  * const limiter = new RedisStore({ url: "redis://127.0.0.1:6379" });
  */
-export { RedisStore, REDIS_CLIENT_OPTIONS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions } from "./stores/redis.js";
+export { RedisStore, REDIS_CLIENT_OPTIONS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions } from "./stores/redis/store.js";
 export { StoreFaultError, StoreUnavailableError, type Limiter } from "./limiter.js";

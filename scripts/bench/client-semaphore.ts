@@ -15,7 +15,7 @@ import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 
 export const CAPACITY = 4;
 export const ACQUISITIONS_PER_PROCESS = 100;

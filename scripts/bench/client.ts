@@ -16,7 +16,7 @@ import { parseConfig } from "../../src/config.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { ACQUISITIONS_PER_PROCESS, CAPACITY, HOLD_MS, semaphoreTable } from "./client-semaphore.js";
 
 const LIMIT = 6;

@@ -4,9 +4,9 @@ import { Command, Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AlgorithmName } from "../../src/core/types.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore, scriptFor } from "../../src/stores/redis.js";
-import { WriteCoalescer } from "../../src/stores/redis-coalesce.js";
-import { decodeSingleDecision } from "../../src/stores/redis-codec.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, scriptFor } from "../../src/stores/redis/store.js";
+import { WriteCoalescer } from "../../src/stores/redis/coalesce.js";
+import { decodeSingleDecision } from "../../src/stores/redis/codec.js";
 import { NEVER_DENY_GCRA } from "./redis-policies.js";
 import { upstashStyleLimiter } from "./redis-upstash.js";
 

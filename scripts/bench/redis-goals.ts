@@ -143,7 +143,7 @@ export function goalLines({ options, results, admission, libraryUs }: GoalInputs
     `- "With zero over-admission": Spillway over-admitted ${spillwayOver.reduce((sum, over) => sum + over, 0)} requests in total under ${admission[0]?.attempts ?? 0} concurrent attempts per round (rate-limiter-flexible: ${rlfOver.reduce((sum, over) => sum + over, 0)}): ${verdict(zeroOver)}.`,
     `- "Within 80% of the EVALSHA floor": Spillway ÷ floor throughput is ${range(toFloor)}, geometric mean ${geometricMean(toFloor).toFixed(2)}: ${verdict(nearFloor)} (met only when every cell reaches it).`,
     "",
-    "Spillway's store coalesces its writes under load (src/stores/redis-coalesce.ts), which the floor and rate-limiter-flexible, plain ioredis, do not.",
+    "Spillway's store coalesces its writes under load (src/stores/redis/coalesce.ts), which the floor and rate-limiter-flexible, plain ioredis, do not.",
     `What that is worth: Spillway GCRA ÷ the same with \`coalesceWrites: false\` is ${range(coalescingGain)} (geometric mean ${geometricMean(coalescingGain).toFixed(2)}).`,
     `Against a floor that coalesces its writes the same way, Spillway is ${range(toCoalescedFloor)} (geometric mean ${geometricMean(toCoalescedFloor).toFixed(2)}): the measure of what a decision costs beyond the transport.`,
     "",

@@ -1,7 +1,7 @@
 import type { Limiter } from "../limiter.js";
 import { LocalCache } from "../local/local-cache.js";
 import { MemoryStore } from "../stores/memory.js";
-import { RedisStore } from "../stores/redis.js";
+import { RedisStore } from "../stores/redis/store.js";
 import type { StoreChoice } from "./cli-args.js";
 
 /** How long `spillway serve` waits for Redis at start before serving anyway (failMode applies). */

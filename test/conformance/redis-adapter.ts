@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { type ConformanceAdapter, clockedAdapter } from "./scenarios.js";
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll } from "vitest";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { nodeFuzzSuite } from "../fuzz/node-suite.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, LeaseLostError, MaxWaitExceededError, createSemaphore } from "../../src/client/index.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { TsChild } from "./child-processes.js";
 import type { SemaphoreCommand, SemaphoreEvent } from "./fixtures/semaphore-client.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";

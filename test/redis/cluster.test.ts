@@ -2,11 +2,11 @@ import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
-import { RedisStore, StoreFaultError } from "../../src/stores/redis.js";
-import { translateRedisError } from "../../src/stores/redis-errors.js";
-import { escapeUserKey, keyLayout } from "../../src/stores/redis-keys.js";
-import { evalScript } from "../../src/stores/redis-run.js";
-import { scriptFor } from "../../src/stores/redis-scripts.js";
+import { RedisStore, StoreFaultError } from "../../src/stores/redis/store.js";
+import { translateRedisError } from "../../src/stores/redis/errors.js";
+import { escapeUserKey, keyLayout } from "../../src/stores/redis/keys.js";
+import { evalScript } from "../../src/stores/redis/run.js";
+import { scriptFor } from "../../src/stores/redis/scripts.js";
 import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../../scripts/redis-server.js";
 
 /** Keys built to break naive hash tags and encodings. */

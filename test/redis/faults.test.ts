@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { parsePolicy } from "../../src/core/policy.js";
 import type { Decision, Policy } from "../../src/core/types.js";
 import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const TIMEOUT_MS = 50;

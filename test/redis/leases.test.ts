@@ -2,8 +2,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireResult } from "../../src/core/types.js";
-import { RedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
-import { keyLayout } from "../../src/stores/redis-keys.js";
+import { RedisStore, type RedisStoreOptions } from "../../src/stores/redis/store.js";
+import { keyLayout } from "../../src/stores/redis/keys.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const one = parsePolicy({ name: "one", algorithm: "concurrency", limit: 1, lease: "10s" }, "policy");

@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis.js";
-import { decodeStoredState } from "../../src/stores/redis-codec.js";
-import { keyLayout } from "../../src/stores/redis-keys.js";
+import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis/store.js";
+import { decodeStoredState } from "../../src/stores/redis/codec.js";
+import { keyLayout } from "../../src/stores/redis/keys.js";
 import { type HotKeyClient, runHotKey, startHotKeyClients, summarize, tokenBucketRefillsMs } from "./hot-key-processes.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { type MetricsServer, type NodeObservability, createNodeObservability, startMetricsServer } from "../../src/node/observability.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
-import { RedisStore } from "../../src/stores/redis.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 const TOKEN = "metrics-token";

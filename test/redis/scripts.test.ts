@@ -3,13 +3,13 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { ALGORITHMS, type AlgorithmName } from "../../src/core/types.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis.js";
-import { keyLayout } from "../../src/stores/redis-keys.js";
-import { scriptMode } from "../../src/stores/redis-run.js";
-import { FUNCTION_LIBRARY, SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis-scripts.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis/store.js";
+import { keyLayout } from "../../src/stores/redis/keys.js";
+import { scriptMode } from "../../src/stores/redis/run.js";
+import { FUNCTION_LIBRARY, SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis/scripts.js";
 import { type RedisServer, connectRedis, disconnectRedis, startRedis } from "../../scripts/redis-server.js";
 
-const luaFiles = readdirSync(new URL("../../src/stores/lua/", import.meta.url)).filter((file) => file.endsWith(".lua"));
+const luaFiles = readdirSync(new URL("../../src/stores/redis/lua/", import.meta.url)).filter((file) => file.endsWith(".lua"));
 const policy = parsePolicy({ name: "per-second", algorithm: "gcra", limit: 100, period: "1s" }, "policy");
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 /** Every non-empty set of algorithms a stack can use. */

@@ -3,7 +3,7 @@ import { decide } from "../../src/core/decision.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions } from "../../src/core/types.js";
 import { StoreFaultError } from "../../src/limiter.js";
-import { decodeDecision, decodeSingleDecision, decodeStoredState } from "../../src/stores/redis-codec.js";
+import { decodeDecision, decodeSingleDecision, decodeStoredState } from "../../src/stores/redis/codec.js";
 
 // 5 per second: one request every 200 ms, a burst of 5.
 const gcra = parsePolicy({ name: "per-second", algorithm: "gcra", limit: 5, period: "1s" }, "policy");

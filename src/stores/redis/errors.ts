@@ -1,4 +1,4 @@
-import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../limiter.js";
 
 export { StoreFaultError };
 

@@ -1,4 +1,4 @@
-import type { RedisClient } from "./redis-scripts.js";
+import type { RedisClient } from "./scripts.js";
 
 /** ioredis states of a connection attempt under way ("wait" is lazyConnect's: nothing is under way). */
 export const CONNECTING: ReadonlySet<string> = new Set(["connecting", "connect"]);

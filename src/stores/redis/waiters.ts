@@ -1,9 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
-import type { AcquireResult } from "../core/types.js";
-import { StoreUnavailableError, newLeaseId } from "../limiter.js";
-import type { AcquireAttempt } from "./redis-codec.js";
-import { withTimeout } from "./redis-errors.js";
-import type { RedisClient } from "./redis-scripts.js";
+import type { AcquireResult } from "../../core/types.js";
+import { StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import type { AcquireAttempt } from "./codec.js";
+import { withTimeout } from "./errors.js";
+import type { RedisClient } from "./scripts.js";
 
 /** How long a first waiter waits for its subscription before relying on polls alone. */
 const SUBSCRIBE_WAIT_MS = 1000;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Cluster, Redis } from "ioredis";
-import { ALGORITHMS, type AlgorithmName } from "../core/types.js";
+import { ALGORITHMS, type AlgorithmName } from "../../core/types.js";
 
 /** A standalone ioredis client or a Cluster: both route FCALL and EVALSHA by the first key. */
 export type RedisClient = Redis | Cluster;
@@ -72,7 +72,7 @@ export function scriptFiles(name: ScriptName, algorithms: ReadonlySet<AlgorithmN
 function compose(name: ScriptName, algorithms: ReadonlySet<AlgorithmName>): RedisScript {
   const held = ALGORITHMS.filter((algorithm) => algorithms.has(algorithm));
   const parts = scriptFiles(name, algorithms).map((file) => `-- >>> ${file}\n${readLua(file)}`);
-  const text = `-- spillway ${name} (${held.join(", ")}): composed from src/stores/lua (see ${name}.lua for KEYS and ARGV)\n${parts.join("\n")}\n-- >>> ${name}.lua\n${readLua(`${name}.lua`)}`;
+  const text = `-- spillway ${name} (${held.join(", ")}): composed from src/stores/redis/lua (see ${name}.lua for KEYS and ARGV)\n${parts.join("\n")}\n-- >>> ${name}.lua\n${readLua(`${name}.lua`)}`;
   return { name, algorithms: held, text, sha: sha1(text) };
 }
 
@@ -118,7 +118,7 @@ function composeLibrary(): FunctionLibrary {
   const library = files.map((file) => `-- >>> ${file}\n${readLua(file)}`).join("\n");
   const entries = SCRIPT_NAMES.map((name) => `-- >>> ${name}.lua\n${name} = function()\n${readLua(`${name}.lua`)}\nend,`).join("\n");
   const body = [
-    "-- spillway: every entry script as a Redis Function, composed from src/stores/lua (see <entry>.lua for KEYS and ARGV)",
+    "-- spillway: every entry script as a Redis Function, composed from src/stores/redis/lua (see <entry>.lua for KEYS and ARGV)",
     "local KEYS, ARGV",
     "local entries",
     "local function define()",

@@ -1,6 +1,6 @@
 import { type Cluster, Command } from "ioredis";
-import type { AlgorithmName } from "../core/types.js";
-import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./redis-scripts.js";
+import type { AlgorithmName } from "../../core/types.js";
+import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./scripts.js";
 
 /**
  * How Spillway runs its Lua on a client: as Redis Functions (FCALL: the library is defined

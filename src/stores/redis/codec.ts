@@ -1,14 +1,14 @@
-import { type StoredState, capacityOf } from "../core/algorithms.js";
-import { decideOne } from "../core/decision.js";
-import type { Entry } from "../core/entries.js";
-import type { CheckOptions, Decision, Policy, PolicyDecision } from "../core/types.js";
-import { StoreFaultError } from "../limiter.js";
+import { type StoredState, capacityOf } from "../../core/algorithms.js";
+import { decideOne } from "../../core/decision.js";
+import type { Entry } from "../../core/entries.js";
+import type { CheckOptions, Decision, Policy, PolicyDecision } from "../../core/types.js";
+import { StoreFaultError } from "../../limiter.js";
 
 /**
  * What the Lua scripts answer and store, read back in TypeScript. A decision comes as one
  * string of numbers; the other scripts answer flat arrays of integers (a Lua number becomes
  * an integer reply; null is -1, booleans 0/1). Each state is stored as a compact string
- * (see src/stores/lua/common.lua).
+ * (see src/stores/redis/lua/common.lua).
  */
 
 /**
@@ -22,7 +22,7 @@ function unexpected(what: string, value: unknown): StoreFaultError {
 /** An array reply of integers, some perhaps as decimal strings. */
 export type IntegerReply = readonly (number | string)[];
 
-/** Fields before the per-policy ones, and fields per policy (src/stores/lua/decide.lua). */
+/** Fields before the per-policy ones, and fields per policy (src/stores/redis/lua/decide.lua). */
 const DECISION_HEADER = 4;
 const POLICY_FIELDS = 3;
 
@@ -83,7 +83,7 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
   return decision;
 }
 
-/** The tag of each algorithm's stored states (src/stores/lua/<algorithm>.lua). */
+/** The tag of each algorithm's stored states (src/stores/redis/lua/<algorithm>.lua). */
 const STATE_TAGS: Record<Policy["algorithm"], string> = {
   gcra: "g:",
   "token-bucket": "t:",

@@ -1,21 +1,21 @@
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { storePolicies } from "../core/store-policies.js";
-import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../limiter.js";
-import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./redis-codec.js";
-import { type ClusterWriteCoalescer, type WriteCoalescer, coalescerFor } from "./redis-coalesce.js";
-import { Deadlines, withTimeout } from "./redis-errors.js";
-import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./redis-keys.js";
-import { recoverScript, sendScript } from "./redis-run.js";
-import type { AlgorithmName } from "../core/types.js";
-import type { RedisClient, ScriptName } from "./redis-scripts.js";
-import { CONNECTING, settledConnection } from "./redis-connection.js";
-import { LeaseWaiters } from "./redis-waiters.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import { storePolicies } from "../../core/store-policies.js";
+import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
+import { type ClusterWriteCoalescer, type WriteCoalescer, coalescerFor } from "./coalesce.js";
+import { Deadlines, withTimeout } from "./errors.js";
+import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js";
+import { recoverScript, sendScript } from "./run.js";
+import type { AlgorithmName } from "../../core/types.js";
+import type { RedisClient, ScriptName } from "./scripts.js";
+import { CONNECTING, settledConnection } from "./connection.js";
+import { LeaseWaiters } from "./waiters.js";
 
-export { decodeStoredState } from "./redis-codec.js";
-export { StoreFaultError } from "./redis-errors.js";
-export { escapeUserKey, keyLayout } from "./redis-keys.js";
-export { FUNCTION_LIBRARY, scriptFor } from "./redis-scripts.js";
+export { decodeStoredState } from "./codec.js";
+export { StoreFaultError } from "./errors.js";
+export { escapeUserKey, keyLayout } from "./keys.js";
+export { FUNCTION_LIBRARY, scriptFor } from "./scripts.js";
 
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
@@ -43,7 +43,7 @@ export interface RedisStoreOptions {
   log?: (line: string) => void;
   /**
    * Under load (many commands in flight on a connection), hold further writes to the end of
-   * the event-loop turn and send them together (default true). See redis-coalesce.ts.
+   * the event-loop turn and send them together (default true). See coalesce.ts.
    */
   coalesceWrites?: boolean;
 }
