@@ -12,7 +12,9 @@ import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { slidingLog } from "../../src/core/sliding-log.js";
 import type { Policy } from "../../src/core/types.js";
-import { RedisStore, decodeStoredState, keyLayout } from "../../src/stores/redis/store.js";
+import { decodeStoredState } from "../../src/stores/redis/codec.js";
+import { keyLayout } from "../../src/stores/redis/keys.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { connect } from "./redis-contenders.js";
 import { redisUsec, resetRedisStats } from "./redis-stats.js";
 

@@ -1,11 +1,11 @@
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
-import { RedisStore, StoreFaultError } from "../../src/stores/redis/store.js";
+import { StoreFaultError, StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { translateRedisError } from "../../src/stores/redis/errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis/keys.js";
-import { evalScript } from "../../src/stores/redis/run.js";
+import { runnerFor } from "../../src/stores/redis/run.js";
 import { scriptFor } from "../../src/stores/redis/scripts.js";
 import { type RedisClusterServers, connectRedisCluster, disconnectRedis } from "../../scripts/redis-server.js";
 
@@ -136,7 +136,7 @@ describe("Redis Cluster specifics", () => {
     const args = ["", "", "x:wake", 1, "g", "gcra", 5, 60000, 5, 30000, 1, "reject", 0, "", ""];
     let caught: unknown;
     try {
-      await evalScript(cluster, scriptFor("check", ["gcra"]), [b.stateKey("g"), a.queueKey, a.waitersKey], args);
+      await runnerFor(cluster).evalScript(scriptFor("check", ["gcra"]), [b.stateKey("g"), a.queueKey, a.waitersKey], args);
     } catch (error) {
       caught = translateRedisError(error, "check");
     }

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REDIS_CLIENT_OPTIONS, decodeStoredState } from "../../src/stores/redis/store.js";
+import { decodeStoredState } from "../../src/stores/redis/codec.js";
+import { REDIS_CLIENT_OPTIONS } from "../../src/stores/redis/store.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { type Scenario, type Step, coreAdapter, policiesOf, runScenario } from "../conformance/scenarios.js";

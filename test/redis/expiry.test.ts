@@ -2,7 +2,8 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { algorithmOf } from "../../src/core/algorithms.js";
 import { parsePolicy } from "../../src/core/policy.js";
-import { RedisStore, decodeStoredState } from "../../src/stores/redis/store.js";
+import { decodeStoredState } from "../../src/stores/redis/codec.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

@@ -3,9 +3,10 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { ALGORITHMS, type AlgorithmName } from "../../src/core/types.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore, StoreFaultError } from "../../src/stores/redis/store.js";
+import { StoreFaultError } from "../../src/limiter.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";
-import { scriptMode } from "../../src/stores/redis/run.js";
+import { runnerFor } from "../../src/stores/redis/run.js";
 import { FUNCTION_LIBRARY, SCRIPT_NAMES, readLua, scriptFiles, scriptFor, sha1 } from "../../src/stores/redis/scripts.js";
 import { type RedisServer, connectRedis, disconnectRedis, startRedis } from "../../scripts/redis-server.js";
 
@@ -103,7 +104,7 @@ describe("Lua scripts and functions", () => {
     const sent = await commandsOf(client, async () => expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 98 }));
     expect(sent).toEqual(["fcall", "function", "fcall"]);
     expect(await commandsOf(client, () => store.check("k", [perMinute], reject))).toEqual(["fcall"]);
-    expect(scriptMode(client)).toBe("functions");
+    expect(runnerFor(client).mode).toBe("functions");
   });
 
   it("without FUNCTION (Redis < 7, or an ACL), uses EVALSHA, and EVAL after SCRIPT FLUSH, invisibly", async () => {
@@ -113,7 +114,7 @@ describe("Lua scripts and functions", () => {
     try {
       const store = new RedisStore({ client: limited, keyPrefix: "scripts:" });
       expect((await store.check("k", [perMinute], reject)).allowed).toBe(true);
-      expect(scriptMode(limited)).toBe("scripts");
+      expect(runnerFor(limited).mode).toBe("scripts");
       expect(await commandsOf(limited, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
       await client.script("FLUSH");
       const sha = scriptFor("single", ["gcra"]).sha;
@@ -132,7 +133,7 @@ describe("Lua scripts and functions", () => {
       await new Promise((resolve) => olderClient.once("ready", resolve));
       const store = new RedisStore({ client: olderClient, keyPrefix: "older:" });
       expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 99 });
-      expect(scriptMode(olderClient)).toBe("scripts");
+      expect(runnerFor(olderClient).mode).toBe("scripts");
       expect(await commandsOf(olderClient, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
     } finally {
       olderClient.disconnect();

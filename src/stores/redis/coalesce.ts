@@ -90,21 +90,3 @@ export class ClusterWriteCoalescer {
     this.coalescers = this.coalescers.filter((coalescer) => coalescer.client !== node);
   };
 }
-
-/** The coalescer of each client, shared by every store on it. */
-const coalescers = new WeakMap<Redis | Cluster, WriteCoalescer | ClusterWriteCoalescer>();
-
-/**
- * The write coalescer of a client: one per client, however many stores use it, since what it
- * watches (commands in flight, the socket) belongs to the client. A Cluster's coalescer
- * follows its nodes with one pair of listeners for the client's lifetime, not one per store
- * (stores created per request would otherwise pile them up).
- */
-export function coalescerFor(client: Redis | Cluster, isCluster: boolean): WriteCoalescer | ClusterWriteCoalescer {
-  let coalescer = coalescers.get(client);
-  if (!coalescer) {
-    coalescer = isCluster ? new ClusterWriteCoalescer(client as Cluster) : new WriteCoalescer(client as Redis);
-    coalescers.set(client, coalescer);
-  }
-  return coalescer;
-}

@@ -1,7 +1,5 @@
 import { StoreFaultError, StoreUnavailableError } from "../../limiter.js";
 
-export { StoreFaultError };
-
 /** Reply errors that mean "this node can't serve right now": failMode applies. */
 const TRANSIENT_REPLIES = /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|BUSY|MOVED|ASK|NOREPLICAS)\b/;
 

@@ -1,5 +1,6 @@
-import { type Cluster, Command } from "ioredis";
+import { type Cluster, Command, type Redis } from "ioredis";
 import type { AlgorithmName } from "../../core/types.js";
+import { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./scripts.js";
 
 /**
@@ -7,11 +8,7 @@ import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, 
  * once per server, not on every call), or, where the server has no FUNCTION (Redis < 7) or
  * may not use it (ACL, a managed service), as EVALSHA scripts built for the stack.
  */
-type Mode = "functions" | "scripts";
-const modes = new WeakMap<RedisClient, Mode>();
-
-/** Library loads in flight, per client: after a restart or FUNCTION FLUSH, one caller loads. */
-const loading = new WeakMap<RedisClient, Promise<void>>();
+export type RunMode = "functions" | "scripts";
 
 const messageOf = (error: unknown) => (error instanceof Error ? error.message : "");
 const isFunctionNotFound = (error: unknown) => /^ERR Function not found/i.test(messageOf(error));
@@ -19,120 +16,144 @@ const isFunctionNotFound = (error: unknown) => /^ERR Function not found/i.test(m
 const isFunctionsUnavailable = (error: unknown) => /^(ERR unknown (command|subcommand)|NOPERM)/i.test(messageOf(error));
 const isNoScript = (error: unknown) => messageOf(error).startsWith("NOSCRIPT");
 
-function isCluster(client: RedisClient): client is Cluster {
-  return "isCluster" in client && client.isCluster === true;
-}
+type Args = readonly (string | number)[];
 
 /**
- * Runs entry script `name` for a stack of `algorithms` in one round trip in the steady
- * state: one FCALL of the loaded library, sent as a Command of its own (ioredis flattens
- * keys and args without a spread, and skips its per-call option and auto-pipelining work).
- * When `recoverable`, a failure goes to recoverScript: after a restart or FUNCTION FLUSH it
- * loads the library and calls again; where functions are unavailable it switches the client
- * to EVALSHA for good. A call never fails for want of a function or a script: the last
- * resort is EVAL of the script text.
+ * Everything Spillway keeps about one ioredis client: how it runs scripts, the library load
+ * and script reloads under way, and its write coalescer. It belongs to the client, not to a
+ * store: every store on the same client shares it (runnerFor), so the mode learnt by one
+ * store, or the one library load after a restart, serves them all.
  */
-export function sendScript(
-  client: RedisClient,
-  name: ScriptName,
-  algorithms: Iterable<AlgorithmName>,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): { reply: Promise<unknown>; recoverable: boolean } {
-  if (modes.get(client) === "scripts") return { reply: evalScript(client, scriptFor(name, algorithms), keys, args), recoverable: false };
-  return { reply: fcall(client, FUNCTION_LIBRARY.functions[name], keys, args), recoverable: true };
-}
+export class ScriptRunner {
+  readonly client: RedisClient;
+  readonly isCluster: boolean;
+  private modeNow: RunMode = "functions";
+  /** The library load in flight: after a restart or FUNCTION FLUSH, one caller loads. */
+  private loading: Promise<void> | undefined;
+  /** Reloads in flight, per script sha: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
+  private readonly reloading = new Map<string, Promise<unknown>>();
+  private coalescerOnce: WriteCoalescer | ClusterWriteCoalescer | undefined;
 
-function fcall(client: RedisClient, functionName: string, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  const options = client.options as { keyPrefix?: string; enableAutoPipelining?: boolean };
-  // A client that pipelines automatically keeps doing so through its own command method.
-  if (options.enableAutoPipelining) return client.fcall(functionName, keys.length, ...keys, ...args);
-  const command = new Command("fcall", [functionName, keys.length, keys as string[], args as (string | number)[]], { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
-  return client.sendCommand(command) as Promise<unknown>;
-}
+  constructor(client: RedisClient) {
+    this.client = client;
+    this.isCluster = "isCluster" in client && client.isCluster === true;
+  }
 
-/** After a failed FCALL: load the library and call again, or switch the client to scripts. */
-export async function recoverScript(
-  error: unknown,
-  client: RedisClient,
-  name: ScriptName,
-  algorithms: Iterable<AlgorithmName>,
-  keys: readonly string[],
-  args: readonly (string | number)[],
-): Promise<unknown> {
-  if (isFunctionsUnavailable(error)) modes.set(client, "scripts");
-  else if (!isFunctionNotFound(error)) throw error;
-  if (modes.get(client) !== "scripts" && (await loadLibrary(client))) {
-    try {
-      return await fcall(client, FUNCTION_LIBRARY.functions[name], keys, args);
-    } catch (error) {
-      // Still missing (a Cluster node that joined meanwhile): EVAL below, once.
-      if (!isFunctionNotFound(error)) throw error;
+  /** Which way the client runs scripts now. */
+  get mode(): RunMode {
+    return this.modeNow;
+  }
+
+  /**
+   * The client's write coalescer, made on first use: one per client, however many stores use
+   * it, since what it watches (commands in flight, the socket) belongs to the client. A
+   * Cluster's coalescer follows its nodes with one pair of listeners for the client's
+   * lifetime, not one per store (stores created per request would otherwise pile them up).
+   */
+  get coalescer(): WriteCoalescer | ClusterWriteCoalescer {
+    this.coalescerOnce ??= this.isCluster ? new ClusterWriteCoalescer(this.client as Cluster) : new WriteCoalescer(this.client as Redis);
+    return this.coalescerOnce;
+  }
+
+  /**
+   * Runs entry script `name` for a stack of `algorithms` in one round trip in the steady
+   * state: one FCALL of the loaded library, sent as a Command of its own (ioredis flattens
+   * keys and args without a spread, and skips its per-call option and auto-pipelining work).
+   * When `recoverable`, a failure goes to recover: after a restart or FUNCTION FLUSH it loads
+   * the library and calls again; where functions are unavailable it switches the client to
+   * EVALSHA for good. A call never fails for want of a function or a script: the last resort
+   * is EVAL of the script text.
+   */
+  send(name: ScriptName, algorithms: Iterable<AlgorithmName>, keys: readonly string[], args: Args): { reply: Promise<unknown>; recoverable: boolean } {
+    if (this.modeNow === "scripts") return { reply: this.evalScript(scriptFor(name, algorithms), keys, args), recoverable: false };
+    return { reply: this.fcall(FUNCTION_LIBRARY.functions[name], keys, args), recoverable: true };
+  }
+
+  /** After a failed FCALL: load the library and call again, or switch the client to scripts. */
+  async recover(error: unknown, name: ScriptName, algorithms: Iterable<AlgorithmName>, keys: readonly string[], args: Args): Promise<unknown> {
+    if (isFunctionsUnavailable(error)) this.modeNow = "scripts";
+    else if (!isFunctionNotFound(error)) throw error;
+    if (this.modeNow !== "scripts" && (await this.loadLibrary())) {
+      try {
+        return await this.fcall(FUNCTION_LIBRARY.functions[name], keys, args);
+      } catch (error) {
+        // Still missing (a Cluster node that joined meanwhile): EVAL below, once.
+        if (!isFunctionNotFound(error)) throw error;
+      }
     }
+    return this.evalScript(scriptFor(name, algorithms), keys, args);
   }
-  return evalScript(client, scriptFor(name, algorithms), keys, args);
-}
 
-/** Loads the library (on every master of a Cluster); false when the client switched to scripts. */
-async function loadLibrary(client: RedisClient): Promise<boolean> {
-  let pending = loading.get(client);
-  if (!pending) {
-    const nodes = isCluster(client) ? client.nodes("master") : [client];
-    pending = Promise.all(
-      nodes.map(async (node) => {
-        try {
-          await node.function("LOAD", FUNCTION_LIBRARY.text);
-        } catch (error) {
-          if (isFunctionsUnavailable(error)) modes.set(client, "scripts");
-          // "already exists" is success; a node that is down answers nothing anyway.
-        }
-      }),
-    ).then(() => undefined);
-    loading.set(client, pending);
-    pending.finally(() => loading.delete(client)).catch(() => {});
-  }
-  await pending;
-  return modes.get(client) !== "scripts";
-}
-
-/** Reloads in flight, per script: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
-const reloading = new WeakMap<RedisClient, Map<string, Promise<unknown>>>();
-
-/**
- * Runs a script in one round trip: EVALSHA, and EVAL only when the server answers
- * NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), which also caches it again.
- * Concurrent callers that meet NOSCRIPT together send the script text once: the first
- * one EVALs, the rest retry EVALSHA once that has loaded it (and EVAL themselves only if
- * their key lives on another Cluster node that still lacks it).
- */
-export async function evalScript(client: RedisClient, script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-  try {
-    return await client.evalsha(script.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!isNoScript(error)) throw error;
-  }
-  let pending = reloading.get(client);
-  if (!pending) reloading.set(client, (pending = new Map()));
-  const inFlight = pending.get(script.sha);
-  if (inFlight) {
-    await inFlight.catch(() => {});
+  /**
+   * Runs a script in one round trip: EVALSHA, and EVAL only when the server answers
+   * NOSCRIPT (after SCRIPT FLUSH, a restart or a failover), which also caches it again.
+   * Concurrent callers that meet NOSCRIPT together send the script text once: the first
+   * one EVALs, the rest retry EVALSHA once that has loaded it (and EVAL themselves only if
+   * their key lives on another Cluster node that still lacks it).
+   */
+  async evalScript(script: RedisScript, keys: readonly string[], args: Args): Promise<unknown> {
+    const client = this.client;
     try {
       return await client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
       if (!isNoScript(error)) throw error;
-      return await client.eval(script.text, keys.length, ...keys, ...args);
+    }
+    const inFlight = this.reloading.get(script.sha);
+    if (inFlight) {
+      await inFlight.catch(() => {});
+      try {
+        return await client.evalsha(script.sha, keys.length, ...keys, ...args);
+      } catch (error) {
+        if (!isNoScript(error)) throw error;
+        return await client.eval(script.text, keys.length, ...keys, ...args);
+      }
+    }
+    const evaluation = client.eval(script.text, keys.length, ...keys, ...args);
+    this.reloading.set(script.sha, evaluation);
+    try {
+      return await evaluation;
+    } finally {
+      this.reloading.delete(script.sha);
     }
   }
-  const evaluation = client.eval(script.text, keys.length, ...keys, ...args);
-  pending.set(script.sha, evaluation);
-  try {
-    return await evaluation;
-  } finally {
-    pending.delete(script.sha);
+
+  private fcall(functionName: string, keys: readonly string[], args: Args): Promise<unknown> {
+    const client = this.client;
+    const options = client.options as { keyPrefix?: string; enableAutoPipelining?: boolean };
+    // A client that pipelines automatically keeps doing so through its own command method.
+    if (options.enableAutoPipelining) return client.fcall(functionName, keys.length, ...keys, ...args);
+    const command = new Command("fcall", [functionName, keys.length, keys as string[], args as (string | number)[]], { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
+    return client.sendCommand(command) as Promise<unknown>;
+  }
+
+  /** Loads the library (on every master of a Cluster); false when the client switched to scripts. */
+  private async loadLibrary(): Promise<boolean> {
+    if (!this.loading) {
+      const nodes = this.isCluster ? (this.client as Cluster).nodes("master") : [this.client];
+      const pending = Promise.all(
+        nodes.map(async (node) => {
+          try {
+            await node.function("LOAD", FUNCTION_LIBRARY.text);
+          } catch (error) {
+            if (isFunctionsUnavailable(error)) this.modeNow = "scripts";
+            // "already exists" is success; a node that is down answers nothing anyway.
+          }
+        }),
+      ).then(() => undefined);
+      this.loading = pending;
+      pending.finally(() => (this.loading = undefined)).catch(() => {});
+    }
+    await this.loading;
+    return this.modeNow !== "scripts";
   }
 }
 
-/** Which way a client runs scripts now (tests and benchmarks). */
-export function scriptMode(client: RedisClient): Mode {
-  return modes.get(client) ?? "functions";
+/** The runner of each client, shared by every store on it. */
+const runners = new WeakMap<RedisClient, ScriptRunner>();
+
+/** The one ScriptRunner of a client. */
+export function runnerFor(client: RedisClient): ScriptRunner {
+  let runner = runners.get(client);
+  if (!runner) runners.set(client, (runner = new ScriptRunner(client)));
+  return runner;
 }

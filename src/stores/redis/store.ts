@@ -3,19 +3,14 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 import { storePolicies } from "../../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
-import { type ClusterWriteCoalescer, type WriteCoalescer, coalescerFor } from "./coalesce.js";
+import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js";
-import { recoverScript, sendScript } from "./run.js";
-import type { AlgorithmName } from "../../core/types.js";
+import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
+import { type Stack, stackOf } from "./stacks.js";
 import { LeaseWaiters } from "./waiters.js";
-
-export { decodeStoredState } from "./codec.js";
-export { StoreFaultError } from "./errors.js";
-export { escapeUserKey, keyLayout } from "./keys.js";
-export { FUNCTION_LIBRARY, scriptFor } from "./scripts.js";
 
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
@@ -77,6 +72,8 @@ export const REDIS_CLIENT_OPTIONS = {
 export class RedisStore implements Limiter {
   readonly kind: "redis" | "redis-cluster";
   readonly client: RedisClient;
+  /** How this client runs scripts, shared by every store on it. */
+  private readonly runner: ScriptRunner;
   private readonly ownsClient: boolean;
   private readonly keyPrefix: string;
   private readonly clockMs: (() => number) | undefined;
@@ -97,7 +94,8 @@ export class RedisStore implements Limiter {
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
     if (this.ownsClient) this.client.on("error", () => {}); // reported through health() and the log instead
-    this.kind = isCluster(this.client) ? "redis-cluster" : "redis";
+    this.runner = runnerFor(this.client);
+    this.kind = this.runner.isCluster ? "redis-cluster" : "redis";
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     this.clockMs = options.clock === "client" ? (options.clockMs ?? Date.now) : undefined;
     this.expirySlackMs = positiveNumber("clientExpirySlackMs", options.clientExpirySlackMs ?? 1000, 0);
@@ -109,7 +107,7 @@ export class RedisStore implements Limiter {
     this.waiters = new LeaseWaiters({ client: this.client, channel: this.channel, pollIntervalMs });
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
-    if (options.coalesceWrites !== false) this.coalescer = coalescerFor(this.client, isCluster(this.client));
+    if (options.coalesceWrites !== false) this.coalescer = this.runner.coalescer;
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
@@ -242,9 +240,9 @@ export class RedisStore implements Limiter {
   private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
     this.coalescer?.beforeSend();
-    const first = sendScript(this.client, name, stack.algorithms, keys, args);
+    const first = this.runner.send(name, stack.algorithms, keys, args);
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
-    return this.deadlines.run(first.reply, name, (error) => recoverScript(error, this.client, name, stack.algorithms, keys, args));
+    return this.deadlines.run(first.reply, name, (error) => this.runner.recover(error, name, stack.algorithms, keys, args));
   }
 
   /**
@@ -267,63 +265,6 @@ export class RedisStore implements Limiter {
     this.available = available;
     this.log(available ? `spillway: ${this.kind} store available again` : `spillway: ${this.kind} store unavailable: ${detail}`);
   }
-}
-
-/** What a stack sends on every call, encoded once per policies array (see stackOf). */
-interface Stack {
-  /** The policies themselves, to tell a reused array whose contents changed. */
-  members: readonly Policy[];
-  names: readonly string[];
-  algorithms: readonly AlgorithmName[];
-  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
-  args: readonly string[];
-  concurrency: boolean;
-  /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
-  single: boolean;
-}
-
-const stacks = new WeakMap<readonly Policy[], Stack>();
-/** Stacks of one policy by the policy itself: an API request builds a new array each time. */
-const singles = new WeakMap<Policy, Stack>();
-
-/** The encoded stack of a policies array, cached by the array's identity (and its members). */
-function stackOf(policies: readonly Policy[]): Stack {
-  if (policies.length === 0) throw new TypeError("policies must name at least one policy");
-  if (policies.length === 1) {
-    const policy = policies[0]!;
-    let single = singles.get(policy);
-    if (!single) singles.set(policy, (single = encodeStack(policies)));
-    return single;
-  }
-  const cached = stacks.get(policies);
-  if (cached && sameMembers(cached.members, policies)) return cached;
-  const stack = encodeStack(policies);
-  stacks.set(policies, stack);
-  return stack;
-}
-
-function encodeStack(policies: readonly Policy[]): Stack {
-  const args = [String(policies.length)];
-  for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
-  const concurrency = policies.some((policy) => policy.algorithm === "concurrency");
-  return {
-    members: [...policies],
-    names: policies.map((policy) => policy.name),
-    algorithms: policies.map((policy) => policy.algorithm),
-    args,
-    concurrency,
-    single: policies.length === 1 && !concurrency,
-  };
-}
-
-function sameMembers(members: readonly Policy[], policies: readonly Policy[]): boolean {
-  if (members.length !== policies.length) return false;
-  for (let i = 0; i < members.length; i++) if (members[i] !== policies[i]) return false;
-  return true;
-}
-
-function isCluster(client: RedisClient): client is Cluster {
-  return "isCluster" in client && client.isCluster === true;
 }
 
 function createClient(options: RedisStoreOptions): RedisClient {

@@ -1,0 +1,56 @@
+import type { AlgorithmName, Policy } from "../../core/types.js";
+
+/** What a stack sends on every call, encoded once per policies array (see stackOf). */
+export interface Stack {
+  /** The policies themselves, to tell a reused array whose contents changed. */
+  members: readonly Policy[];
+  names: readonly string[];
+  algorithms: readonly AlgorithmName[];
+  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
+  args: readonly string[];
+  concurrency: boolean;
+  /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
+  single: boolean;
+}
+
+/**
+ * Encoded stacks by policies array, and stacks of one policy by the policy itself (an API
+ * request builds a new array each time): garbage-collected with what they encode.
+ */
+const stacks = new WeakMap<readonly Policy[] | Policy, Stack>();
+
+/** The encoded stack of a policies array, cached by the array's identity (and its members). */
+export function stackOf(policies: readonly Policy[]): Stack {
+  if (policies.length === 0) throw new TypeError("policies must name at least one policy");
+  if (policies.length === 1) {
+    const policy = policies[0]!;
+    let single = stacks.get(policy);
+    if (!single) stacks.set(policy, (single = encodeStack(policies)));
+    return single;
+  }
+  const cached = stacks.get(policies);
+  if (cached && sameMembers(cached.members, policies)) return cached;
+  const stack = encodeStack(policies);
+  stacks.set(policies, stack);
+  return stack;
+}
+
+function encodeStack(policies: readonly Policy[]): Stack {
+  const args = [String(policies.length)];
+  for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
+  const concurrency = policies.some((policy) => policy.algorithm === "concurrency");
+  return {
+    members: [...policies],
+    names: policies.map((policy) => policy.name),
+    algorithms: policies.map((policy) => policy.algorithm),
+    args,
+    concurrency,
+    single: policies.length === 1 && !concurrency,
+  };
+}
+
+function sameMembers(members: readonly Policy[], policies: readonly Policy[]): boolean {
+  if (members.length !== policies.length) return false;
+  for (let i = 0; i < members.length; i++) if (members[i] !== policies[i]) return false;
+  return true;
+}
