@@ -43,10 +43,13 @@ export function parseKeySource(text: string): KeySource | string {
   return wrong;
 }
 
+/** Reads one request field (a Headers, or the Node edge's view of rawHeaders): repeated fields joined by ", ". */
+export type HeaderLookup = Pick<Headers, "get">;
+
 /** The parts of a request a key can come from. */
 export interface RequestFacts {
   clientIp: IpAddress | undefined;
-  headers: Headers;
+  headers: HeaderLookup;
   url: URL;
   /** The path as the matched route compared it: canonical, folded segments (routes.ts keyPathOf). */
   path: string;

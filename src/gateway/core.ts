@@ -1,0 +1,152 @@
+import type { SpillwayConfig } from "../config.js";
+import { rateLimitHeaders } from "../core/headers.js";
+import { ValidationError } from "../core/validation.js";
+import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type CanonicalPath, type RefusedPath, isRefused } from "../http/path.js";
+import { problem, problemResponse } from "../http/problems.js";
+import type { Limiter } from "../limiter.js";
+import { observeLimiter } from "../observe/observed-limiter.js";
+import type { SpillwayObserver } from "../observe/observer.js";
+import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
+import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
+import { anyRangeContains, resolveClientIp } from "./ip.js";
+import { type HeaderLookup, type RequestKey, describeKeySource, keyOf } from "./keys.js";
+import type { OriginTarget } from "./proxy.js";
+import { findRoute, keyPathOf } from "./routes.js";
+
+/**
+ * What the gateway core needs of a request, whatever the runtime: the I/O edges (Hono's
+ * Request on Workers, node:http on Node) build this and do the forwarding themselves.
+ */
+export interface GatewayFacts {
+  method: string;
+  /** The canonical path (path.ts); a refused path is the edge's 400, never decided. */
+  path: CanonicalPath;
+  /** "" or "?…", as URL.search has it. */
+  search: string;
+  /** The request URL, read only for `query:` keys (building one costs time on Node). */
+  url(): URL;
+  headers: HeaderLookup;
+  /** Who connected, as the runtime knows it (never a client-sent header). */
+  socketIp: string | undefined;
+  /** Aborted when the client goes away; asked for only when a request may be delayed. */
+  signal(): AbortSignal;
+  /** Keeps background work (a lease release, an origin pause) alive: a Worker's waitUntil. */
+  defer: (promise: Promise<unknown>) => void;
+}
+
+/** What to do with a request: answer it here, or forward it to the origin. */
+export type GatewayStep =
+  | { forward: false; response: Response; route?: string }
+  | {
+      forward: true;
+      target: OriginTarget;
+      /** Added to the origin's answer: RateLimit fields, dry-run marks. */
+      extra: Record<string, string>;
+      lease: HeldLease | undefined;
+      timeoutMs: number;
+      /** The route's label (its index), undefined for unrouted and allowed requests. */
+      route?: string;
+      /** Set when origin feedback may pause this key (the origin answered 429). */
+      key?: RequestKey;
+    };
+
+/** The route label of metrics and logs: its index in `routes`. */
+export const routeLabel = (route: GatewayRoute) => route.field.slice("routes.".length);
+export const UNROUTED = "unrouted";
+
+const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));
+
+export interface GatewayCoreOptions {
+  config: SpillwayConfig;
+  gateway?: GatewayConfig;
+  limiter: Limiter;
+  log?: LogFn;
+  observer?: SpillwayObserver;
+}
+
+/**
+ * The runtime-neutral gateway of SPEC §5: route match, key, allow/deny lists, the limit plan
+ * and its headers, origin feedback. The edges (gateway.ts on Hono, node/gateway-edge.ts on
+ * node:http) only move bytes.
+ */
+export class GatewayCore {
+  readonly gateway: GatewayConfig;
+  readonly limiter: Limiter;
+  readonly log: LogFn;
+  readonly observer: SpillwayObserver | undefined;
+  readonly #limiterOf: Map<GatewayRoute, Limiter>;
+  readonly #planOf: Map<GatewayRoute, LimitPlan>;
+
+  constructor(options: GatewayCoreOptions) {
+    const parsed = options.gateway ?? parseGatewayConfig(options.config);
+    if (!parsed) throw new ValidationError("origin", "is required for the gateway: the URL requests are forwarded to");
+    this.gateway = parsed;
+    this.limiter = options.limiter;
+    this.log = options.log ?? defaultLog;
+    this.observer = options.observer;
+    const { observer, limiter } = options;
+    // Each route decides through its own observed limiter, so decisions carry the route.
+    this.#limiterOf = new Map(parsed.routes.map((route) => [route, observer ? observeLimiter(limiter, observer, routeLabel(route)) : limiter]));
+    // Built once per route rather than per request.
+    this.#planOf = new Map(
+      parsed.routes.map((route) => [route, { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: parsed.legacyHeaders }]),
+    );
+  }
+
+  /** Decides one request. Throws what limiting throws (a store failure, failMode closed). */
+  async decide(facts: GatewayFacts): Promise<GatewayStep> {
+    const gateway = this.gateway;
+    const { path } = facts;
+    const target: OriginTarget = { pathname: path.path, search: facts.search };
+    // Without a trusted proxy X-Forwarded-For is never believed, so it is not even looked up.
+    const forwardedFor = gateway.trustProxy.length > 0 ? facts.headers.get("x-forwarded-for") : null;
+    const clientIp = resolveClientIp(facts.socketIp, forwardedFor, gateway.trustProxy);
+    if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return { forward: false, response: forbidden("the client address is on the deny list") };
+    if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
+    const route = findRoute(gateway.routes, facts.method, path);
+    if (!route) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
+    const label = routeLabel(route);
+
+    const keyFacts = { clientIp, headers: facts.headers, get url() { return facts.url(); }, path: keyPathOf(route.pattern, path) };
+    // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
+    let found = keyOf(route.key, keyFacts);
+    if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, keyFacts);
+    const key = found instanceof Promise ? await found : found;
+    if (!key) return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`)) };
+    if (gateway.deny.keys.has(key.value)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
+    if (gateway.allow.keys.has(key.value)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
+
+    let pausedInDryRun = false;
+    if (gateway.originFeedback) {
+      const pausedMs = await pausedForMs(this.limiter, key.storeKey);
+      if (pausedMs > 0) {
+        const decision = pausedDecision(pausedMs);
+        if (!route.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
+        pausedInDryRun = true;
+        this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
+      }
+    }
+    const signal = route.onLimit === "delay" ? facts.signal() : undefined;
+    const outcome = await limitRequest(this.#limiterOf.get(route)!, key.storeKey, this.#planOf.get(route)!, { signal, label: route.field, log: this.log, defer: facts.defer });
+    if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
+    if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
+    return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
+  }
+
+  /** Origin feedback: a 429 with Retry-After from the origin pauses the key (SPEC §5). */
+  originAnswered(step: GatewayStep & { forward: true }, status: number, retryAfter: () => string | null, defer: (promise: Promise<unknown>) => void): void {
+    if (!step.key || status !== 429) return;
+    const pauseMs = retryAfterMsOf(retryAfter(), Date.now());
+    if (pauseMs !== undefined) defer(pauseKey(this.limiter, step.key.storeKey, pauseMs));
+  }
+}
+
+/**
+ * What every edge refuses before deciding: a message framed two ways (request smuggling;
+ * Node's parser already refuses it) and a path with no safe canonical form (path.ts).
+ */
+export function refusal(framedTwice: boolean, path: CanonicalPath | RefusedPath): Response {
+  if (framedTwice || !isRefused(path)) return problemResponse(problem(400, "the request has both Transfer-Encoding and Content-Length"));
+  return problemResponse(problem(400, `the request path has no safe canonical form: ${path.refused}`));
+}
