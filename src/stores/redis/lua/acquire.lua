@@ -12,7 +12,7 @@
 -- ARGV[5+N]  leaseMs override, or ""
 -- ARGV[6+N]  "1" to join the queue when no lease is free, "0" to answer at once
 -- ARGV[7+N]  waiterTtlMs: the waiter is dropped when it has not polled for this long
--- Returns an array of integers (decodeAcquireAttempt in src/stores/redis-codec.ts):
+-- Returns an array of integers (decodeAcquireAttempt in src/stores/redis/codec.ts):
 --   {1, stack index of the top policy, remaining} acquired
 --   | {0, retryAfterMs or -1 (null)} denied
 --   | {2, ms until the next held lease expires, or -1 (none)} queued

@@ -4,7 +4,7 @@
 -- The library is loaded once per server as Redis Functions; where those are unavailable,
 -- every EVALSHA runs its whole script, library included. So library files only define
 -- local functions and one table per algorithm, and an EVALSHA script holds only the
--- algorithms of its stack (src/stores/redis-scripts.ts).
+-- algorithms of its stack (src/stores/redis/scripts.ts).
 -- Every call is Redis time: hot paths turn numeric strings into numbers with `text + 0`
 -- (half of tonumber's cost), print whole numbers with %d (a third of %.17g's), and build
 -- as few tables as they can.
@@ -42,7 +42,7 @@ end
 --                       hottest algorithms (see gcra.lua)
 -- A state is whatever its algorithm's functions agree on (a table, or GCRA's bare number);
 -- only they look inside it. States are stored compactly ("g:<tatMs>", number<N>_text) and
--- decoded by src/stores/redis-codec.ts in TypeScript.
+-- decoded by src/stores/redis/codec.ts in TypeScript.
 local ALGORITHMS = {}
 
 -- Whole and printable with %d exactly (`% 1` is the VM's own arithmetic: no call).

@@ -4,7 +4,7 @@
 --
 -- The decision is a flat array of whole numbers (null is -1), sent to the caller as one
 -- string of them separated by spaces and rebuilt by decodeDecision() in
--- src/stores/redis-codec.ts: one bulk string costs Redis a fraction of what an array of
+-- src/stores/redis/codec.ts: one bulk string costs Redis a fraction of what an array of
 -- integer replies does. Nothing TypeScript can tell by itself is sent:
 --   [1] retryAfterMs (0: allowed, -1: null)  [2] waitMs  [3] stack index of the top policy
 --   [4] leaseMs, or -1 when no lease was taken
@@ -139,7 +139,7 @@ end
 -- decide() would admit it and, if so, the policy's new state (else nil). Redis runs one
 -- script at a time, so single.lua leaves the rest of the decision (remaining, reset,
 -- retry times) to the caller, which computes it with src/core from the same stored state
--- and clock (decodeSingleDecision in src/stores/redis-codec.ts), and checks that it agrees.
+-- and clock (decodeSingleDecision in src/stores/redis/codec.ts), and checks that it agrees.
 local function admit_one(policy, state, now_ms, cost, mode, max_wait_ms)
   -- A peek (cost 0) never admits.
   if cost == 0 then return nil end

@@ -10,7 +10,7 @@
 -- Returns "<1|0> <sec> <usec> <stored>": whether it was admitted, the server clock (TIME's two
 --   numbers; absent with the client clock) and the state stored before the call (empty when
 --   none). The caller computes the rest of the decision from those with src/core
---   (decodeSingleDecision in src/stores/redis-codec.ts) and checks that it agrees.
+--   (decodeSingleDecision in src/stores/redis/codec.ts) and checks that it agrees.
 -- Written out in one place (read_clock, decode_stored and admit_one are the long way, and
 -- the algorithm's step the short one): each Lua call and table lookup is Redis time.
 local policy = policy_of(ARGV[1])
