@@ -1,13 +1,20 @@
 /**
- * `spillway/node`: the `rateLimit()` middleware for Express and plain node:http, and the
- * in-process store (RedisStore is in `spillway/redis`).
+ * `spillway/node`: the `rateLimit()` middleware for Express and plain node:http, the
+ * in-process store (RedisStore is in `spillway/redis`), and Spillway's HTTP API server over
+ * a store of your choosing (what `spillway serve` runs).
  *
  * @example
  * import { MemoryStore, rateLimit } from "spillway/node";
  * app.use(rateLimit({ store: new MemoryStore(), policies: { name: "per-ip", limit: 100, period: "1m" }, key: (req) => req.socket.remoteAddress }));
+ *
+ * @example
+ * import { MemoryStore, parseConfig, startServer } from "spillway/node";
+ * const server = await startServer({ config: parseConfig({ policies: [] }), limiter: new MemoryStore(), port: 8787, token: "secret" });
  */
 export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/middleware.js";
 export type { PolicyInput, RateLimitBaseOptions, RateLimitKey } from "./http/rate-limit-plan.js";
 export type { LogFn } from "./http/limit.js";
 export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";
+export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";
+export { parseConfig, type SpillwayConfig } from "./config.js";

@@ -11,11 +11,8 @@ import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { createSemaphore, httpLimiter } from "../../src/client/index.js";
-import { parseConfig } from "../../src/config.js";
-import type { Limiter } from "../../src/limiter.js";
-import { startServer } from "../../src/node/server.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { RedisStore } from "../../src/stores/redis/store.js";
+import { type Limiter, MemoryStore, parseConfig, startServer } from "../../src/node-middleware.js";
+import { RedisStore } from "../../src/redis.js";
 
 export const CAPACITY = 4;
 export const ACQUISITIONS_PER_PROCESS = 100;

@@ -12,11 +12,8 @@ import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { createThrottle, httpLimiter, parseRetryAfter, throttledFetch } from "../../src/client/index.js";
-import { parseConfig } from "../../src/config.js";
-import type { Limiter } from "../../src/limiter.js";
-import { startServer } from "../../src/node/server.js";
-import { MemoryStore } from "../../src/stores/memory.js";
-import { RedisStore } from "../../src/stores/redis/store.js";
+import { type Limiter, MemoryStore, parseConfig, startServer } from "../../src/node-middleware.js";
+import { RedisStore } from "../../src/redis.js";
 import { ACQUISITIONS_PER_PROCESS, CAPACITY, HOLD_MS, semaphoreTable } from "./client-semaphore.js";
 
 const LIMIT = 6;

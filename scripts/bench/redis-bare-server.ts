@@ -3,9 +3,7 @@
 // store, no validation and no auth. Usage: redis-bare-server.ts PORT
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { rateLimitHeaders } from "../../src/core/headers.js";
-import { parsePolicy } from "../../src/core/policy.js";
-import type { Decision } from "../../src/core/types.js";
+import { type Decision, parsePolicy, rateLimitHeaders } from "../../src/core/index.js";
 import { SERVER_POLICY } from "./redis-policies.js";
 
 const port = Number(process.argv[2]);

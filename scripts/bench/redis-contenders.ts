@@ -2,12 +2,8 @@
 // on one ioredis connection, resolving true when the request was admitted.
 import { Command, Redis } from "ioredis";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { parsePolicy } from "../../src/core/policy.js";
-import type { AlgorithmName } from "../../src/core/types.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
-import { scriptFor } from "../../src/stores/redis/scripts.js";
-import { WriteCoalescer } from "../../src/stores/redis/coalesce.js";
-import { decodeSingleDecision } from "../../src/stores/redis/codec.js";
+import { type AlgorithmName, type Policy, decide, parsePolicy } from "../../src/core/index.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/redis.js";
 import { NEVER_DENY_GCRA } from "./redis-policies.js";
 import { upstashStyleLimiter } from "./redis-upstash.js";
 
@@ -69,20 +65,6 @@ export const FLOOR_EVALSHA: Contender = {
   },
 };
 
-/** The floor with Spillway's write coalescing (redis-coalesce.ts): what the transport alone gains. */
-export const FLOOR_EVALSHA_COALESCED: Contender = {
-  id: "floor-evalsha-coalesced",
-  label: "floor: EVALSHA `return 1`, writes coalesced",
-  async create(client, _spec, prefix) {
-    const sha = (await client.script("LOAD", "return 1")) as string;
-    const coalescer = new WriteCoalescer(client);
-    return async (key) => {
-      coalescer.beforeSend();
-      return (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
-    };
-  },
-};
-
 /**
  * The commands of a Spillway GCRA decision and nothing else: one FCALL with Spillway's key
  * and argument that reads the server clock, GETs the state, SETs a constant one with PXAT
@@ -124,8 +106,8 @@ async function fcallDecider(client: Redis, library: string, functionName: string
  * The least a limiter that is exact, uses the server's clock and answers a whole decision can
  * do: a hand-written GCRA for one fixed policy (emission interval and tolerance as its two
  * arguments) that reads TIME, GETs the state, SETs the next one with PXAT at its own moment
- * and answers Spillway's reply; Node computes the decision from it as Spillway does
- * (decodeSingleDecision). No costs, modes, policy argument, client clock, key escaping or
+ * and answers Spillway's reply; Node computes the decision from it with the core's decide(),
+ * as Spillway's store does for one policy. No costs, modes, policy argument, client clock, key escaping or
  * deadline. Spillway ÷ this row is what its generality costs; this row ÷
  * rate-limiter-flexible is as close as such a limiter gets to a counter without a clock.
  */
@@ -159,9 +141,23 @@ export const FLOOR_MINIMAL_GCRA: Contender = {
     const intervalMs = policy.periodMs / policy.limit;
     if (!Number.isInteger(intervalMs)) throw new Error(`the minimal GCRA takes whole-ms intervals, got ${intervalMs}`);
     const args = [String(intervalMs), String((policy.burst - 1) * intervalMs)];
-    return fcallDecider(client, MINIMAL_GCRA_LIBRARY, "spillway_bench_minimal_gcra", prefix, args, (reply) => decodeSingleDecision(reply as string, policy, CHECK, undefined).allowed);
+    return fcallDecider(client, MINIMAL_GCRA_LIBRARY, "spillway_bench_minimal_gcra", prefix, args, (reply) => minimalGcraDecision(reply as string, policy).allowed);
   },
 };
+
+/**
+ * The decision on the minimal GCRA's reply "<1|0> <sec> <usec> <stored>" (stored: "g:<tatMs>"
+ * or empty), computed with the core from the state before the call and the server clock,
+ * and held to what the script did, as Spillway's store does.
+ */
+function minimalGcraDecision(reply: string, policy: Policy) {
+  const [admitted, seconds, micros, raw = ""] = reply.split(" ");
+  const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  const stored = raw === "" ? undefined : { algorithm: "gcra" as const, state: { tatMs: Number(raw.slice(2)) } };
+  const { decision } = decide([policy], () => stored, nowMs, CHECK);
+  if (decision.allowed !== (admitted === "1")) throw new Error(`the minimal GCRA ${admitted === "1" ? "admitted" : "refused"} what the core would not`);
+  return decision;
+}
 
 export const FLOOR_INCR: Contender = {
   id: "floor-incr",
@@ -219,23 +215,18 @@ export const NAIVE_GET_INCR: Contender = {
   },
 };
 
-/** Diagnostic: what the EVALSHA fallback (Redis < 7) pays on each call to define its Lua (the single-policy GCRA script up to the entry code, then `return 1`). */
-export const SPILLWAY_LIBRARY_ONLY: Contender = {
-  id: "spillway-library",
-  label: "diagnostic: Spillway's single-policy GCRA script definitions (EVALSHA fallback), then `return 1`",
-  async create(client, _spec, prefix) {
-    const text = scriptFor("single", ["gcra"]).text;
-    const entry = text.indexOf("-- >>> single.lua");
-    if (entry < 0) throw new Error("the check script no longer marks its entry code");
-    const sha = (await client.script("LOAD", `${text.slice(0, entry)}\nreturn 1\n`)) as string;
-    return async (key) => (await client.evalsha(sha, 1, `${prefix}${key}`)) === 1;
-  },
-};
+/**
+ * Diagnostic: Spillway GCRA on a client whose ACL user may not call FUNCTION or FCALL (as on
+ * Redis < 7 or a managed service that forbids them), so the store falls back to EVALSHA of a
+ * script holding the stack's algorithms: its Redis time per call ÷ SPILLWAY_GCRA's is what
+ * the fallback pays for defining its Lua on every call. `client` must be logged in as that
+ * user (see withoutFunctions in redis.ts).
+ */
+export const SPILLWAY_GCRA_EVALSHA: Contender = { ...spillway("gcra", "Spillway GCRA, EVALSHA fallback (no FUNCTION/FCALL allowed)"), id: "spillway-gcra-evalsha" };
 
 /** Throughput contenders, floors first (ratios are to FLOOR_EVALSHA). */
 export const THROUGHPUT_CONTENDERS = [
   FLOOR_EVALSHA,
-  FLOOR_EVALSHA_COALESCED,
   FLOOR_INCR,
   FLOOR_COMMANDS_ONLY,
   FLOOR_MINIMAL_GCRA,

@@ -1,20 +1,13 @@
 // bench:redis's sliding-log section: what one decision costs on a key whose log is full, at
 // limit 1k, 10k and 100k. A log is filled by `limit` admissions spread evenly over the
-// period (the state the algorithm itself builds, written with SET: filling a log of one
-// entry per admission through Redis would take hours), then decisions continue the same
-// trace, one per step, on the client clock: a key held at its limit rate, admitting as
-// old admissions stop counting. Redis time per decision is INFO commandstats' FCALL usec;
+// period, through the store on the client clock (pipelined: a log keeps at most 65 live
+// buckets, so the fill is cheap), then decisions continue the same trace, one per step: a
+// key held at its limit rate, admitting as old admissions stop counting. Redis time per decision is INFO commandstats' FCALL usec;
 // the memory store's and the Durable Object's cost is KeyState.check in this process
 // (and the DO's JSON.stringify of the state it writes to SQLite).
 import type { Redis } from "ioredis";
-import type { StoredState } from "../../src/core/algorithms.js";
-import { KeyState } from "../../src/core/key-state.js";
-import { parsePolicy } from "../../src/core/policy.js";
-import { slidingLog } from "../../src/core/sliding-log.js";
-import type { Policy } from "../../src/core/types.js";
-import { decodeStoredState } from "../../src/stores/redis/codec.js";
-import { keyLayout } from "../../src/stores/redis/keys.js";
-import { RedisStore } from "../../src/stores/redis/store.js";
+import { KeyState, type Policy, type StoredState, parsePolicy } from "../../src/core/index.js";
+import { RedisStore } from "../../src/redis.js";
 import { connect } from "./redis-contenders.js";
 import { redisUsec, resetRedisStats } from "./redis-stats.js";
 
@@ -45,31 +38,41 @@ export interface SlidingLogRow {
 
 const CHECK = { cost: 1, mode: "reject", maxWaitMs: 0 } as const;
 
-/** The state `limit` admissions of cost 1 at startMs + i·stepMs leave, built by the algorithm itself. */
+/** The state `limit` admissions of cost 1 at startMs + i·stepMs leave, built by the core. */
 function filledState(policy: Policy, startMs: number, stepMs: number): StoredState {
-  let state = slidingLog.admit(undefined, policy, startMs, startMs, 1, undefined);
-  for (let i = 1; i < policy.limit; i++) {
-    const atMs = startMs + i * stepMs;
-    state = slidingLog.admit(state, policy, atMs, atMs, 1, undefined);
+  const keyState = new KeyState();
+  let stored: StoredState | undefined;
+  for (let i = 0; i < policy.limit; i++) {
+    const { decision, changes } = keyState.check([policy], startMs + i * stepMs, CHECK);
+    if (!decision.allowed) throw new Error(`the fill was refused at admission ${i}`);
+    stored = changes.get(policy.name)?.stored ?? stored;
   }
-  return { algorithm: "sliding-log", state };
+  if (!stored) throw new Error("the fill left no state");
+  return stored;
 }
 
-/** The Redis text of a sliding-log state, as entries.lua writes it ("l:<untilMs>,<cost>,;…"). */
-function encodeForRedis(stored: StoredState): string {
-  if (stored.algorithm !== "sliding-log") throw new Error("a sliding-log state was expected");
-  const text = `l:${stored.state.entries.map(([untilMs, cost]) => `${untilMs},${cost},`).join(";")}`;
-  if (JSON.stringify(decodeStoredState(text)) !== JSON.stringify(stored)) throw new Error("the bench's encoding does not read back as the state");
-  return text;
-}
+/** Admissions in flight at once while filling a log through the store. */
+const FILL_BATCH = 512;
 
-async function measureRedis(admin: Redis, client: Redis, options: SlidingLogOptions, policy: Policy, stored: StoredState, startMs: number, stepMs: number) {
+async function measureRedis(admin: Redis, client: Redis, options: SlidingLogOptions, policy: Policy, startMs: number, stepMs: number) {
   const prefix = `bench:${options.runId}:sliding-log:${policy.limit}:`;
   const key = "full";
-  let nowMs = startMs + policy.limit * stepMs;
+  let nowMs = startMs;
   // A full old-style log takes far longer than the store's default 50 ms per call.
   const store = new RedisStore({ client, keyPrefix: prefix, clock: "client", clockMs: () => nowMs, timeoutMs: 60_000, coalesceWrites: false });
-  await client.set(keyLayout(prefix, key).stateKey(policy.name), encodeForRedis(stored), "PX", 10 * options.periodMs);
+  // The store reads its clock when a call starts, so calls started in trace order go out in it.
+  for (let i = 0; i < policy.limit; i += FILL_BATCH) {
+    const batch: Promise<{ allowed: boolean }>[] = [];
+    for (let j = i; j < Math.min(policy.limit, i + FILL_BATCH); j++) {
+      nowMs = startMs + j * stepMs;
+      batch.push(store.check(key, [policy], CHECK));
+    }
+    if (!(await Promise.all(batch)).every((decision) => decision.allowed)) throw new Error("Redis refused part of the fill");
+  }
+  // What GET reads and the reply carries back: the one key under this run's prefix.
+  const [stateKey] = await client.keys(`${prefix}*`);
+  const stateChars = stateKey ? await client.strlen(stateKey) : 0;
+  nowMs = startMs + policy.limit * stepMs;
   await resetRedisStats(admin);
   const deadlineMs = performance.now() + options.budgetMs;
   let calls = 0;
@@ -80,8 +83,8 @@ async function measureRedis(admin: Redis, client: Redis, options: SlidingLogOpti
     nowMs += stepMs;
   }
   const usec = await redisUsec(admin);
-  await client.del(keyLayout(prefix, key).stateKey(policy.name));
-  return { calls, admitted, usPerDecision: usec / calls };
+  await store.reset(key, [policy]);
+  return { calls, admitted, usPerDecision: usec / calls, stateChars };
 }
 
 function measureNode(options: SlidingLogOptions, policy: Policy, stored: StoredState, startMs: number, stepMs: number, withJson: boolean) {
@@ -112,13 +115,13 @@ export async function runSlidingLog(options: SlidingLogOptions, log: (line: stri
       const startMs = Math.floor(Date.now() / options.periodMs) * options.periodMs;
       const stored = filledState(policy, startMs, stepMs);
       const entries = stored.algorithm === "sliding-log" ? stored.state.entries.length : 0;
-      const redis = await measureRedis(admin, client, options, policy, stored, startMs, stepMs);
+      const redis = await measureRedis(admin, client, options, policy, startMs, stepMs);
       const node = measureNode(options, policy, stored, startMs, stepMs, false);
       const nodeJson = measureNode(options, policy, stored, startMs, stepMs, true);
       const row: SlidingLogRow = {
         limit,
         entries,
-        stateChars: encodeForRedis(stored).length,
+        stateChars: redis.stateChars,
         redisCalls: redis.calls,
         redisAdmitted: redis.admitted,
         redisUsPerDecision: redis.usPerDecision,

@@ -9,7 +9,7 @@
 //   REDIS_URL=redis://127.0.0.1:6379       (an existing server; keys are prefixed bench:<run>:)
 //   npm run bench:redis -- sliding-log     (only the sliding-log section, ~1 min: writes `## Sliding log (bench:redis sliding-log)`)
 import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-admission.js";
-import { ADMISSION_CONTENDERS, SPILLWAY_LIBRARY_ONLY, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
+import { ADMISSION_CONTENDERS, type Contender, SPILLWAY_GCRA, SPILLWAY_GCRA_EVALSHA, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
 import { goalLines, ratioTable } from "./redis-goals.js";
 import { type HttpOptions, httpTable, runHttp } from "./redis-http.js";
 import { startBenchRedis } from "../redis-server.js";
@@ -29,18 +29,36 @@ const TITLE = "Redis (bench:redis)";
 const SLIDING_LOG_TITLE = "Sliding log (bench:redis sliding-log)";
 const log = (line: string) => console.log(line);
 
-/** Redis µs per call of defining the single-policy GCRA script in the EVALSHA fallback (16 callers, 10,000 keys). */
+/**
+ * Redis µs per call that Spillway's EVALSHA fallback (Redis < 7, or FUNCTION/FCALL refused)
+ * adds to a GCRA decision: the same decisions (16 callers, 10,000 keys) as SPILLWAY_GCRA,
+ * once on a connection whose ACL user may not use FUNCTION or FCALL. Its script defines the
+ * stack's Lua on every call; FCALL's library is defined once per server.
+ */
 async function libraryCost(url: string, runId: string): Promise<number> {
-  const client = await connect(url);
   const admin = await connect(url);
+  const user = `spillway-bench-${runId}`;
+  await admin.call("ACL", "SETUSER", user, "on", "nopass", "~*", "&*", "+@all", "-function", "-fcall", "-fcall_ro");
+  const restricted = new URL(url);
+  restricted.username = user;
+  restricted.password = "";
+  const redisUsPerCall = async (contender: Contender, clientUrl: string) => {
+    const client = await connect(clientUrl);
+    try {
+      const decide = await contender.create(client, { limit: 1_000_000_000, periodMs: 86_400_000, neverDeny: true }, `bench:${runId}:library:${contender.id}:`);
+      await measureCell(decide, 16, 10_000, WARM_UP_MS);
+      await resetRedisStats(admin);
+      const result = await measureCell(decide, 16, 10_000, SLICE_MS * SLICES);
+      return (await redisUsec(admin)) / (result.calls + result.errors);
+    } finally {
+      client.disconnect();
+    }
+  };
   try {
-    const decide = await SPILLWAY_LIBRARY_ONLY.create(client, { limit: 1, periodMs: 1 }, `bench:${runId}:library:`);
-    await measureCell(decide, 16, 10_000, WARM_UP_MS);
-    await resetRedisStats(admin);
-    const result = await measureCell(decide, 16, 10_000, SLICE_MS * SLICES);
-    return (await redisUsec(admin)) / (result.calls + result.errors);
+    const evalshaUs = await redisUsPerCall(SPILLWAY_GCRA_EVALSHA, restricted.toString());
+    return evalshaUs - (await redisUsPerCall(SPILLWAY_GCRA, url));
   } finally {
-    client.disconnect();
+    await admin.call("ACL", "DELUSER", user);
     admin.disconnect();
   }
 }
@@ -53,7 +71,7 @@ async function slidingLogSection(url: string, runId: string): Promise<void> {
   const seconds = ((performance.now() - startedMs) / 1000).toFixed(0);
   const markdown = [
     `\`npm run bench:redis -- sliding-log\` (scripts/bench/redis-sliding-log.ts; also part of a whole \`npm run bench:redis\`), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${seconds} s.`,
-    `One key whose sliding-log policy (period ${options.periodMs / 1000} s) holds \`limit\` admissions of cost 1 spread evenly over the period: the state the algorithm builds from them, stored with SET.`,
+    `One key whose sliding-log policy (period ${options.periodMs / 1000} s) holds \`limit\` admissions of cost 1 spread evenly over the period, admitted through the store itself on the client clock (pipelined).`,
     `Then decisions continue that trace on the client clock, one per step of period ÷ limit (a key held at its limit rate: it admits as old admissions stop counting), one caller, for ${options.budgetMs / 1000} s or \`limit\` decisions.`,
     "Redis µs/decision is Redis's own time per FCALL (INFO commandstats). The last two columns are the same trace on `KeyState.check` in this Node process: the memory store's decision, and with `JSON.stringify` of the state it changed, which the Durable Object writes to SQLite on every admission.",
     "A sliding log keeps one entry per bucket of period ÷ 64 (README, sliding-log), so its state holds at most 65 live entries whatever the limit; before that it held one per admission time (see the next section).",
@@ -98,7 +116,7 @@ async function main(): Promise<void> {
     };
     const results = await runThroughput(throughput, log);
     const libraryUs = await libraryCost(redis.url, runId);
-    log(`\nSpillway's EVALSHA fallback, GCRA script definitions alone: ${libraryUs.toFixed(1)} µs of Redis time per call\n`);
+    log(`\nSpillway's EVALSHA fallback: ${libraryUs.toFixed(1)} µs more Redis time per GCRA decision than FCALL\n`);
 
     const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, turns: HTTP_TURNS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
     const httpRows = await runHttp(http, log);
@@ -132,13 +150,13 @@ async function main(): Promise<void> {
       "each turn starting with the next contender: the fast and slow minutes of a shared machine fall on all of them alike, so their ratios hold even when the absolute numbers drift. Each row sums its turns.",
       "Every contender has its own ioredis connection with the same settings (Spillway's `REDIS_CLIENT_OPTIONS`) and a limit no request reaches, so every call takes the admit-and-write path on a live state (1e9 per day; GCRA: 1000 per day with a burst of 1e9, whose state stays days ahead).",
       "10,000 keys are visited round robin. Redis script µs/decision is Redis's own time per call (INFO commandstats: the script, including what it calls); CPU µs/decision is this Node process's CPU (load generator included) and the Redis process's CPU (I/O included) per call.",
-      "The floor is the cheapest possible EVALSHA (`return 1`, one key), sent as plain ioredis sends it; the coalesced floor is the same with Spillway's write coalescing; INCR is the cheapest possible counter;",
-      "the commands-only floor is one FCALL with Spillway's key and arguments that runs a Spillway GCRA decision's commands (TIME, GET, SET … PXAT of a constant) with no logic and answers a reply of the same shape; the minimal exact GCRA is a hand-written FCALL for the run's one GCRA policy (TIME, GET, SET … PXAT of the next state) answering Spillway's reply, from which Node computes the decision as Spillway does.",
+      "The floor is the cheapest possible EVALSHA (`return 1`, one key), sent as plain ioredis sends it; INCR is the cheapest possible counter;",
+      "the commands-only floor is one FCALL with Spillway's key and arguments that runs a Spillway GCRA decision's commands (TIME, GET, SET … PXAT of a constant) with no logic and answers a reply of the same shape; the minimal exact GCRA is a hand-written FCALL for the run's one GCRA policy (TIME, GET, SET … PXAT of the next state) answering Spillway's reply, from which Node computes the decision with the core's `decide()` as Spillway does.",
       "Spillway is `RedisStore.check` (one FCALL, one policy, server clock, per-call timeout 2 s, the decision computed in full, writes coalesced under load: the defaults), and once more with `coalesceWrites: false`; rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
       "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
       "",
       ...throughputTables(throughput, results),
-      `Spillway uses FCALL (Redis 7 Functions: its Lua is defined once per server). Diagnostic for its EVALSHA fallback (Redis < 7): the single-policy GCRA script up to its entry code, then \`return 1\`, costs ${libraryUs.toFixed(1)} µs of Redis time per call (16 callers, 10,000 keys).`,
+      `Spillway uses FCALL (Redis 7 Functions: its Lua is defined once per server). Diagnostic for its EVALSHA fallback (Redis < 7, or FUNCTION/FCALL refused): the same GCRA decisions on a connection whose ACL user may not use them cost ${libraryUs.toFixed(1)} µs more Redis time per call (16 callers, 10,000 keys): the script defines its Lua on every call.`,
       "",
       "### End to end over HTTP",
       "",
