@@ -40,10 +40,7 @@ export class OriginWait {
   readonly #controller = new AbortController();
   readonly #expired: Promise<never>;
   #reject!: (error: OriginTimeoutError) => void;
-  #timer: ReturnType<typeof setTimeout> | undefined;
-  /** When the origin last got the move; undefined while the gateway waits on the client. */
-  #owedSinceMs: number | undefined;
-  #settled = false;
+  readonly #clock: OriginClock;
 
   constructor(clientSignal: AbortSignal, timeoutMs: number) {
     this.timeoutMs = timeoutMs;
@@ -53,7 +50,11 @@ export class OriginWait {
     });
     if (clientSignal.aborted) this.#controller.abort(clientSignal.reason);
     else clientSignal.addEventListener("abort", () => this.#controller.abort(clientSignal.reason), { once: true });
-    this.#owe();
+    this.#clock = new OriginClock(timeoutMs, (error) => {
+      // Rejected before the abort, so the race reports the timeout rather than the abort it causes.
+      this.#reject(error);
+      this.#controller.abort(error);
+    });
   }
 
   /** The origin's answer, or an OriginTimeoutError; an answer that comes too late is discarded. */
@@ -64,8 +65,7 @@ export class OriginWait {
       if (error instanceof OriginTimeoutError) sent.then((late) => late.body?.cancel().catch(() => {}), () => {});
       throw error;
     } finally {
-      this.#settled = true;
-      clearTimeout(this.#timer);
+      this.#clock.stop();
     }
   }
 
@@ -76,7 +76,7 @@ export class OriginWait {
       {
         pull: async (controller) => {
           // The origin asked for more: now the gateway waits on the client.
-          this.#owedSinceMs = undefined;
+          this.#clock.waitOnClient();
           let chunk: ReadableStreamReadResult<Uint8Array>;
           try {
             chunk = await reader.read();
@@ -84,7 +84,7 @@ export class OriginWait {
             controller.error(error);
             return;
           }
-          this.#owe();
+          this.#clock.owe();
           if (chunk.done) controller.close();
           else controller.enqueue(chunk.value);
         },
@@ -93,11 +93,41 @@ export class OriginWait {
       { highWaterMark: 0 },
     );
   }
+}
 
-  #owe(): void {
+/**
+ * The clock of an origin's wait (see OriginWait), for edges that move bytes themselves: runs
+ * from construction while the origin owes the next move (`owe`), pauses while the gateway
+ * waits on the client (`waitOnClient`), calls `expire` once past `timeoutMs`, never after `stop`.
+ * One timer, re-armed lazily: moving the deadline costs no timer call.
+ */
+export class OriginClock {
+  readonly timeoutMs: number;
+  readonly #expire: (error: OriginTimeoutError) => void;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** When the origin last got the move; undefined while the gateway waits on the client. */
+  #owedSinceMs: number | undefined;
+  #settled = false;
+
+  constructor(timeoutMs: number, expire: (error: OriginTimeoutError) => void) {
+    this.timeoutMs = timeoutMs;
+    this.#expire = expire;
+    this.owe();
+  }
+
+  owe(): void {
     if (this.#settled) return;
     this.#owedSinceMs = Date.now();
     this.#timer ??= setTimeout(this.#check, this.timeoutMs);
+  }
+
+  waitOnClient(): void {
+    this.#owedSinceMs = undefined;
+  }
+
+  stop(): void {
+    this.#settled = true;
+    clearTimeout(this.#timer);
   }
 
   readonly #check = (): void => {
@@ -108,10 +138,8 @@ export class OriginWait {
       this.#timer = setTimeout(this.#check, leftMs);
       return;
     }
-    const error = new OriginTimeoutError(this.timeoutMs);
-    // Rejected before the abort, so the race reports the timeout rather than the abort it causes.
-    this.#reject(error);
-    this.#controller.abort(error);
+    this.#settled = true;
+    this.#expire(new OriginTimeoutError(this.timeoutMs));
   };
 }
 

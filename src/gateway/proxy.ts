@@ -128,11 +128,19 @@ export function originHeader(origin: OriginAnswer, name: string): string | null 
  * caller wrapped it, e.g. to release a lease when it ends).
  */
 export function clientResponse(origin: OriginAnswer, extra: Record<string, string>, body: ReadableStream<Uint8Array> | null = origin.body): Response {
-  const headers = origin.headers instanceof Headers ? headersWithExtra(origin.headers, extra) : recordWithExtra(origin.headers, extra);
+  const headers = answerHeaders(origin.headers, extra);
   // These statuses cannot carry a body (the Response constructor refuses one).
   const nullBody = origin.status === 204 || origin.status === 205 || origin.status === 304;
   if (nullBody && body) void body.cancel().catch(() => {});
   return new Response(nullBody ? null : body, { status: origin.status, statusText: origin.statusText, headers });
+}
+
+/**
+ * The fields of the client's answer: the origin's (hop-by-hop ones removed) with `extra`
+ * added. A record stays a record (what node:http writes out directly).
+ */
+export function answerHeaders(origin: OriginAnswer["headers"], extra: Record<string, string>): Headers | Record<string, string> {
+  return origin instanceof Headers ? headersWithExtra(origin, extra) : recordWithExtra(origin, extra);
 }
 
 /** RateLimit fields are structured lists: ours join the origin's own rather than replace them. */

@@ -1,5 +1,5 @@
 import { type Context, Hono, type Next } from "hono";
-import { canonicalPath, isRefused, rawPathOf } from "./path.js";
+import { type CanonicalPath, canonicalPath, isRefused, rawPathOf } from "./path.js";
 import type { SpillwayService } from "../service.js";
 import { createApi } from "./api.js";
 import { type Observability, createObserveRoutes } from "./observe-routes.js";
@@ -34,6 +34,16 @@ const OWN_PATHS: ReadonlyMap<string, readonly string[]> = new Map([
   ["/dashboard", ["GET", "HEAD"]],
 ]);
 const RESERVED_PATHS = new Set(["/v1/top", "/v1/stats", "/metrics", "/dashboard"]);
+
+/**
+ * Whether a path is Spillway's to answer rather than a gateway's to forward outright: any
+ * spelling of an own path, and everything under /v1 (whose unknown paths the app still hands
+ * to the gateway). The Node server sends these to the app, the rest to its gateway edge.
+ */
+export function isSpillwayPath(path: CanonicalPath): boolean {
+  const lower = path.lowerSegments;
+  return lower[0] === "v1" || OWN_PATHS.has(`/${lower.join("/")}`);
+}
 
 /**
  * Runs after Spillway's own handlers and before the gateway, for what they did not answer:

@@ -77,9 +77,15 @@ export function problemFor(error: unknown): Problem {
 
 /** Hono onError handler: logs only what is not the user's fault. */
 export function onError(error: Error, c: Context): Response {
+  const response = errorResponse(error);
+  c.status(response.status as ContentfulStatusCode);
+  return response;
+}
+
+/** The problem answer for an error, outside Hono (the Node gateway edge); logs as onError does. */
+export function errorResponse(error: unknown): Response {
   const body = problemFor(error);
   if (error instanceof StoreFaultError || (body.status >= 500 && body.status !== 503)) console.error("spillway: store or internal error", error);
   else if (body.status === 503) console.warn(`spillway: ${body.detail}`);
-  c.status(body.status as ContentfulStatusCode);
   return problemResponse(body);
 }

@@ -5,7 +5,9 @@ import type { Context, Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "../gateway/config.js";
-import { createGateway } from "../gateway/gateway.js";
+import { GatewayCore } from "../gateway/core.js";
+import { createGatewayApp } from "../gateway/gateway.js";
+import { NodeGatewayEdge, headersOf } from "./gateway-edge.js";
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
@@ -76,37 +78,6 @@ function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
   return { status, statusText, headers, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array> };
 }
 
-/**
- * The origin's fields as a record: lower-case names, repeated fields joined by ", " as
- * Headers would join them. Node's parser has already refused malformed names and values.
- * Several Set-Cookie lines cannot share one string, so such an answer gets a Headers, which
- * keeps them apart (rawHeaders keeps repeated fields as they came).
- */
-function headersOf(raw: readonly string[]): Headers | Record<string, string> {
-  const record = newFieldRecord();
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    const seen = record[name];
-    if (seen === undefined) record[name] = value;
-    else if (name === "set-cookie") return headersFromRaw(raw);
-    else record[name] = `${seen}, ${value}`;
-  }
-  return record;
-}
-
-function headersFromRaw(raw: readonly string[]): Headers {
-  const headers = new Headers();
-  for (let i = 0; i < raw.length; i += 2) {
-    try {
-      headers.append(raw[i]!, raw[i + 1]!);
-    } catch {
-      // A field the Headers class refuses (bad characters) is dropped, not fatal.
-    }
-  }
-  return headers;
-}
-
 export interface NodeGatewayOptions {
   config: SpillwayConfig;
   /** The gateway part, when already validated (e.g. before connecting to Redis). */
@@ -119,13 +90,31 @@ export interface NodeGatewayOptions {
 }
 
 /**
+ * The gateway of `spillway serve`: one GatewayCore served by two edges. `edge` (node:http in
+ * and out) takes what startServer finds to be plain gateway traffic; `app` (the Hono edge
+ * over the same core) takes the rest: request targets @hono/node-server rewrites (dot
+ * segments, percent-encoding, absolute form), so that every spelling is decided as before.
+ * With a custom `fetchOrigin` there is no `edge`: the Hono edge then serves everything.
+ */
+export class NodeGateway {
+  readonly app: Hono;
+  readonly edge: NodeGatewayEdge | undefined;
+  constructor(app: Hono, edge: NodeGatewayEdge | undefined) {
+    this.app = app;
+    this.edge = edge;
+  }
+}
+
+/**
  * The gateway for `spillway serve`, or undefined when the config has no `origin`. Call it
  * at start: a bad gateway config throws a ValidationError naming the field.
  *
  * @example const fallback = createNodeGateway({ config, limiter }); await startServer({ config, limiter, port, fallback });
  */
-export function createNodeGateway(options: NodeGatewayOptions): Hono | undefined {
+export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | undefined {
   const gateway = options.gateway ?? parseGatewayConfig(options.config);
   if (!gateway) return undefined;
-  return createGateway({ ...options, gateway, clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
+  const core = new GatewayCore({ ...options, gateway });
+  const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
+  return new NodeGateway(app, options.fetchOrigin ? undefined : new NodeGatewayEdge(core));
 }

@@ -1,5 +1,5 @@
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
+import { createServer } from "node:http";
 import type { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import { ValidationError } from "../core/validation.js";
@@ -7,6 +7,8 @@ import { createApp } from "../http/app.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { SpillwayService } from "../service.js";
+import { serverListener } from "./dispatch.js";
+import { NodeGateway } from "./gateway.js";
 
 export interface ServerOptions {
   config: SpillwayConfig;
@@ -17,8 +19,8 @@ export interface ServerOptions {
   hostname?: string;
   /** The /v1 bearer token (default: SPILLWAY_TOKEN from the environment, read per request). */
   token?: string;
-  /** The gateway app, mounted after /v1 and /healthz. */
-  fallback?: Hono;
+  /** The gateway, mounted after /v1 and /healthz: a NodeGateway (createNodeGateway) or a Hono app. */
+  fallback?: Hono | NodeGateway;
   /** /v1/top, /v1/stats, /metrics and /dashboard (see createNodeObservability). */
   observability?: Observability;
   /** How long close() lets in-flight requests finish before cutting them (default 10 s). */
@@ -79,11 +81,15 @@ export interface RunningServer {
 export function startServer(options: ServerOptions): Promise<RunningServer> {
   const service = new SpillwayService(options.limiter, options.config);
   const tokenOf = () => options.token ?? process.env.SPILLWAY_TOKEN;
-  const app = createApp({ service, tokenOf, fallback: options.fallback, observability: options.observability });
+  const gateway = options.fallback instanceof NodeGateway ? options.fallback : undefined;
+  const fallback = gateway ? gateway.app : (options.fallback as Hono | undefined);
+  const app = createApp({ service, tokenOf, fallback, observability: options.observability });
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(options.timeouts);
-    const server = serve({ fetch: app.fetch, port: options.port, hostname, serverOptions }, (info: AddressInfo) => {
+    const server = createServer(serverOptions, serverListener(app, gateway, hostname));
+    server.listen(options.port, hostname, () => {
+      const info = server.address() as AddressInfo;
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;
       resolve({ port: info.port, url: `http://${host}:${info.port}`, close: () => closeServer(server, options) });
     });
@@ -91,7 +97,7 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
   });
 }
 
-type NodeServer = ReturnType<typeof serve>;
+type NodeServer = ReturnType<typeof createServer>;
 
 async function closeServer(server: NodeServer, options: ServerOptions): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -1,0 +1,277 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
+import { urlToHttpOptions } from "node:url";
+import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
+import { UNROUTED, refusal } from "../gateway/core.js";
+import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
+import { HOP_BY_HOP_HEADERS, answerHeaders, badGateway, newFieldRecord } from "../gateway/proxy.js";
+import type { HeaderLookup } from "../gateway/keys.js";
+import type { CanonicalPath } from "../http/path.js";
+import { errorResponse } from "../http/problems.js";
+
+const HOP_BY_HOP = new Set<string>(HOP_BY_HOP_HEADERS);
+const NULL_BODY_STATUSES = new Set([204, 205, 304]);
+type Forward = GatewayStep & { forward: true };
+
+/**
+ * The gateway's Node edge: node:http in, node:http out, around the same GatewayCore the
+ * Worker runs. @hono/node-server would turn every request and answer into a web Request and
+ * Response and every body into a web stream, which costs more than the proxying itself; here
+ * bytes go from socket to socket (pipe, with backpressure) and headers stay records.
+ * Only what the core answers itself (400, 403, 429, 5xx problems) is a Response.
+ */
+export class NodeGatewayEdge {
+  readonly #core: GatewayCore;
+  readonly #client: typeof http | typeof https;
+  readonly #agent: http.Agent;
+  readonly #originOptions: http.RequestOptions;
+  readonly #basePath: string;
+
+  constructor(core: GatewayCore, options: { maxSockets?: number } = {}) {
+    this.#core = core;
+    const origin = core.gateway.origin;
+    const secure = origin.protocol === "https:";
+    this.#client = secure ? https : http;
+    this.#agent = new (secure ? https : http).Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 });
+    // Host, port and protocol once (urlToHttpOptions unwraps an IPv6 literal's brackets).
+    const { hostname, port, protocol } = urlToHttpOptions(origin);
+    this.#originOptions = { hostname, port, protocol };
+    this.#basePath = origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
+  }
+
+  /** Serves one request whose canonical path the server already computed (and found not Spillway's). */
+  handle(req: IncomingMessage, res: ServerResponse, path: CanonicalPath): void {
+    const exchange = new Exchange(req, res);
+    // Request smuggling: a message framed two ways is refused (Node's parser already does so).
+    if (exchange.header("transfer-encoding") !== undefined && exchange.header("content-length") !== undefined) return this.#answer(exchange, refusal(true, path), undefined);
+    const url = req.url!;
+    const query = url.indexOf("?");
+    // URL.search's exact form (its percent-encoding of a query) only when there is a query.
+    const search = query < 0 ? "" : new URL(url, "http://h").search;
+    const facts: GatewayFacts = {
+      method: req.method!,
+      path,
+      search,
+      url: () => new URL(url, `http://${exchange.header("host") ?? "localhost"}`),
+      headers: exchange,
+      socketIp: req.socket.remoteAddress,
+      signal: () => exchange.signal(),
+      defer: quietly,
+    };
+    this.#core.decide(facts).then(
+      (step) => (step.forward ? this.#forward(exchange, step) : this.#answer(exchange, step.response, step.route)),
+      (error: unknown) => this.#answer(exchange, errorResponse(error), undefined),
+    );
+  }
+
+  #report(route: string | undefined, status: number): void {
+    this.#core.observer?.gatewayRequest?.({ route: route ?? UNROUTED, status });
+  }
+
+  /** An answer of the gateway's own: small problem bodies, read whole and written at once. */
+  #answer(exchange: Exchange, response: Response, route: string | undefined): void {
+    this.#report(route, response.status);
+    const { res } = exchange;
+    if (res.destroyed) return;
+    const fields: string[] = [];
+    response.headers.forEach((value, name) => {
+      if (name !== "set-cookie") fields.push(name, value);
+    });
+    for (const cookie of response.headers.getSetCookie()) fields.push("set-cookie", cookie);
+    res.writeHead(response.status, fields);
+    if (!response.body) res.end();
+    else response.arrayBuffer().then((body) => res.end(Buffer.from(body)), () => res.destroy());
+  }
+
+  #forward(exchange: Exchange, step: Forward): void {
+    const { req, res } = exchange;
+    const core = this.#core;
+    const { lease } = step;
+    if (lease) res.once("close", () => void lease.release());
+    const timing = step.route !== undefined && core.observer?.originDuration ? performance.now() : undefined;
+    const outgoing = this.#client.request({
+      ...this.#originOptions,
+      method: req.method,
+      path: `${this.#basePath}${step.target.pathname}${step.target.search}`,
+      headers: exchange.forwardedFields(),
+      agent: this.#agent,
+    });
+    // The wait for the answer's headers (originTimeoutMs), paused while the upload waits on the client.
+    const clock = new OriginClock(step.timeoutMs, (error) => outgoing.destroy(error));
+    let answered = false;
+    const originDone = () => {
+      clock.stop();
+      if (timing !== undefined) core.observer!.originDuration!({ route: step.route!, durationMs: performance.now() - timing });
+    };
+    res.once("close", () => {
+      // The client went away (or the answer was cut): nothing more to fetch or send.
+      if (!res.writableFinished) outgoing.destroy();
+    });
+    outgoing.on("error", (error) => {
+      if (answered) return; // a body cut after the headers is the answer stream's to report
+      answered = true;
+      originDone();
+      void lease?.release();
+      // A client that went away reads no answer; do not report its abort as an origin fault.
+      if (res.destroyed) return this.#report(step.route, 499);
+      const origin = core.gateway.origin;
+      this.#answer(exchange, error instanceof OriginTimeoutError ? gatewayTimeout(origin, error.timeoutMs) : badGateway(origin, error), step.route);
+    });
+    outgoing.on("response", (incoming) => {
+      answered = true;
+      originDone();
+      this.#relay(exchange, step, incoming);
+    });
+    if (req.method === "GET" || req.method === "HEAD") {
+      outgoing.end();
+      return;
+    }
+    // The upload streams as it comes, with backpressure; the clock runs only while the origin owes a move.
+    clock.waitOnClient();
+    req.on("data", (chunk: Buffer) => {
+      clock.owe();
+      if (outgoing.write(chunk)) clock.waitOnClient();
+      else req.pause();
+    });
+    outgoing.on("drain", () => {
+      clock.waitOnClient();
+      req.resume();
+    });
+    req.once("end", () => {
+      clock.owe();
+      outgoing.end();
+    });
+    req.once("error", (error) => outgoing.destroy(error));
+  }
+
+  /** Streams the origin's answer to the client, the core's fields added. */
+  #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
+    const { req, res } = exchange;
+    const status = incoming.statusCode ?? 0;
+    // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
+    if (status < 200 || status > 599) {
+      incoming.destroy();
+      void step.lease?.release();
+      this.#answer(exchange, badGateway(this.#core.gateway.origin, new Error(`the origin answered with status ${status}`)), step.route);
+      return;
+    }
+    const origin = headersOf(incoming.rawHeaders);
+    this.#core.originAnswered(step, status, () => (origin instanceof Headers ? origin.get("retry-after") : (origin["retry-after"] ?? null)), quietly);
+    const fields = answerHeaders(origin, step.extra);
+    this.#report(step.route, status);
+    if (res.destroyed) {
+      incoming.destroy();
+      return;
+    }
+    res.writeHead(status, incoming.statusMessage, fields instanceof Headers ? flatFields(fields) : fields);
+    if (req.method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
+      incoming.resume();
+      res.end();
+      return;
+    }
+    // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk.
+    incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
+    // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
+    incoming.once("error", () => res.destroy());
+    incoming.pipe(res);
+  }
+}
+
+const quietly = (promise: Promise<unknown>) => void promise.catch(() => {});
+
+/** A Headers as node:http's flat [name, value, …] list, several Set-Cookie fields kept apart. */
+function flatFields(headers: Headers): string[] {
+  const fields: string[] = [];
+  headers.forEach((value, name) => {
+    if (name !== "set-cookie") fields.push(name, value);
+  });
+  for (const cookie of headers.getSetCookie()) fields.push("set-cookie", cookie);
+  return fields;
+}
+
+/** One request and its answer; reads the client's fields from rawHeaders (Node's `headers` drops repeats). */
+class Exchange implements HeaderLookup {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  #controller: AbortController | undefined;
+
+  constructor(req: IncomingMessage, res: ServerResponse) {
+    this.req = req;
+    this.res = res;
+  }
+
+  /** A field as Headers.get reads it: repeated fields joined by ", ". */
+  get(name: string): string | null {
+    return this.header(name) ?? null;
+  }
+
+  header(name: string): string | undefined {
+    const raw = this.req.rawHeaders;
+    let value: string | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const field = raw[i]!;
+      if (field.length === name.length && field.toLowerCase() === name) value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
+    }
+    return value;
+  }
+
+  /** Aborted when the client goes away before its answer is written (a delayed request is dropped). */
+  signal(): AbortSignal {
+    if (!this.#controller) {
+      const controller = (this.#controller = new AbortController());
+      this.res.once("close", () => {
+        if (!this.res.writableFinished) controller.abort();
+      });
+    }
+    return this.#controller.signal;
+  }
+
+  /**
+   * The client's fields for the origin, in one pass: lower-case names, repeats joined by ", ",
+   * without Host (the origin client sets it), hop-by-hop fields and those Connection names.
+   */
+  forwardedFields(): Record<string, string> {
+    const raw = this.req.rawHeaders;
+    const connection = this.header("connection");
+    const named = connection ? connection.split(",").map((name) => name.trim().toLowerCase()) : undefined;
+    const fields = newFieldRecord();
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      if (name === "host" || HOP_BY_HOP.has(name) || named?.includes(name)) continue;
+      const seen = fields[name];
+      fields[name] = seen === undefined ? raw[i + 1]! : `${seen}, ${raw[i + 1]!}`;
+    }
+    return fields;
+  }
+}
+
+/**
+ * The origin's fields as a record: lower-case names, repeated fields joined by ", " as
+ * Headers would join them. Node's parser has already refused malformed names and values.
+ * Several Set-Cookie lines cannot share one string, so such an answer gets a Headers, which
+ * keeps them apart (rawHeaders keeps repeated fields as they came).
+ */
+export function headersOf(raw: readonly string[]): Headers | Record<string, string> {
+  const record = newFieldRecord();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    const value = raw[i + 1]!;
+    const seen = record[name];
+    if (seen === undefined) record[name] = value;
+    else if (name === "set-cookie") return headersFromRaw(raw);
+    else record[name] = `${seen}, ${value}`;
+  }
+  return record;
+}
+
+function headersFromRaw(raw: readonly string[]): Headers {
+  const headers = new Headers();
+  for (let i = 0; i < raw.length; i += 2) {
+    try {
+      headers.append(raw[i]!, raw[i + 1]!);
+    } catch {
+      // A field the Headers class refuses (bad characters) is dropped, not fatal.
+    }
+  }
+  return headers;
+}
