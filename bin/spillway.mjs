@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The `spillway` command. An installed copy runs the built JavaScript (dist/, which is all the
 // package ships): no TypeScript, no devDependencies. A checkout runs its TypeScript sources on
-// Node's own type stripping (Node 22.18+/23.6+, on by default), with scripts/ts-hooks.mjs
+// Node's own type stripping (Node 22.18+/23.6+, on by default), with bin/ts-hooks.mjs
 // mapping their `.js` import specifiers to `.ts`, so an edit is live without a rebuild and no
 // stale dist/ is ever what a test or `npm run serve` measured. A checkout on a Node without type
 // stripping runs dist/ too (built by `npm install`'s prepare, or `npm run build`).
@@ -11,11 +11,11 @@ const fromSources =
   process.features.typescript &&
   !new URL(import.meta.url).pathname.split("/").includes("node_modules") &&
   existsSync(new URL("../src/node/cli.ts", import.meta.url)) &&
-  existsSync(new URL("../scripts/ts-hooks.mjs", import.meta.url));
+  existsSync(new URL("./ts-hooks.mjs", import.meta.url));
 
 let cli;
 if (fromSources) {
-  await import("../scripts/ts-hooks.mjs");
+  await import("./ts-hooks.mjs");
   cli = await import("../src/node/cli.ts");
 } else if (existsSync(new URL("../dist/node/cli.js", import.meta.url))) {
   cli = await import("../dist/node/cli.js");

@@ -1,7 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
-const hooks = fileURLToPath(new URL("../../scripts/ts-hooks.mjs", import.meta.url));
+const hooks = fileURLToPath(new URL("../../bin/ts-hooks.mjs", import.meta.url));
 
 /**
  * A Node child process running one of our TypeScript fixtures, talking over IPC. Every

@@ -16,7 +16,7 @@ describe("200 concurrent clients in 2 Node processes on one key", () => {
   beforeAll(async () => {
     server = await startRedis();
     const script = fileURLToPath(new URL("./fixtures/clients.ts", import.meta.url));
-    const hooks = fileURLToPath(new URL("../../scripts/ts-hooks.mjs", import.meta.url));
+    const hooks = fileURLToPath(new URL("../../bin/ts-hooks.mjs", import.meta.url));
     for (let index = 0; index < 2; index++) {
       const child = fork(script, [server.url], { execArgv: ["--experimental-transform-types", "--no-warnings", "--import", hooks], stdio: ["ignore", "inherit", "inherit", "ipc"] });
       children.push(child);

@@ -95,3 +95,15 @@ describe("benchmarks use the public API", () => {
     expect(reached.filter((path) => !ENTRY_POINTS.has(path)).map((path) => relative(ROOT, path))).toEqual(["src/stores/redis/scripts.ts", "src/node/server.ts"]);
   });
 });
+
+describe("bin/", () => {
+  it("imports only bin/, src/ and dist/ (never scripts/ or test/, which do not ship)", () => {
+    const bin = join(ROOT, "bin");
+    const wrong = tsFiles(bin).flatMap((file) => importsOf(file).filter((target) => !/^(bin|src|dist)\//.test(relative(ROOT, target))).map((target) => `${relative(ROOT, file)} → ${relative(ROOT, target)}`));
+    expect(wrong).toEqual([]);
+  });
+
+  it("can fail: the checkout's hook imported from scripts/ is caught", () => {
+    expect(importsOf(join(ROOT, "bin/x.mjs"), 'await import("../scripts/ts-hooks.mjs");').map((path) => relative(ROOT, path))).toEqual(["scripts/ts-hooks.mjs"]);
+  });
+});
