@@ -117,7 +117,7 @@ export function decodeSingleDecision(reply: string, policy: Policy, options: Che
   }
   const raw = reply.slice(rawAt);
   // Another algorithm's state (the policy was redefined) counts as none, as in the script.
-  const stored = raw !== "" && (raw.startsWith(STATE_TAGS[policy.algorithm]) || raw[0] === "{") ? decodeStoredState(raw) : undefined;
+  const stored = raw !== "" && raw.startsWith(STATE_TAGS[policy.algorithm]) ? decodeStoredState(raw) : undefined;
   const decision = decideOne(policy, stored, nowMs, options);
   const admitted = reply[0] === "1";
   if (admitted !== (options.cost > 0 && decision.allowed)) {
@@ -163,18 +163,11 @@ function decodeEntries(body: string, raw: string): Entry[] {
 /**
  * The core's StoredState for a value the scripts stored ("g:<tatMs>", "t:<tokens>:<anchorMs>",
  * "f:<windowStartMs>:<count>", "s:<windowStartMs>:<prev>:<curr>", "l:<entries>",
- * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…"), or the JSON of Spillway 0.1.
+ * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…").
  *
  * @example decodeStoredState("g:1700000000250") // { algorithm: "gcra", state: { tatMs: 1700000000250 } }
  */
 export function decodeStoredState(raw: string): StoredState {
-  if (raw.startsWith("{")) {
-    try {
-      return JSON.parse(raw) as StoredState;
-    } catch {
-      throw unexpected("Redis state", raw);
-    }
-  }
   const tag = raw.slice(0, 2);
   const body = raw.slice(2);
   // Runs on every single-policy decision: no closure, no split for GCRA.

@@ -37,7 +37,6 @@ end
 --   encode(state)       the stored string, and optionally the %d text of ceil(fresh_at)
 --                       when it has it for free; decode(raw) the state (raises, or answers nil,
 --                       when raw is not one: `"x" + 0` is a Lua error)
---   from_json(state)    optional: the state of a Spillway 0.1 JSON value, when it differs
 --   step(raw, ...)      optional: single.lua's usual request fused into one call, for the
 --                       hottest algorithms (see gcra.lua)
 -- A state is whatever its algorithm's functions agree on (a table, or GCRA's bare number);

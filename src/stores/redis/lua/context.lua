@@ -74,12 +74,6 @@ local function decode_stored(raw, policy, key)
   if sub(raw, 1, 2) == algorithm.tag then
     local state = algorithm.decode(raw)
     if state then return state end
-  elseif string.byte(raw) == 123 then
-    -- "{": the JSON {"algorithm":..,"state":..} of Spillway 0.1, read during an upgrade.
-    local stored = cjson.decode(raw)
-    if stored.algorithm ~= policy.algorithm then return nil end
-    if algorithm.from_json then return algorithm.from_json(stored.state) end
-    return stored.state
   elseif find(raw, "^[gtfslc]:") then
     return nil
   end

@@ -80,8 +80,4 @@ ALGORITHMS["gcra"] = {
   decode = function(raw)
     return sub(raw, 3) + 0
   end,
-  -- The { tatMs } of a Spillway 0.1 JSON state.
-  from_json = function(state)
-    return state.tatMs
-  end,
 }
