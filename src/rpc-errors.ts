@@ -1,18 +1,7 @@
 import { StoreFaultError, StoreUnavailableError } from "./limiter.js";
+import { STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "./wire.js";
 
 // No Workers-only or Node-only imports: the entrypoint (workerd) and bindingLimiter (any runtime) share this.
-
-/** Message prefix of an RPC error when the store could not be reached and the policy fails closed: no decision was made. */
-export const STORE_UNAVAILABLE_PREFIX = "store unavailable: ";
-/** Message prefix of an RPC error when the store answered with an error (a bug or misconfiguration): nothing was admitted. */
-export const STORE_FAULT_PREFIX = "store fault: ";
-
-/**
- * Problem `type`s of the two 503s over HTTP. Both are 503, but a client must tell them
- * apart: an unreachable store may be failed open by a policy, a store fault never may.
- */
-export const STORE_UNAVAILABLE_TYPE = "urn:spillway:problem:store-unavailable";
-export const STORE_FAULT_TYPE = "urn:spillway:problem:store-fault";
 
 /**
  * An error as it may cross a service binding. workerd keeps an RPC error's message but not

@@ -1,7 +1,7 @@
 import { describe } from "../core/duration.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import { type StoreHealth, StoreFaultError } from "../limiter.js";
-import { STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../rpc-errors.js";
+import { STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
 import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
 import { functionOption, integerOption } from "./options.js";
 import { type PolicyRef, type PolicySpec, type RemoteLimiter, policyToWire } from "./target.js";

@@ -1,12 +1,13 @@
 import type { SpillwayConfig } from "../config.js";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
-import { DRY_RUN_HEADER, type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
 import { type CanonicalPath, type RefusedPath, isRefused } from "../http/path.js";
 import { problem, problemResponse } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
 import { observeLimiter } from "../observe/observed-limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
+import { DRY_RUN_HEADER } from "../wire.js";
 import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { anyRangeContains, resolveClientIp } from "./ip.js";

@@ -1,8 +1,7 @@
 import { problem, problemResponse } from "../http/problems.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../wire.js";
 import type { OriginAnswer } from "./origin.js";
 
-/** Problem type of the gateway's 504: the origin stayed silent past originTimeoutMs. */
-export const ORIGIN_TIMEOUT_TYPE = "urn:spillway:problem:origin-timeout";
 
 /** The origin sent nothing for `timeoutMs`: no answer headers yet, or no byte of its body. */
 export class OriginTimeoutError extends Error {

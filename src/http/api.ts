@@ -3,12 +3,11 @@ import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
 import type { Checked, SpillwayService } from "../service.js";
 import { bearerAuth } from "./auth.js";
+import { FAILED_OPEN_HEADER } from "../wire.js";
 import { BodyTooLargeError, costAboveCapacityDetail } from "./problems.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
-/** Set on answers a `failMode: "open"` policy admitted while the store was down. */
-export const FAILED_OPEN_HEADER = "Spillway-Failed-Open";
 
 export interface ApiOptions {
   service: SpillwayService;

@@ -2,12 +2,9 @@ import type { Context } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
 import { concurrencyPolicies } from "../core/key-state.js";
 import type { Decision, Policy } from "../core/types.js";
-import { FAILED_OPEN_HEADER } from "./api.js";
-import { QUOTA_EXCEEDED_TYPE, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
+import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../wire.js";
+import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
-
-/** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done). */
-export const DRY_RUN_HEADER = "Spillway-Dry-Run";
 
 /** How one route (or one rateLimit() middleware) limits. */
 export interface LimitPlan {

@@ -4,9 +4,7 @@ import { UnknownPolicyError } from "../core/policy.js";
 import type { Decision } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../rpc-errors.js";
-
-export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
 
 
 /** An RFC 9457 problem body; extra members (`field`, `violated-policies`) ride along. */

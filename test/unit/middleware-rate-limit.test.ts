@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RateLimitOptions, rateLimit } from "../../src/http/middleware.js";
 import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/rpc-errors.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 2, period: "1m" };

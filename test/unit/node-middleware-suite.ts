@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { describe, expect, it, vi } from "vitest";
 import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
 import type { NodeRateLimitOptions } from "../../src/node-middleware.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/rpc-errors.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
 import { type Listening, abortedGet, failingStore, gate, perTest } from "./node-middleware-helpers.js";
 
 export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;

@@ -1,0 +1,26 @@
+/**
+ * The wire contract: every string a client or another Worker relies on, in one place. Changing
+ * one of these is a breaking change for callers (SPEC), so nothing else in src/ spells them out.
+ * No imports: any layer (client/ included) may read this.
+ */
+
+/** Message prefix of an RPC error when the store could not be reached and the policy fails closed: no decision was made. */
+export const STORE_UNAVAILABLE_PREFIX = "store unavailable: ";
+/** Message prefix of an RPC error when the store answered with an error (a bug or misconfiguration): nothing was admitted. */
+export const STORE_FAULT_PREFIX = "store fault: ";
+
+/**
+ * Problem `type`s of the two 503s over HTTP. Both are 503, but a client must tell them
+ * apart: an unreachable store may be failed open by a policy, a store fault never may.
+ */
+export const STORE_UNAVAILABLE_TYPE = "urn:spillway:problem:store-unavailable";
+export const STORE_FAULT_TYPE = "urn:spillway:problem:store-fault";
+/** Problem type of a 429 (the IANA-registered quota-exceeded type). */
+export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
+/** Problem type of the gateway's 504: the origin stayed silent past originTimeoutMs. */
+export const ORIGIN_TIMEOUT_TYPE = "urn:spillway:problem:origin-timeout";
+
+/** Set to `true` on answers a `failMode: "open"` policy admitted while the store was down. */
+export const FAILED_OPEN_HEADER = "Spillway-Failed-Open";
+/** Set on answers of dry-run routes: `allowed` or `denied` (what enforcement would have done), or `error`. */
+export const DRY_RUN_HEADER = "Spillway-Dry-Run";
