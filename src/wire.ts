@@ -1,6 +1,6 @@
 /**
  * The wire contract: every string a client or another Worker relies on, in one place. Changing
- * one of these is a breaking change for callers (SPEC), so nothing else in src/ spells them out.
+ * one of these is a breaking change for callers (README "HTTP API"), so nothing else in src/ spells them out.
  * No imports: any layer (client/ included) may read this.
  */
 

@@ -22,7 +22,7 @@ export interface HttpLimiterOptions {
 }
 
 /**
- * The Spillway HTTP API (SPEC §3) as a Limiter. 503, other 5xx, network errors and timeouts
+ * The Spillway HTTP API (README "HTTP API") as a Limiter. 503, other 5xx, network errors and timeouts
  * throw LimiterUnavailableError, except a 503 whose problem type is a store fault, which
  * throws StoreFaultError (no failMode may hide it); 400/401/404/413 throw LimiterRequestError with the server's detail.
  *
@@ -96,7 +96,7 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
       return asShape<ReleaseResult>(await call("POST", "v1/release", { key, policy: policyToWire(policy), leaseId }, [200]), "released");
     },
     async extend(key, policy, leaseId, leaseMs) {
-      // Not in SPEC §3's table yet: the route mirrors the RPC method and the Limiter interface.
+      // The route mirrors the RPC method and the Limiter interface.
       const body = { key, policy: policyToWire(policy), leaseId, ...(leaseMs === undefined ? {} : { leaseMs }) };
       return asShape<ExtendResult>(await call("POST", "v1/extend", body, [200]), "extended");
     },
@@ -111,7 +111,7 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
   };
 }
 
-/** The service binding's RPC surface (SPEC §6): the HTTP API's bodies as arguments, its answers as results. */
+/** The service binding's RPC surface (README "Calling it from other Workers"): the HTTP API's bodies as arguments, its answers as results. */
 export interface SpillwayBinding {
   check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"]; maxWaitMs?: number }): Promise<Decision>;
   peek(request: { key: string; policy: WirePolicy }): Promise<Decision>;

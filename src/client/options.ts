@@ -39,7 +39,7 @@ export function functionOption<F extends (...args: never[]) => unknown>(name: st
   return value as F;
 }
 
-/** A user key: 1 … 512 UTF-8 bytes (SPEC §3). */
+/** A user key: 1 … 512 UTF-8 bytes (README "HTTP API"). */
 export function keyOption(name: string, value: unknown): string {
   if (typeof value !== "string" || value.length === 0 || encoder.encode(value).length > MAX_KEY_BYTES) {
     throw new TypeError(`${name}: must be a string of 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${describe(value)}`);

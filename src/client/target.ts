@@ -5,7 +5,7 @@ import { ValidationError } from "../core/validation.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { asLimiterError } from "./errors.js";
 
-/** An inline policy as SPEC §1 writes it (what the HTTP API and the RPC binding accept). */
+/** An inline policy as a config writes it (README "Algorithms"; what the HTTP API and the RPC binding accept). */
 export interface PolicySpec {
   name: string;
   algorithm?: AlgorithmName;
@@ -17,7 +17,7 @@ export interface PolicySpec {
   failMode?: "open" | "closed";
 }
 
-/** One policy: a name the server's config defines, an inline SPEC §1 object, or an already validated Policy. */
+/** One policy: a name the server's config defines, an inline policy object (README "Algorithms"), or an already validated Policy. */
 export type PolicyItem = string | PolicySpec | Policy;
 /** A policy or a stack of them (all-or-nothing). */
 export type PolicyRef = PolicyItem | readonly PolicyItem[];
@@ -44,7 +44,7 @@ function isValidatedPolicy(item: PolicySpec | Policy): item is Policy {
   return typeof (item as Policy).periodMs === "number" && typeof (item as Policy).leaseMs === "number";
 }
 
-/** A validated Policy back in SPEC §1 form, for the wire. */
+/** A validated Policy back in its config form (README "Algorithms"), for the wire. */
 export function policyToSpec(policy: Policy): PolicySpec {
   const spec: PolicySpec = { name: policy.name, algorithm: policy.algorithm, limit: policy.limit, failMode: policy.failMode };
   if (policy.algorithm === "concurrency") spec.lease = policy.leaseMs;
@@ -53,7 +53,7 @@ export function policyToSpec(policy: Policy): PolicySpec {
   return spec;
 }
 
-/** The wire form of a policy reference: names kept, Policies turned back into SPEC §1 objects. */
+/** The wire form of a policy reference: names kept, Policies turned back into config policy objects (README "Algorithms"). */
 export function policyToWire(policy: PolicyRef): string | PolicySpec | Array<string | PolicySpec> {
   const one = (item: PolicyItem) => (typeof item === "string" ? item : isValidatedPolicy(item) ? policyToSpec(item) : item);
   if (!Array.isArray(policy)) return one(policy as PolicyItem);

@@ -10,7 +10,7 @@ export interface ThrottleOptions {
   limiter: Limiter;
   /** What is limited, shared by every caller that uses the same key (1 … 512 UTF-8 bytes). */
   key: string;
-  /** A policy name (remote limiters), an inline SPEC §1 policy, or a stack of them. */
+  /** A policy name (remote limiters), an inline policy (README "Algorithms"), or a stack of them. */
   policy: PolicyRef;
   /** Longest wait for a slot, in ms (default 60 000). Further slots throw MaxWaitExceededError. */
   maxWaitMs?: number;

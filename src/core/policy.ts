@@ -50,7 +50,7 @@ export const policySchema = z.strictObject(
 );
 
 /**
- * Validates one policy object (SPEC §1) and resolves its durations and defaults.
+ * Validates one policy object (README "Algorithms") and resolves its durations and defaults.
  * Throws a ValidationError that names the field: `policy.limit: must be a positive integer from 1 to 1000000000, got -1`.
  *
  * @example parsePolicy({ name: "per-minute", limit: 600, period: "1m" }, "policy")

@@ -1,4 +1,4 @@
-/** The algorithms of SPEC §1. */
+/** The algorithms (README "Algorithms"). */
 export const ALGORITHMS = ["gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "concurrency"] as const;
 export type AlgorithmName = (typeof ALGORITHMS)[number];
 
@@ -37,7 +37,7 @@ export interface PolicyDecision {
   retryAfterMs: number | null;
 }
 
-/** The answer to a check or peek (SPEC §2). */
+/** The answer to a check or peek (README "HTTP API"). */
 export interface Decision extends Omit<PolicyDecision, "policy"> {
   /** Reserve mode: the request was admitted for a slot this far in the future. */
   waitMs: number;

@@ -38,7 +38,7 @@ export interface AccessList {
   keys: ReadonlySet<string>;
 }
 
-/** The validated gateway part of a config (SPEC §5). */
+/** The validated gateway part of a config (docs/gateway.md). */
 export interface GatewayConfig {
   /** Base URL requests are forwarded to; its path (if any) prefixes the request's path. */
   origin: URL;

@@ -67,7 +67,7 @@ export interface GatewayCoreOptions {
 }
 
 /**
- * The runtime-neutral gateway of SPEC §5: route match, key, allow/deny lists, the limit plan
+ * The runtime-neutral gateway of docs/gateway.md: route match, key, allow/deny lists, the limit plan
  * and its headers, origin feedback. The edges (gateway.ts on Hono, node/gateway-edge.ts on
  * node:http) only move bytes.
  */
@@ -135,7 +135,7 @@ export class GatewayCore {
     return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
   }
 
-  /** Origin feedback: a 429 with Retry-After from the origin pauses the key (SPEC §5). */
+  /** Origin feedback: a 429 with Retry-After from the origin pauses the key (docs/gateway.md). */
   originAnswered(step: GatewayStep & { forward: true }, status: number, retryAfter: () => string | null, defer: (promise: Promise<unknown>) => void): void {
     if (!step.key || status !== 429) return;
     const pauseMs = retryAfterMsOf(retryAfter(), Date.now());

@@ -29,7 +29,7 @@ export interface GatewayOptions {
 }
 
 /**
- * The gateway of SPEC §5 as a Hono app, mounted by createApp as its `fallback`: every
+ * The gateway of docs/gateway.md as a Hono app, mounted by createApp as its `fallback`: every
  * request that is not /v1 or /healthz is matched against the routes, limited by its key,
  * and streamed to the origin and back. Requests no route matches pass through unlimited.
  * The deciding is GatewayCore's (core.ts); this is the Request/Response edge the Worker

@@ -1,7 +1,7 @@
 import { MAX_KEY_BYTES } from "../requests.js";
 import { type IpAddress, formatIp, maskIp } from "./ip.js";
 
-/** Where a route's rate-limit key comes from (SPEC §5). */
+/** Where a route's rate-limit key comes from (docs/gateway.md). */
 export type KeySource =
   | { kind: "ip"; /** IPv6 addresses are aggregated to this prefix (IPv4 is always exact). */ ipv6PrefixBits: number }
   | { kind: "header"; name: string }

@@ -67,7 +67,7 @@ function decisionResponse({ decision, policies, cost }: Checked, legacyHeaders: 
 
 const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 
-/** The /v1 decision API of SPEC §3. */
+/** The /v1 decision API of README "HTTP API". */
 export function createApi({ service, tokenOf }: ApiOptions): Hono {
   const api = new Hono();
   const legacy = service.config.legacyHeaders;

@@ -16,7 +16,7 @@ export interface AppOptions {
 }
 
 /**
- * Spillway's own paths and the methods each answers (SPEC §3; /v1/top, /v1/stats, /metrics and
+ * Spillway's own paths and the methods each answers (README "HTTP API"; /v1/top, /v1/stats, /metrics and
  * /dashboard are served when the runtime observes, else 404). However they are spelled, they never reach a gateway's origin: the client's
  * Authorization there carries SPILLWAY_TOKEN.
  */

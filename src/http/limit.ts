@@ -62,7 +62,7 @@ export function deferOf(c: Context): (promise: Promise<unknown>) => void {
 }
 
 /**
- * The 429 of SPEC §5: Retry-After, the RateLimit fields and a quota-exceeded problem body.
+ * The 429 of docs/gateway.md: Retry-After, the RateLimit fields and a quota-exceeded problem body.
  * A request that can never pass (`retryAfterMs` null; `cost` above a capacity) has no
  * Retry-After (see rateLimitHeaders) and a detail that says so.
  */

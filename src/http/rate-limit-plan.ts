@@ -14,7 +14,7 @@ import { type Problem, problem, problemFor } from "./problems.js";
  * (spillway/hono) and the Node one (spillway/node) are both built on it.
  */
 
-/** A policy as written in config (SPEC §1): `{ name, algorithm, limit, period, ... }`. */
+/** A policy as written in config (README "Algorithms"): `{ name, algorithm, limit, period, ... }`. */
 export type PolicyInput = Record<string, unknown>;
 
 /** The options of every `rateLimit()` but `key`. */

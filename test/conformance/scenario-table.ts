@@ -3,7 +3,7 @@ import type { Scenario } from "./scenarios.js";
 const check = (atMs: number, extra: Record<string, unknown> = {}) => ({ atMs, op: "check" as const, ...extra });
 const peek = (atMs: number, extra: Record<string, unknown> = {}) => ({ atMs, op: "peek" as const, ...extra });
 
-/** Every algorithm, costs, peeks, stacks, reserve, concurrency and expiry (SPEC §1–2). */
+/** Every algorithm, costs, peeks, stacks, reserve, concurrency and expiry (README "Algorithms" and "HTTP API"). */
 export const SCENARIOS: Scenario[] = [
   {
     name: "gcra: burst, denial, peek, recovery (limit 1/s, burst 5)",

@@ -41,7 +41,7 @@ export type Step =
 
 export interface Scenario {
   name: string;
-  /** Policy inputs (SPEC §1 JSON) by label; two labels may share a policy name (redefinition). */
+  /** Policy inputs (JSON as README "Algorithms" writes them) by label; two labels may share a policy name (redefinition). */
   policies: Record<string, Record<string, unknown>>;
   steps: Step[];
 }

@@ -4,7 +4,7 @@ import { type RunningServer, startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { LimiterRequestError, LimiterUnavailableError, createSemaphore, createThrottle, httpLimiter, throttledFetch } from "../../src/client/index.js";
 
-// The client against the real Node server (SPEC §3), not a stand-in: shapes and statuses must agree.
+// The client against the real Node server (README "HTTP API"), not a stand-in: shapes and statuses must agree.
 const config = parseConfig({
   policies: [
     { name: "per-second", algorithm: "sliding-log", limit: 2, period: "1s" },

@@ -28,7 +28,7 @@ interface Body {
   leaseId?: string;
 }
 
-/** A stand-in for the Spillway HTTP API (SPEC §3) over a MemoryStore, with the server's own policy resolution. */
+/** A stand-in for the Spillway HTTP API (README "HTTP API") over a MemoryStore, with the server's own policy resolution. */
 function fakeServer(store = new MemoryStore(), seen: Array<{ path: string; body: Body; auth: string | null }> = []) {
   const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
   return async (input: Request | string | URL, init?: RequestInit): Promise<Response> => {

@@ -27,7 +27,7 @@ function errorOf(raw: Record<string, unknown>): { field: string; message: string
 }
 
 describe("gateway config", () => {
-  it("accepts the SPEC example and fills in defaults", () => {
+  it("accepts the docs/gateway.md example and fills in defaults", () => {
     const gateway = load(base)!;
     expect(gateway.origin.href).toBe("https://api.example.com/");
     expect(gateway.routes[0]).toMatchObject({ field: "routes.0", onLimit: "reject", maxDelayMs: 0, dryRun: false, key: { kind: "ip", ipv6PrefixBits: 64 } });

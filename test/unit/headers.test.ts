@@ -8,7 +8,7 @@ import { RUNS, runTrace, stackTraceArb } from "./property-helpers.js";
 const perMinute = policyOf({ name: "per-minute", algorithm: "gcra", limit: 600, period: "1m" });
 const perHour = policyOf({ name: "per-hour", algorithm: "gcra", limit: 3600, period: "1h" });
 
-/** The decision of SPEC §2. */
+/** The decision of README "HTTP API". */
 const specDecision: Decision = {
   allowed: false,
   limit: 600,
@@ -24,7 +24,7 @@ const specDecision: Decision = {
 };
 
 describe("rateLimitHeaders", () => {
-  it("formats the SPEC §4 example", () => {
+  it("formats the README's HTTP API headers example", () => {
     expect(rateLimitHeaders(specDecision, [perMinute, perHour])).toEqual({
       "RateLimit-Policy": '"per-minute";q=600;w=60, "per-hour";q=3600;w=3600',
       RateLimit: '"per-minute";r=0;t=1, "per-hour";r=2950;t=1800',

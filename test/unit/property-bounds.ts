@@ -2,7 +2,7 @@ import type { Policy } from "../../src/core/types.js";
 import type { Admission, TraceRun } from "./property-helpers.js";
 
 /**
- * Each algorithm's promise (SPEC §1) as a check over admissions at the times their
+ * Each algorithm's promise (README "Algorithms") as a check over admissions at the times their
  * callers act. Every check returns a sentence describing the first violation, or null.
  */
 

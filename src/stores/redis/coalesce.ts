@@ -11,18 +11,17 @@ const WINDOW_CALLS = 256;
  * Write coalescing under load, for one standalone ioredis client.
  *
  * ioredis writes every command to its socket at once, and a write(2) to a socket costs more
- * than everything else Node does for a decision (70–80% of the limiter's Node CPU in
- * bench:redis). When many commands are already in flight, Redis has a backlog to work
- * through, so holding further commands (cork) to the end of this turn of the event loop and
- * sending them together (one writev) leaves Redis no idler and saves Node most of that CPU.
+ * than everything else Node does for a decision. When many commands are already in flight,
+ * Redis has a backlog to work through, so holding further commands (cork) to the end of this
+ * turn of the event loop and sending them together (one writev) leaves Redis no idler and
+ * saves Node most of that CPU.
  *
  * How many in flight is "many" depends on the load: holding writes with too few in flight
- * makes Node and Redis take turns instead of working at the same time (at 16 callers,
- * coalescing from 1 in flight lost a quarter of the throughput). Holding from half the
- * recent peak (at least 8, at most 32) measured best at every load we tried (8 to 256
- * callers): the first commands of a round go out at once and keep Redis busy while Node
- * works on the others. bench:redis (GCRA, against the same with coalesceWrites: false): 1.1–1.6×
- * the decisions per second at 16 to 256 callers, with 30–55% less Node CPU per decision.
+ * makes Node and Redis take turns instead of working at the same time. Holding from half the
+ * recent peak (at least COALESCE_MIN_IN_FLIGHT, at most COALESCE_MAX_IN_FLIGHT) measured best
+ * at every load we tried: the first commands of a round go out at once and keep Redis busy
+ * while Node works on the others. What it is worth: BENCHMARKS.md, "Redis (bench:redis)"
+ * (Spillway GCRA against the same with `coalesceWrites: false`).
  *
  * Only the socket's write timing changes: commands keep their order (the socket buffers
  * them), so replies still match ioredis's queue, other users of the same client included,

@@ -9,7 +9,7 @@ export type RedisClient = Redis | Cluster;
 export const SCRIPT_NAMES = ["single", "check", "acquire", "leave", "release", "extend", "reset"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
-/** Each algorithm of SPEC §1 lives in its own file and mirrors its `src/core` twin. */
+/** Each algorithm (README "Algorithms") lives in its own file and mirrors its `src/core` twin. */
 const ALGORITHM_FILES: Record<AlgorithmName, string> = {
   gcra: "gcra.lua",
   "token-bucket": "token-bucket.lua",
@@ -32,7 +32,7 @@ const ENTRY_NEEDS: Record<ScriptName, { decide: boolean; waiters: "always" | "wi
 
 export interface RedisScript {
   name: ScriptName;
-  /** The algorithms the script holds, in SPEC order. */
+  /** The algorithms the script holds, in ALGORITHMS order. */
   algorithms: readonly AlgorithmName[];
   /** The full text sent with EVAL (library parts + entry file). */
   text: string;
