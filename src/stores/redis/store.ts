@@ -12,6 +12,24 @@ import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseWaiters } from "./waiters.js";
 
+/*
+ * Two reply protocols for a check, chosen in RedisStore.check:
+ *
+ * - One policy without leases (the usual request): single.lua admits and writes, and answers
+ *   whether it admitted, the clock and the state it read; Node computes the decision from
+ *   those with src/core (decodeSingleDecision) and holds it to Lua's admission.
+ * - A stack, or a policy with leases: check.lua decides in full with decide.lua, and Node
+ *   rebuilds the decision from its numbers (decodeDecision).
+ *
+ * Both stay for now: check.lua serves every stack and lease (reserve, peeks, the waiter
+ * queue), the first protocol only the usual request. A prototype of the first protocol for
+ * stacks without leases spent less Redis time per decision than check.lua on every stack
+ * (BENCHMARKS.md, "Redis reply protocol"), so moving those stacks over is the next step; a
+ * stack with a concurrency policy also needs the waiter queue and the lease decided where
+ * the state is, which check.lua does. Redis's time is the ceiling of a whole deployment
+ * (README, "Redis mode"), so the protocol is chosen by it.
+ */
+
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
   client?: RedisClient;
