@@ -56,6 +56,24 @@ function spillway(algorithm: AlgorithmName, label: string, coalesceWrites = true
   };
 }
 
+/**
+ * A stack of two policies (GCRA and a fixed window) on one key: the store's check.lua, which
+ * decides in full in Lua, where one policy takes single.lua (README, "Redis mode").
+ */
+export const SPILLWAY_STACK: Contender = {
+  id: "spillway-stack",
+  label: "Spillway stack: GCRA + fixed-window",
+  async create(client, spec, prefix) {
+    const gcraShape = spec.neverDeny ? NEVER_DENY_GCRA : { limit: spec.limit };
+    const policies = [
+      parsePolicy({ name: "bench", algorithm: "gcra", ...gcraShape, period: spec.periodMs }, "policy"),
+      parsePolicy({ name: "bench-window", algorithm: "fixed-window", limit: spec.limit, period: spec.periodMs }, "policy"),
+    ];
+    const store = new RedisStore({ client, keyPrefix: prefix, timeoutMs: SPILLWAY_TIMEOUT_MS });
+    return async (key) => (await store.check(key, policies, CHECK)).allowed;
+  },
+};
+
 export const FLOOR_EVALSHA: Contender = {
   id: "floor-evalsha",
   label: "floor: EVALSHA `return 1`",
@@ -233,6 +251,7 @@ export const THROUGHPUT_CONTENDERS = [
   SPILLWAY_GCRA,
   SPILLWAY_GCRA_SENT_AT_ONCE,
   SPILLWAY_SLIDING_WINDOW,
+  SPILLWAY_STACK,
   RATE_LIMITER_FLEXIBLE,
   UPSTASH_STYLE,
 ];
