@@ -1,8 +1,9 @@
-// bench:gateway — requests per second and latency through the gateway, in one run:
-//   Node:   straight to the origin · a bare Node proxy (same server and origin client, no
-//           limiting) · `spillway serve --store memory` · `spillway serve --redis`
-//   Worker: a proxy Worker without limiting · the Spillway Worker gateway (Durable Object per key),
-//           both under `wrangler dev`
+// bench:gateway — requests per second, latency and the proxy's CPU per request, in one
+// interleaved run with wrk (-t1 -c32) as the load generator:
+//   straight to the origin · nginx `limit_req` (one worker; "not installed" without nginx) · a
+//   minimal node:http proxy (minimal-proxy.mjs) · fastify + @fastify/http-proxy +
+//   @fastify/rate-limit (fastify-proxy.mjs) · `spillway serve --store memory` · `--redis`.
+// BENCH_WORKER=1 also measures the Worker rows (under `wrangler dev`), in their own section.
 // The origin is examples/origin/server.mjs on loopback; every row sends GET /api/hello.
 // BENCH_SERVE_BIN runs another build of the CLI (default bin/spillway.mjs).
 import { type ChildProcess, spawn } from "node:child_process";
@@ -11,12 +12,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRedis } from "../redis-server.js";
 import { type LoadResult, runLoad, waitForHttp, writeBenchmarkSection } from "./load.js";
+import { type WrkResult, runWrk } from "./wrk.js";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
-const PORTS = { origin: 8790, bare: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795 };
+const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797 };
 // Two `wrangler dev` at once each need their own inspector port, else the second fails to bind.
 const INSPECTOR_PORTS = { workerBare: 9294, worker: 9295 };
 const ORIGIN_URL = `http://127.0.0.1:${PORTS.origin}`;
@@ -130,26 +132,155 @@ function table(rows: Row[], baselineLabel: string): string[] {
   return lines;
 }
 
+type NodeRow = { label: string; result?: WrkResult; skipped?: string };
+
+/** The Node rows: ROUNDS interleaved rounds of wrk, each target's median run kept. */
+async function measureNode(targets: Target[]): Promise<NodeRow[]> {
+  const skipped = new Map<string, string>();
+  for (const target of targets) {
+    const problem = await probe(target);
+    if (problem) skipped.set(target.label, problem);
+  }
+  const runs = new Map<string, WrkResult[]>();
+  const seconds = Math.round(DURATION_MS / 1000);
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const target of targets) {
+      if (skipped.has(target.label)) continue;
+      const url = `${target.url}/api/hello`;
+      await runWrk(url, CONCURRENCY, 2); // warm-up: JIT, sockets
+      const result = await runWrk(url, CONCURRENCY, seconds, target.child?.pid);
+      runs.set(target.label, [...(runs.get(target.label) ?? []), result]);
+      console.log(`round ${round}, ${target.label}: ${Math.round(result.perSecond)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms, ${cpuMicros(result).toFixed(0)} µs CPU/request`);
+    }
+  }
+  return targets.map(({ label }) => {
+    const sorted = (runs.get(label) ?? []).sort((x, y) => x.perSecond - y.perSecond);
+    return sorted.length ? { label, result: sorted[Math.floor(sorted.length / 2)] } : { label, skipped: skipped.get(label) };
+  });
+}
+
+const cpuMicros = (result: WrkResult) => (result.cpuSeconds / Math.max(1, result.requests)) * 1e6;
+
+const LABELS = {
+  origin: "origin, direct",
+  nginx: "nginx `limit_req` proxy, 1 worker",
+  minimal: "minimal node:http proxy",
+  fastify: "fastify 5 + @fastify/http-proxy + @fastify/rate-limit",
+  memory: "`spillway serve` gateway, memory store",
+  redis: "`spillway serve` gateway, Redis",
+};
+
+function nodeTable(rows: NodeRow[]): string[] {
+  const of = (label: string) => rows.find((r) => r.label === label)?.result;
+  const minimal = of(LABELS.minimal);
+  const fastify = of(LABELS.fastify);
+  const ratio = (value: number | undefined, base: number | undefined) => (value !== undefined && base ? (value / base).toFixed(2) : "—");
+  const lines = [
+    "| path | req/s | p50 ms | p99 ms | proxy CPU µs/request | req/s vs minimal proxy | req/s vs fastify | CPU vs minimal proxy | errors + non-2xx |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const { label, result, skipped } of rows) {
+    if (!result) {
+      lines.push(`| ${label} | — | — | — | — | — | — | — | ${skipped} |`);
+      continue;
+    }
+    const cpu = cpuMicros(result);
+    lines.push(
+      `| ${label} | ${Math.round(result.perSecond)} | ${result.p50Ms.toFixed(2)} | ${result.p99Ms.toFixed(2)} | ${cpu.toFixed(0)} | ${ratio(result.perSecond, minimal?.perSecond)} | ${ratio(result.perSecond, fastify?.perSecond)} | ${ratio(cpu, minimal && cpuMicros(minimal))} | ${result.errors + result.non2xx} |`,
+    );
+  }
+  return lines;
+}
+
+/** The goals of issue 15, checked on this run's medians. */
+function goals(rows: NodeRow[]): string[] {
+  const of = (label: string) => rows.find((r) => r.label === label)?.result;
+  const minimal = of(LABELS.minimal);
+  const fastify = of(LABELS.fastify);
+  if (!minimal || !fastify) return ["Goals not checked: the minimal proxy or fastify row is missing."];
+  return [LABELS.memory, LABELS.redis].map((label) => {
+    const row = of(label);
+    if (!row) return `- ${label}: not measured.`;
+    const throughput = row.perSecond / minimal.perSecond;
+    const vsFastify = row.perSecond / fastify.perSecond;
+    const cpu = cpuMicros(row) / cpuMicros(minimal);
+    const mark = (ok: boolean) => (ok ? "met" : "**not met**");
+    return `- ${label}: ${throughput.toFixed(2)}× the minimal proxy's req/s (goal ≥ 0.80: ${mark(throughput >= 0.8)}), ${vsFastify.toFixed(2)}× fastify's (goal ≥ 1.00: ${mark(vsFastify >= 1)}), ${cpu.toFixed(2)}× its CPU per request (goal ≤ 1.25: ${mark(cpu <= 1.25)}), p99 ${row.p99Ms.toFixed(2)} ms vs fastify's ${fastify.p99Ms.toFixed(2)} ms (${mark(row.p99Ms <= fastify.p99Ms)}).`;
+  });
+}
+
+/** nginx with one worker, `limit_req` per client address at a rate no run reaches, keep-alive to the origin. */
+async function nginxTarget(): Promise<Target> {
+  const label = LABELS.nginx;
+  const which = spawn("nginx", ["-v"], { stdio: "ignore" });
+  const installed = await new Promise<boolean>((resolve) => {
+    which.once("error", () => resolve(false));
+    which.once("exit", (code) => resolve(code === 0));
+  });
+  if (!installed) return { label, url: "", skip: "not installed (apt-get install nginx)" };
+  const dir = await mkdtemp(join(tmpdir(), "spillway-bench-nginx-"));
+  const conf = `worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;
+  limit_req_zone $binary_remote_addr zone=per_ip:10m rate=100000000r/s;
+  upstream origin { server 127.0.0.1:${PORTS.origin}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${PORTS.nginx};
+    location = /healthz { return 200; }
+    location / { limit_req zone=per_ip burst=1000 nodelay; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_pass http://origin; }
+  }
+}
+`;
+  await writeFile(join(dir, "nginx.conf"), conf);
+  return { label, url: `http://127.0.0.1:${PORTS.nginx}`, child: start("nginx", ["-p", dir, "-c", join(dir, "nginx.conf"), "-g", "daemon off;"]) };
+}
+
 async function main(): Promise<void> {
   const configPath = await writeConfig();
-  start("node", ["examples/origin/server.mjs", String(PORTS.origin)]);
+  const origin = start("node", ["examples/origin/server.mjs", String(PORTS.origin)]);
   await waitForHttp(`${ORIGIN_URL}/api/hello`);
 
   const serve = (port: number, storeArgs: string[]) =>
     start("node", [process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs", "serve", "--config", configPath, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
   // No redis-server on the machine: the Redis row is skipped, the others still measured.
   const redis = await startRedis().catch((error: Error) => error);
-  // /healthz is Spillway's; the bare proxy forwards it to the origin, which answers too.
-  const nodeRows = await measureAll([
-    { label: "origin, direct", url: ORIGIN_URL },
-    { label: "bare Node proxy", url: `http://127.0.0.1:${PORTS.bare}`, child: start("tsx", ["scripts/bench/gateway-bare-proxy.ts", String(PORTS.bare), ORIGIN_URL]) },
-    { label: "spillway serve, memory store", url: `http://127.0.0.1:${PORTS.memory}`, child: serve(PORTS.memory, ["--store", "memory"]) },
+  // /healthz is Spillway's; the other proxies forward it to the origin, which answers too.
+  const nodeRows = await measureNode([
+    { label: LABELS.origin, url: ORIGIN_URL, child: origin },
+    await nginxTarget(),
+    { label: LABELS.minimal, url: `http://127.0.0.1:${PORTS.minimal}`, child: start("node", ["scripts/bench/minimal-proxy.mjs", String(PORTS.minimal), ORIGIN_URL]) },
+    { label: LABELS.fastify, url: `http://127.0.0.1:${PORTS.fastify}`, child: start("node", ["scripts/bench/fastify-proxy.mjs", String(PORTS.fastify), ORIGIN_URL]) },
+    { label: LABELS.memory, url: `http://127.0.0.1:${PORTS.memory}`, child: serve(PORTS.memory, ["--store", "memory"]) },
     redis instanceof Error
-      ? { label: "spillway serve, Redis", url: "", skip: redis.message }
-      : { label: "spillway serve, Redis", url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
+      ? { label: LABELS.redis, url: "", skip: redis.message }
+      : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
   ]);
   if (!(redis instanceof Error)) await redis.stop();
 
+  const markdown = [
+    `\`npm run bench:gateway\`: GET /api/hello through each path to a local origin (examples/origin/server.mjs), \`wrk -t1 -c${CONCURRENCY}\` on keep-alive connections, ${DURATION_MS / 1000} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, the median run shown (Node ${process.version}).`,
+    "Every gateway request is matched to a route, keyed by client address and decided by a GCRA policy it never exceeds (nginx and fastify: a per-address limit likewise never reached), so every row answers 200.",
+    "Proxy CPU is the proxy's own processes' user + system time over the run (/proc, 10 ms ticks) divided by the requests it answered; for the origin row, the origin's.",
+    "The minimal proxy is scripts/bench/minimal-proxy.mjs (keep-alive agent, hop-by-hop fields stripped, bodies piped, nothing else); fastify is scripts/bench/fastify-proxy.mjs.",
+    "wrk, origin and proxy share one 2-core machine: read the ratios, not the absolute numbers.",
+    "",
+    ...nodeTable(nodeRows),
+    "",
+    "Goals (issue 15):",
+    "",
+    ...goals(nodeRows),
+  ].join("\n");
+  console.log(`\n${markdown}`);
+  await writeBenchmarkSection("Gateway (bench:gateway)", markdown);
+  console.log("\nwritten to BENCHMARKS.md");
+  if (process.env.BENCH_WORKER === "1") await measureWorker();
+}
+
+async function measureWorker(): Promise<void> {
   const wrangler = (config: string, port: number, inspectorPort: number) =>
     start(
       "wrangler",
@@ -161,31 +292,13 @@ async function main(): Promise<void> {
     { label: "proxy Worker, no limiting", url: `http://127.0.0.1:${PORTS.workerBare}`, child: wrangler("scripts/bench/wrangler.gateway-bare.toml", PORTS.workerBare, INSPECTOR_PORTS.workerBare) },
     { label: "Spillway Worker gateway (Durable Object)", url: `http://127.0.0.1:${PORTS.worker}`, child: wrangler("scripts/bench/wrangler.gateway.toml", PORTS.worker, INSPECTOR_PORTS.worker) },
   ]);
-
-  const nodeLines = table(nodeRows, "bare Node proxy");
-  const workerLines = table(workerRows, "proxy Worker, no limiting");
-  const memory = nodeRows.find((r) => r.label === "spillway serve, memory store")?.result;
-  const bareResult = nodeRows.find((r) => r.label === "bare Node proxy")?.result;
-  const goal = memory && bareResult ? `Goal: the Node gateway keeps ≥ 80% of a bare proxy's throughput — this run: ${Math.round((memory.perSecond / bareResult.perSecond) * 100)}% (memory store).` : "Goal: the Node gateway keeps ≥ 80% of a bare proxy's throughput (not measured in this run).";
   const markdown = [
-    `\`npm run bench:gateway\`: GET /api/hello through each path to a local origin (examples/origin/server.mjs), ${CONCURRENCY} requests in flight on keep-alive sockets, ${DURATION_MS / 1000} s per run after a 1.5 s warm-up, ${ROUNDS} interleaved rounds, the median run shown.`,
-    "Every gateway request is matched to a route, keyed by client address and decided by a GCRA policy it never exceeds, so every row answers 200.",
-    "The bare proxy is the same server and origin client with the limiting taken out (scripts/bench/gateway-bare-proxy.ts, gateway-bare-worker.ts).",
-    "Load generator, origin and proxies share one 2-core machine: read the ratios, not the absolute numbers.",
+    `\`BENCH_WORKER=1 npm run bench:gateway\`: the same GET /api/hello under \`wrangler dev\` (local workerd), ${CONCURRENCY} requests in flight (scripts/bench/load.ts), ${DURATION_MS / 1000} s per run after a 1.5 s warm-up, ${ROUNDS} interleaved rounds, the median run shown.`,
     "",
-    "### Node",
-    "",
-    ...nodeLines,
-    "",
-    goal,
-    "",
-    "### Worker (`wrangler dev`, local workerd)",
-    "",
-    ...workerLines,
+    ...table(workerRows, "proxy Worker, no limiting"),
   ].join("\n");
   console.log(`\n${markdown}`);
-  await writeBenchmarkSection("Gateway (bench:gateway)", markdown);
-  console.log("\nwritten to BENCHMARKS.md");
+  await writeBenchmarkSection("Gateway on the Worker (bench:gateway, BENCH_WORKER=1)", markdown);
 }
 
 process.on("SIGINT", () => {
