@@ -1,8 +1,7 @@
 import { type GatewayFields, configFileSchema } from "./config-schema.js";
-import { describe } from "./core/duration.js";
 import { type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
-import { ValidationError, parseWith } from "./core/validation.js";
+import { ValidationError, describeValue, parseWith } from "./core/validation.js";
 
 /**
  * A validated `spillway.config.json` (one schema for the Worker and Node): its policies, and
@@ -25,7 +24,7 @@ export interface SpillwayConfig {
  */
 export function parseConfig(input: unknown): SpillwayConfig {
   if (input === null || typeof input !== "object" || Array.isArray(input)) {
-    throw new ValidationError("config", `must be a JSON object, got ${describe(input)}`);
+    throw new ValidationError("config", `must be a JSON object, got ${describeValue(input)}`);
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");

@@ -74,9 +74,17 @@ export async function applyFailMode(policies: readonly Policy[], run: () => Prom
   }
 }
 
+/**
+ * The fail-open rule, once: an error may be failed open only when the store was unreachable
+ * (never a store fault or bad input) and every policy of the stack is `failMode: "open"`.
+ */
+export function mayFailOpen(policies: readonly Policy[], error: unknown): boolean {
+  return error instanceof StoreUnavailableError && policies.every((policy) => policy.failMode === "open");
+}
+
 /** applyFailMode's rule for an error already caught (callers on a hot path skip the wrapper). */
 export function failOpenOrRethrow(policies: readonly Policy[], error: unknown): Decision {
-  if (!(error instanceof StoreUnavailableError) || !policies.every((policy) => policy.failMode === "open")) throw error;
+  if (!mayFailOpen(policies, error)) throw error;
   return failedOpenDecision(policies);
 }
 

@@ -1,11 +1,9 @@
 import * as z from "zod/mini";
-import { describe } from "./core/duration.js";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
 import type { CheckMode, Policy } from "./core/types.js";
-import { ValidationError, integerIn, parseWith } from "./core/validation.js";
+import { ValidationError, describeValue, integerIn, parseWith } from "./core/validation.js";
+import { MAX_KEY_BYTES } from "./wire.js";
 
-/** Keys are 1 … 512 bytes of UTF-8. */
-export const MAX_KEY_BYTES = 512;
 /** Reserve mode only computes a slot, so it may look far ahead. */
 export const MAX_RESERVE_WAIT_MS = 86_400_000;
 /** acquire holds a connection open while it waits: keep that bounded. */
@@ -62,7 +60,7 @@ export interface ExtendRequest extends ReleaseRequest {
 }
 
 function object(body: unknown): Record<string, unknown> {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new ValidationError("body", `must be a JSON object, got ${describe(body)}`);
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new ValidationError("body", `must be a JSON object, got ${describeValue(body)}`);
   return body as Record<string, unknown>;
 }
 

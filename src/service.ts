@@ -1,6 +1,7 @@
 import type { SpillwayConfig } from "./config.js";
+import { stackLeaseMs } from "./core/concurrency.js";
 import type { AcquireResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
-import { type Limiter, StoreUnavailableError, applyFailMode, newLeaseId } from "./limiter.js";
+import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
 import { parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 
 /** A decision with the policies it was made against (the headers need their periods). */
@@ -49,9 +50,9 @@ export class SpillwayService {
     try {
       return await this.limiter.acquire(request.key, request.policies, request);
     } catch (error) {
-      if (!(error instanceof StoreUnavailableError) || !request.policies.every((policy) => policy.failMode === "open")) throw error;
+      if (!mayFailOpen(request.policies, error)) throw error;
       const policy = request.policies[0]!;
-      return { acquired: true, leaseId: `failed-open-${newLeaseId()}`, leaseMs: request.leaseMs ?? policy.leaseMs, limit: policy.limit, remaining: policy.limit, failedOpen: true };
+      return { acquired: true, leaseId: `failed-open-${newLeaseId()}`, leaseMs: request.leaseMs ?? stackLeaseMs(request.policies), limit: policy.limit, remaining: policy.limit, failedOpen: true };
     }
   }
 

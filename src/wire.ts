@@ -1,8 +1,12 @@
 /**
- * The wire contract: every string a client or another Worker relies on, in one place. Changing
- * one of these is a breaking change for callers (README "HTTP API"), so nothing else in src/ spells them out.
+ * The wire contract: every string (and the key size) a client or another Worker relies on, in
+ * one place. Changing one of these is a breaking change for callers (README "HTTP API"), so
+ * nothing else in src/ spells them out.
  * No imports: any layer (client/ included) may read this.
  */
+
+/** Keys are 1 … 512 bytes of UTF-8: the API answers 400 above, and the clients refuse before sending. */
+export const MAX_KEY_BYTES = 512;
 
 /** Message prefix of an RPC error when the store could not be reached and the policy fails closed: no decision was made. */
 export const STORE_UNAVAILABLE_PREFIX = "store unavailable: ";

@@ -1,5 +1,6 @@
-import { describe } from "../core/duration.js";
-import { MAX_TIMER_MS, booleanOption, functionOption, integerOption, sleep } from "./options.js";
+import { describeValue } from "../core/validation.js";
+import { booleanOption, functionOption, integerOption, sleepOrThrow } from "./options.js";
+import { MAX_TIMER_MS } from "../core/sleep.js";
 import { waitHintMs } from "./retry-after.js";
 import { Throttle } from "./throttle.js";
 
@@ -56,9 +57,9 @@ const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
  * const response = await fetchApi("https://api.example.com/items/1");
  */
 export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
-  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
   const fetchImpl = functionOption<FetchLike>("fetch", options.fetch, undefined) ?? ((input, init) => globalThis.fetch(input, init));
-  if (options.throttle !== undefined && !(options.throttle instanceof Throttle)) throw new TypeError(`throttle: must come from createThrottle(), got ${describe(options.throttle)}`);
+  if (options.throttle !== undefined && !(options.throttle instanceof Throttle)) throw new TypeError(`throttle: must come from createThrottle(), got ${describeValue(options.throttle)}`);
   const throttle = options.throttle;
   const maxAttempts = integerOption("maxAttempts", options.maxAttempts, 1, 100, 4);
   const maxTotalMs = integerOption("maxTotalMs", options.maxTotalMs, 0, MAX_TIMER_MS, 60_000);
@@ -90,7 +91,7 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
     const retryable = retryNonIdempotent || IDEMPOTENT.has(request.method.toUpperCase());
     const startMs = Date.now();
     for (let attempt = 1; ; attempt++) {
-      await sleep(pausedUntilMs - Date.now(), signal);
+      await sleepOrThrow(pausedUntilMs - Date.now(), signal);
       if (throttle) await throttle.wait({ signal });
       const mayRetry = retryable && attempt < maxAttempts;
       let response: Response;
@@ -102,7 +103,7 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
         const delayMs = backoffMs(attempt);
         if (Date.now() - startMs + delayMs > maxTotalMs) throw error;
         onRetry?.({ attempt, delayMs, error });
-        await sleep(delayMs, signal);
+        await sleepOrThrow(delayMs, signal);
         continue;
       }
       const hintMs = waitHintMs(response.headers);
@@ -119,7 +120,7 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
       // Free the connection: this answer's body will never be read.
       await response.body?.cancel().catch(() => undefined);
       onRetry?.({ attempt, delayMs, status: response.status });
-      await sleep(delayMs, signal);
+      await sleepOrThrow(delayMs, signal);
     }
   };
 }
@@ -127,7 +128,7 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
 function statusesOption(value: unknown): Set<number> {
   if (value === undefined) return new Set([429, 503]);
   if (!Array.isArray(value) || value.some((status) => !Number.isInteger(status) || status < 100 || status > 599)) {
-    throw new TypeError(`retryStatuses: must be an array of HTTP statuses (100 to 599), got ${describe(value)}`);
+    throw new TypeError(`retryStatuses: must be an array of HTTP statuses (100 to 599), got ${describeValue(value)}`);
   }
   return new Set(value as number[]);
 }

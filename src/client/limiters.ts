@@ -1,4 +1,4 @@
-import { describe } from "../core/duration.js";
+import { describeValue } from "../core/validation.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import { type StoreHealth, StoreFaultError } from "../limiter.js";
 import { STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
@@ -31,15 +31,15 @@ export interface HttpLimiterOptions {
  * const throttle = createThrottle({ limiter, key: "github", policy: "github-rest" });
  */
 export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
-  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
   let base: URL;
   try {
     base = new URL(options.url);
     if (base.protocol !== "http:" && base.protocol !== "https:") throw new Error("not http");
   } catch {
-    throw new TypeError(`url: must be an http(s) URL, got ${describe(options.url)}`);
+    throw new TypeError(`url: must be an http(s) URL, got ${describeValue(options.url)}`);
   }
-  if (typeof options.token !== "string" || options.token === "") throw new TypeError(`token: must be a non-empty string, got ${describe(options.token)}`);
+  if (typeof options.token !== "string" || options.token === "") throw new TypeError(`token: must be a non-empty string, got ${describeValue(options.token)}`);
   const timeoutMs = integerOption("timeoutMs", options.timeoutMs, 1, 600_000, 5_000);
   const fetchImpl = functionOption<typeof fetch>("fetch", options.fetch, undefined) ?? ((input, init) => globalThis.fetch(input, init));
   const root = base.href.endsWith("/") ? base.href : `${base.href}/`;
@@ -133,7 +133,7 @@ export interface SpillwayBinding {
 export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
   // A loopback binding (`ctx.exports.SpillwayRpc`) is callable, so typeof says "function", not "object".
   if ((typeof binding !== "object" && typeof binding !== "function") || binding === null || typeof binding.check !== "function") {
-    throw new TypeError(`binding: must be a Spillway service binding with RPC methods check, peek, reset, acquire, release, extend, got ${describe(binding)}`);
+    throw new TypeError(`binding: must be a Spillway service binding with RPC methods check, peek, reset, acquire, release, extend, got ${describeValue(binding)}`);
   }
   const rpc = async <T>(run: () => Promise<T>): Promise<T> => {
     try {
@@ -218,19 +218,19 @@ function problemDetail(text: string): string | undefined {
 /** A limiter's answer must at least say whether it allowed, or the client cannot act on it. */
 function asDecision(value: unknown): Decision {
   const decision = value as Partial<Decision> | null;
-  if (typeof decision?.allowed !== "boolean") throw new LimiterUnavailableError(`limiter sent something that is not a decision: ${describe(value)}`);
+  if (typeof decision?.allowed !== "boolean") throw new LimiterUnavailableError(`limiter sent something that is not a decision: ${describeValue(value)}`);
   return { ...decision, waitMs: typeof decision.waitMs === "number" ? decision.waitMs : 0 } as Decision;
 }
 
 function asAcquireResult(value: unknown): AcquireResult {
   const result = value as Partial<{ acquired: boolean; leaseId: string }> | null;
   if (typeof result?.acquired !== "boolean" || (result.acquired && typeof result.leaseId !== "string")) {
-    throw new LimiterUnavailableError(`limiter sent something that is not an acquire result: ${describe(value)}`);
+    throw new LimiterUnavailableError(`limiter sent something that is not an acquire result: ${describeValue(value)}`);
   }
   return value as AcquireResult;
 }
 
 function asShape<T>(value: unknown, flag: string): T {
-  if (typeof (value as Record<string, unknown> | null)?.[flag] !== "boolean") throw new LimiterUnavailableError(`limiter sent an answer without "${flag}": ${describe(value)}`);
+  if (typeof (value as Record<string, unknown> | null)?.[flag] !== "boolean") throw new LimiterUnavailableError(`limiter sent an answer without "${flag}": ${describeValue(value)}`);
   return value as T;
 }

@@ -1,8 +1,9 @@
-import { describe } from "../core/duration.js";
+import { describeValue } from "../core/validation.js";
 import type { AcquireResult } from "../core/types.js";
 import type { Limiter } from "../limiter.js";
 import { LeaseLostError, MaxWaitExceededError } from "./errors.js";
-import { MAX_TIMER_MS, integerOption, keyOption, signalOption } from "./options.js";
+import { MAX_TIMER_MS } from "../core/sleep.js";
+import { integerOption, keyOption, signalOption } from "./options.js";
 import { type PolicyRef, type Target, bindTarget } from "./target.js";
 
 export interface SemaphoreOptions {
@@ -103,7 +104,7 @@ export class Semaphore {
   private readonly target: Target;
 
   constructor(options: SemaphoreOptions) {
-    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
     this.key = keyOption("key", options.key);
     this.target = bindTarget(options.limiter, this.key, options.policy, "policy");
     const known = this.target.policies;
@@ -122,7 +123,7 @@ export class Semaphore {
    * await work(); // released when the block ends, even on throw
    */
   async acquire(options: AcquireCallOptions = {}): Promise<Lease> {
-    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
     const maxWaitMs = integerOption("maxWaitMs", options.maxWaitMs, 0, MAX_TIMER_MS, this.maxWaitMs);
     const leaseMs = options.leaseMs === undefined ? this.leaseMs : integerOption("leaseMs", options.leaseMs, 1, MAX_TIMER_MS, 0);
     const signal = signalOption("signal", options.signal);

@@ -1,7 +1,6 @@
-import { describe } from "../core/duration.js";
 import { POLICY_NAME_PATTERN, parsePolicy } from "../core/policy.js";
 import type { AcquireOptions, AcquireResult, AlgorithmName, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { ValidationError } from "../core/validation.js";
+import { ValidationError, describeValue } from "../core/validation.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { asLimiterError } from "./errors.js";
 
@@ -84,11 +83,11 @@ export interface Target {
  */
 export function bindTarget(limiter: Limiter, key: string, policy: PolicyRef, field: string): Target {
   if (typeof limiter !== "object" || limiter === null || typeof limiter.check !== "function") {
-    throw new TypeError(`limiter: must be a Limiter (MemoryStore, RedisStore, httpLimiter(), bindingLimiter()), got ${describe(limiter)}`);
+    throw new TypeError(`limiter: must be a Limiter (MemoryStore, RedisStore, httpLimiter(), bindingLimiter()), got ${describeValue(limiter)}`);
   }
   const remote = isRemoteLimiter(limiter);
   const items: readonly unknown[] = Array.isArray(policy) ? policy : [policy];
-  if (items.length === 0 || items.length > 16) throw new TypeError(`${field}: must be a policy or a stack of 1 to 16 policies, got ${describe(policy)}`);
+  if (items.length === 0 || items.length > 16) throw new TypeError(`${field}: must be a policy or a stack of 1 to 16 policies, got ${describeValue(policy)}`);
   const validated = items.map((item, index) => validateItem(item, Array.isArray(policy) ? `${field}.${index}` : field, remote));
   const policies = validated.every((item): item is Policy => typeof item !== "string") ? validated : undefined;
   const names = validated.map((item) => (typeof item === "string" ? item : item.name));
@@ -129,12 +128,12 @@ export function bindTarget(limiter: Limiter, key: string, policy: PolicyRef, fie
 function validateItem(item: unknown, field: string, remote: boolean): string | Policy {
   if (typeof item === "string") {
     if (!remote) {
-      throw new TypeError(`${field}: a policy name needs a limiter that knows the config (httpLimiter or bindingLimiter); give an in-process store an inline policy, got ${describe(item)}`);
+      throw new TypeError(`${field}: a policy name needs a limiter that knows the config (httpLimiter or bindingLimiter); give an in-process store an inline policy, got ${describeValue(item)}`);
     }
-    if (!POLICY_NAME_PATTERN.test(item)) throw new TypeError(`${field}: must match [a-z0-9][a-z0-9._-]{0,63}, got ${describe(item)}`);
+    if (!POLICY_NAME_PATTERN.test(item)) throw new TypeError(`${field}: must match [a-z0-9][a-z0-9._-]{0,63}, got ${describeValue(item)}`);
     return item;
   }
-  if (typeof item !== "object" || item === null) throw new TypeError(`${field}: must be a policy name or a policy object, got ${describe(item)}`);
+  if (typeof item !== "object" || item === null) throw new TypeError(`${field}: must be a policy name or a policy object, got ${describeValue(item)}`);
   const spec = isValidatedPolicy(item as PolicySpec | Policy) ? policyToSpec(item as Policy) : item;
   try {
     // The same validation the server runs, so a bad inline policy fails here, named.

@@ -1,8 +1,9 @@
-import { describe } from "../core/duration.js";
+import { describeValue } from "../core/validation.js";
 import type { Decision } from "../core/types.js";
 import type { Limiter } from "../limiter.js";
 import { MaxWaitExceededError } from "./errors.js";
-import { MAX_TIMER_MS, functionOption, integerOption, keyOption, signalOption, sleep } from "./options.js";
+import { functionOption, integerOption, keyOption, signalOption, sleepOrThrow } from "./options.js";
+import { MAX_TIMER_MS } from "../core/sleep.js";
 import { type PolicyRef, type Target, bindTarget } from "./target.js";
 
 export interface ThrottleOptions {
@@ -59,7 +60,7 @@ export class Throttle {
   private pausedUntil = 0;
 
   constructor(options: ThrottleOptions) {
-    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
     this.key = keyOption("key", options.key);
     this.target = bindTarget(options.limiter, this.key, options.policy, "policy");
     const lease = this.target.policies?.find((policy) => policy.algorithm === "concurrency");
@@ -88,7 +89,7 @@ export class Throttle {
     const startMs = Date.now();
     const pauseMs = this.pausedUntil - startMs;
     if (pauseMs > maxWaitMs) throw new MaxWaitExceededError(pauseMs, maxWaitMs);
-    await sleep(pauseMs, signal);
+    await sleepOrThrow(pauseMs, signal);
 
     const budgetMs = maxWaitMs - (Date.now() - startMs);
     let slot = this.takeSpare(cost, budgetMs);
@@ -99,11 +100,11 @@ export class Throttle {
       slot = { atMs: Date.now() + decision.waitMs, cost, decision };
     }
     try {
-      await sleep(slot.atMs - Date.now(), signal);
+      await sleepOrThrow(slot.atMs - Date.now(), signal);
       // A pause that began while we waited (the server said 429) outranks our booking, within maxWaitMs.
       while (this.pausedUntil > Date.now()) {
         if (this.pausedUntil - startMs > maxWaitMs) throw new MaxWaitExceededError(this.pausedUntil - Date.now(), maxWaitMs);
-        await sleep(this.pausedUntil - Date.now(), signal);
+        await sleepOrThrow(this.pausedUntil - Date.now(), signal);
       }
     } catch (error) {
       if (signal?.aborted || error instanceof MaxWaitExceededError) await this.giveBack(slot);
@@ -172,7 +173,7 @@ export class Throttle {
   }
 
   private waitOptions(options: WaitOptions): { cost: number; maxWaitMs: number; signal: AbortSignal | undefined } {
-    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describe(options)}`);
+    if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
     return {
       cost: integerOption("cost", options.cost, 1, 1e9, 1),
       maxWaitMs: integerOption("maxWaitMs", options.maxWaitMs, 0, MAX_TIMER_MS, this.maxWaitMs),

@@ -7,6 +7,11 @@ import type { Policy } from "./types.js";
  */
 export const EPSILON_MS = 1e-6;
 
+/** Start of the epoch-aligned window of `periodMs` that holds `timeMs` (fixed and sliding windows). */
+export function windowStartOf(timeMs: number, periodMs: number): number {
+  return Math.floor(timeMs / periodMs) * periodMs;
+}
+
 /** Rounds a duration up to whole milliseconds, ignoring float noise. */
 export function ceilMs(durationMs: number): number {
   return Math.max(0, Math.ceil(durationMs - EPSILON_MS));

@@ -1,9 +1,26 @@
 import type { Algorithm } from "./algorithm.js";
+import type { Policy } from "./types.js";
 import { type Entry, earliestFit, insertEntry, lastUntilMs, liveEntries, totalCost } from "./entries.js";
 
 /** Leases held, sorted by expiry: [untilMs, slots, leaseId]. */
 export interface ConcurrencyState {
   entries: Entry[];
+}
+
+export function concurrencyPolicies(policies: readonly Policy[]): Policy[] {
+  return policies.filter((policy) => policy.algorithm === "concurrency");
+}
+
+/**
+ * How long a lease of this stack lasts when the caller names no leaseMs: the shortest leaseMs
+ * of its concurrency policies, since the lease is theirs (a rate policy's leaseMs is unused).
+ * Every store answers by this rule, for acquire and extend alike (the Redis scripts mirror it
+ * in decide.lua). A stack without a concurrency policy holds no lease; an extend on it still
+ * reports a length: the shortest of all its policies (each carries a leaseMs).
+ */
+export function stackLeaseMs(policies: readonly Policy[]): number {
+  const leased = concurrencyPolicies(policies);
+  return Math.min(...(leased.length > 0 ? leased : policies).map((policy) => policy.leaseMs));
 }
 
 /**

@@ -1,5 +1,6 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
 import { type AnyState, type StoredState, algorithmOf, capacityOf, liveState, wrapState } from "./algorithms.js";
+import { stackLeaseMs } from "./concurrency.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
 export interface DecideInput extends CheckOptions {
@@ -88,7 +89,7 @@ export function decide(
   const decision = topDecision(top, slot, retryAfterMs, results);
   if (usesLease) {
     decision.leaseId = input.leaseId;
-    decision.leaseMs = input.leaseMs ?? Math.min(...policies.filter((p) => p.algorithm === "concurrency").map((p) => p.leaseMs));
+    decision.leaseMs = input.leaseMs ?? stackLeaseMs(policies);
   }
   return { decision, changes };
 }

@@ -1,12 +1,10 @@
-import type { Algorithm } from "./algorithm.js";
+import { type Algorithm, windowStartOf } from "./algorithm.js";
 
 /** Admitted cost in the window starting at windowStartMs (which may be a future window holding reservations). */
 export interface FixedWindowState {
   windowStartMs: number;
   count: number;
 }
-
-const windowStartOf = (timeMs: number, periodMs: number) => Math.floor(timeMs / periodMs) * periodMs;
 
 /** At most `limit` admitted cost in each window [k·period, (k+1)·period), aligned to the epoch. */
 export const fixedWindow: Algorithm<FixedWindowState> = {

@@ -1,5 +1,6 @@
 import type { StoredState } from "./algorithms.js";
-import { type ConcurrencyState, extendLease, releaseLease } from "./concurrency.js";
+import { type ConcurrencyState, concurrencyPolicies, extendLease, releaseLease } from "./concurrency.js";
+import { lastUntilMs } from "./entries.js";
 import { type DecideInput, type DecideOutput, type StateChange, decide } from "./decision.js";
 import type { Policy } from "./types.js";
 
@@ -37,7 +38,7 @@ export class KeyState {
     for (const policy of concurrencyPolicies(policies)) {
       const result = releaseLease(this.concurrencyState(policy), leaseId, nowMs);
       released ||= result.released;
-      changes.set(policy.name, result.state.entries.length ? { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntil(result.state) } : null);
+      changes.set(policy.name, result.state.entries.length ? { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntilMs(result.state.entries) } : null);
     }
     this.apply(changes);
     return { released, changes };
@@ -54,7 +55,7 @@ export class KeyState {
     let extended = false;
     for (const { policy, result } of results) {
       extended ||= result.extended;
-      if (result.extended) changes.set(policy.name, { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntil(result.state) });
+      if (result.extended) changes.set(policy.name, { stored: { algorithm: "concurrency", state: result.state }, freshAtMs: lastUntilMs(result.state.entries) });
     }
     this.apply(changes);
     return { extended, changes };
@@ -78,12 +79,4 @@ export class KeyState {
       else this.states.delete(name);
     });
   }
-}
-
-export function concurrencyPolicies(policies: readonly Policy[]): Policy[] {
-  return policies.filter((policy) => policy.algorithm === "concurrency");
-}
-
-function lastUntil(state: ConcurrencyState): number {
-  return state.entries.reduce((last, entry) => Math.max(last, entry[0]), 0);
 }

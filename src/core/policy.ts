@@ -1,7 +1,7 @@
 import * as z from "zod/mini";
-import { describe, parseDurationMs } from "./duration.js";
+import { parseDurationMs } from "./duration.js";
 import { ALGORITHMS, type Policy } from "./types.js";
-import { ValidationError, integerIn, parseWith } from "./validation.js";
+import { ValidationError, describeValue, integerIn, parseWith } from "./validation.js";
 
 export const POLICY_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 export const MAX_LIMIT = 1e9;
@@ -65,14 +65,14 @@ export function parsePolicy(input: unknown, field: string): Policy {
     throw new ValidationError(at("period"), `is required for ${raw.algorithm}, got nothing`);
   }
   if (isConcurrency && raw.period !== undefined) {
-    throw new ValidationError(at("period"), `is not used by concurrency (use lease), got ${describe(written.period)}`);
+    throw new ValidationError(at("period"), `is not used by concurrency (use lease), got ${describeValue(written.period)}`);
   }
   const usesBurst = raw.algorithm === "gcra" || raw.algorithm === "token-bucket";
   if (!usesBurst && raw.burst !== undefined) {
     throw new ValidationError(at("burst"), `is only used by gcra and token-bucket, got ${raw.burst}`);
   }
   if (!isConcurrency && raw.lease !== undefined) {
-    throw new ValidationError(at("lease"), `is only used by concurrency, got ${describe(written.lease)}`);
+    throw new ValidationError(at("lease"), `is only used by concurrency, got ${describeValue(written.lease)}`);
   }
   if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log (use sliding-window for larger limits), got ${raw.limit}`);
@@ -100,7 +100,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
  * name when it has a valid one (`policies.per-minute.limit`), else its index.
  */
 export function parsePolicyList(input: unknown, field: string): Policy[] {
-  if (!Array.isArray(input)) throw new ValidationError(field, `must be an array of policies, got ${describe(input)}`);
+  if (!Array.isArray(input)) throw new ValidationError(field, `must be an array of policies, got ${describeValue(input)}`);
   const seen = new Set<string>();
   return input.map((item, index) => {
     const name = (item as { name?: unknown } | null)?.name;
@@ -143,7 +143,7 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
     } else if (item !== null && typeof item === "object" && !Array.isArray(item)) {
       policy = parsePolicy(item, at);
     } else {
-      throw new ValidationError(at, `must be a policy name or a policy object, got ${describe(item)}`);
+      throw new ValidationError(at, `must be a policy name or a policy object, got ${describeValue(item)}`);
     }
     if (seen.has(policy.name)) throw new ValidationError(at, `stacks "${policy.name}" twice`);
     seen.add(policy.name);

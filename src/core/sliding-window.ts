@@ -1,4 +1,4 @@
-import { type Algorithm, floorCount } from "./algorithm.js";
+import { type Algorithm, floorCount, windowStartOf } from "./algorithm.js";
 
 /**
  * Counts of the window starting at windowStartMs and of the one before it.
@@ -9,8 +9,6 @@ export interface SlidingWindowState {
   prevCount: number;
   currCount: number;
 }
-
-const windowStartOf = (timeMs: number, periodMs: number) => Math.floor(timeMs / periodMs) * periodMs;
 
 /** The state as seen from the window that holds timeMs (never moves a future window back). */
 function rollTo(state: SlidingWindowState, periodMs: number, timeMs: number): SlidingWindowState {

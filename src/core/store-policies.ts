@@ -1,7 +1,7 @@
-import { MAX_DURATION_MS, describe } from "./duration.js";
+import { MAX_DURATION_MS } from "./duration.js";
 import { LEASABLE_ALGORITHMS, MAX_LIMIT, MAX_LOCAL_SHARE, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
 import { ALGORITHMS, type Policy } from "./types.js";
-import { ValidationError } from "./validation.js";
+import { ValidationError, describeValue } from "./validation.js";
 
 /** Policy objects already checked whole (by identity): the steady state costs one lookup each. */
 const checked = new WeakSet<object>();
@@ -24,7 +24,7 @@ const parsedFrom = new WeakMap<object, Policy>();
  */
 export function storePolicies(policies: readonly Policy[]): readonly Policy[] {
   const input: unknown = policies;
-  if (!Array.isArray(input)) throw new TypeError(`policies: must be an array of policies, got ${describe(input)}`);
+  if (!Array.isArray(input)) throw new TypeError(`policies: must be an array of policies, got ${describeValue(input)}`);
   if (input.length === 0) throw new TypeError("policies: must name at least one policy, got []");
   let index = 0;
   while (index < input.length && checked.has(input[index] as object)) index++;
@@ -42,7 +42,7 @@ export function storePolicies(policies: readonly Policy[]): readonly Policy[] {
 
 function storePolicy(value: unknown, field: string): Policy {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new TypeError(`${field}: must be a policy object, got ${describe(value)}`);
+    throw new TypeError(`${field}: must be a policy object, got ${describeValue(value)}`);
   }
   const parsed = parsedFrom.get(value);
   if (parsed) return parsed;
@@ -61,7 +61,7 @@ function storePolicy(value: unknown, field: string): Policy {
   }
   const problem = resolvedPolicyProblem(value as Record<string, unknown>);
   if (problem) {
-    throw new TypeError(`${field}.${problem.field}: ${problem.rule}, got ${describe(problem.value)} (pass a policy as written in a config, { name, limit, period: "1m" }, or one from parsePolicy)`);
+    throw new TypeError(`${field}.${problem.field}: ${problem.rule}, got ${describeValue(problem.value)} (pass a policy as written in a config, { name, limit, period: "1m" }, or one from parsePolicy)`);
   }
   checked.add(value);
   return value as Policy;

@@ -1,6 +1,5 @@
 import * as z from "zod/mini";
 import type * as zc from "zod/v4/core";
-import { describe } from "./duration.js";
 
 /**
  * Bad input from a user: a body, a config file, a flag or an RPC argument.
@@ -41,9 +40,9 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
     if (missing) message += ` (did you mean ${JSON.stringify(missing.path[missing.path.length - 1])}?)`;
   } else if (issue.code === "invalid_type" && (message.startsWith("Invalid input") || message === "Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.
-    message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describe(issue.input)}`;
+    message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describeValue(issue.input)}`;
   } else if ("input" in issue && !message.includes(", got ")) {
-    message = `${message}, got ${describe(issue.input)}`;
+    message = `${message}, got ${describeValue(issue.input)}`;
   }
   throw new ValidationError(joinPath(prefix, path), message);
 }
@@ -54,4 +53,30 @@ const EXPECTED: Record<string, string> = { object: "a JSON object", array: "an a
 export function integerIn(min: number, max: number, what = "an integer") {
   const rule = `must be ${what} from ${min} to ${max}`;
   return z.int({ error: rule }).check(z.minimum(min, { error: rule }), z.maximum(max, { error: rule }));
+}
+
+/** Renders a user's value for an error message without dumping huge inputs. */
+export function describeValue(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const text = preview(value, 3);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+/**
+ * JSON-like text of a value, at most `depth` levels deep and a few items per level. Never
+ * JSON.stringify a user's value whole: a body nested 10,000 levels deep overflows its stack,
+ * and a 64 KiB one would be rendered only to keep 80 characters of it.
+ */
+function preview(value: unknown, depth: number): string {
+  if (typeof value === "number") return String(value);
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? value.slice(0, 80) : value);
+  if (value === null || typeof value !== "object") return String(value);
+  if (depth === 0) return Array.isArray(value) ? "[...]" : "{...}";
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 4).map((item) => preview(item, depth - 1));
+    return `[${items.join(",")}${value.length > 4 ? ",..." : ""}]`;
+  }
+  const entries = Object.entries(value);
+  const items = entries.slice(0, 4).map(([name, item]) => `${JSON.stringify(name)}:${preview(item, depth - 1)}`);
+  return `{${items.join(",")}${entries.length > 4 ? ",..." : ""}}`;
 }

@@ -1,8 +1,7 @@
 import type { SpillwayConfig } from "../config.js";
-import { describe } from "../core/duration.js";
 import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
-import { ValidationError, parseWith } from "../core/validation.js";
+import { ValidationError, describeValue, parseWith } from "../core/validation.js";
 import { routeSchema } from "../config-schema.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
@@ -71,10 +70,10 @@ function parseOrigin(text: string): URL {
   try {
     url = new URL(text);
   } catch {
-    throw new ValidationError("origin", `must be an absolute http(s) URL like "https://api.example.com", got ${describe(text)}`);
+    throw new ValidationError("origin", `must be an absolute http(s) URL like "https://api.example.com", got ${describeValue(text)}`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("origin", `must use http or https, got ${describe(text)}`);
-  if (url.search || url.hash) throw new ValidationError("origin", `must not carry a query or fragment (the request's own are forwarded), got ${describe(text)}`);
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new ValidationError("origin", `must use http or https, got ${describeValue(text)}`);
+  if (url.search || url.hash) throw new ValidationError("origin", `must not carry a query or fragment (the request's own are forwarded), got ${describeValue(text)}`);
   if (url.username || url.password) throw new ValidationError("origin", "must not carry credentials: the request's own Authorization is forwarded");
   return url;
 }
@@ -84,7 +83,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
   const raw = parseWith(routeSchema, input, field);
   const methods = raw.match.methods?.map((method, i) => {
     const upper = method.toUpperCase();
-    if (!(HTTP_METHODS as readonly string[]).includes(upper)) throw new ValidationError(`${field}.match.methods.${i}`, `must be one of ${HTTP_METHODS.join(", ")}, got ${describe(method)}`);
+    if (!(HTTP_METHODS as readonly string[]).includes(upper)) throw new ValidationError(`${field}.match.methods.${i}`, `must be one of ${HTTP_METHODS.join(", ")}, got ${describeValue(method)}`);
     return upper;
   });
   let policies: Policy[];

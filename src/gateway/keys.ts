@@ -1,4 +1,4 @@
-import { MAX_KEY_BYTES } from "../requests.js";
+import { MAX_KEY_BYTES } from "../wire.js";
 import { type IpAddress, formatIp, maskIp } from "./ip.js";
 
 /** Where a route's rate-limit key comes from (docs/gateway.md). */

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
-import { concurrencyPolicies } from "../core/key-state.js";
+import { concurrencyPolicies } from "../core/concurrency.js";
+import { sleep } from "../core/sleep.js";
 import type { Decision, Policy } from "../core/types.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../wire.js";
 import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
@@ -77,20 +78,6 @@ export function quotaExceededResponse(decision: Decision, headers: Record<string
   });
   return problemResponse(body, headers);
 }
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<boolean>((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 
 /**
  * Holds a lease: releases it once, and while the exchange lasts longer than half the lease,

@@ -1,11 +1,10 @@
-import { describe } from "../core/duration.js";
 import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
-import { ValidationError } from "../core/validation.js";
+import { ValidationError, describeValue } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../config-schema.js";
 import type { LimitPlan, LogFn } from "./limit.js";
 import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
-import { MAX_KEY_BYTES } from "../requests.js";
+import { MAX_KEY_BYTES } from "../wire.js";
 import { type Problem, problem, problemFor } from "./problems.js";
 
 /**
@@ -56,22 +55,22 @@ function fail(option: string, message: string): never {
  * `keyShape` is how the key function is written on this runtime, for the message.
  */
 export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, keyShape: string): LimitPlan {
-  if (options === null || typeof options !== "object") fail("options", `must be an object, got ${describe(options)}`);
+  if (options === null || typeof options !== "object") fail("options", `must be an object, got ${describeValue(options)}`);
   const store = options.store as Partial<Limiter> | undefined;
   if (!store || typeof store.check !== "function" || typeof store.release !== "function") {
-    fail("store", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describe(options.store)}`);
+    fail("store", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describeValue(options.store)}`);
   }
-  if (typeof options.key !== "function") fail("key", `must be a function ${keyShape}, got ${describe(options.key)}`);
+  if (typeof options.key !== "function") fail("key", `must be a function ${keyShape}, got ${describeValue(options.key)}`);
   const onLimit = options.onLimit ?? "reject";
-  if (onLimit !== "reject" && onLimit !== "delay") fail("onLimit", `must be "reject" or "delay", got ${describe(onLimit)}`);
+  if (onLimit !== "reject" && onLimit !== "delay") fail("onLimit", `must be "reject" or "delay", got ${describeValue(onLimit)}`);
   const maxDelayMs = options.maxDelayMs ?? 0;
-  if (!Number.isInteger(maxDelayMs) || maxDelayMs < 0 || maxDelayMs > MAX_DELAY_MS) fail("maxDelayMs", `must be an integer from 0 to ${MAX_DELAY_MS}, got ${describe(maxDelayMs)}`);
+  if (!Number.isInteger(maxDelayMs) || maxDelayMs < 0 || maxDelayMs > MAX_DELAY_MS) fail("maxDelayMs", `must be an integer from 0 to ${MAX_DELAY_MS}, got ${describeValue(maxDelayMs)}`);
   if (onLimit === "delay" && maxDelayMs === 0) fail("maxDelayMs", 'must be above 0 when onLimit is "delay", got 0');
   if (onLimit === "reject" && maxDelayMs > 0) fail("maxDelayMs", `is only used with onLimit "delay", got ${maxDelayMs}`);
   for (const flag of ["dryRun", "legacyHeaders"] as const) {
-    if (options[flag] !== undefined && typeof options[flag] !== "boolean") fail(flag, `must be true or false, got ${describe(options[flag])}`);
+    if (options[flag] !== undefined && typeof options[flag] !== "boolean") fail(flag, `must be true or false, got ${describeValue(options[flag])}`);
   }
-  if (options.log !== undefined && typeof options.log !== "function") fail("log", `must be a function (entry) => void, got ${describe(options.log)}`);
+  if (options.log !== undefined && typeof options.log !== "function") fail("log", `must be a function (entry) => void, got ${describeValue(options.log)}`);
   const list = Array.isArray(options.policies) ? options.policies : [options.policies];
   if (list.length === 0) fail("policies", "must hold at least one policy, got []");
   let policies: Policy[];

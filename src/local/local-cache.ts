@@ -1,4 +1,4 @@
-import { describe } from "../core/duration.js";
+import { describeValue } from "../core/validation.js";
 import { storePolicies } from "../core/store-policies.js";
 import type { CheckOptions, Decision, Policy } from "../core/types.js";
 import { ForwardingLimiter, type Limiter } from "../limiter.js";
@@ -174,6 +174,6 @@ function entryKey(key: string, policy: Policy): string {
 }
 
 function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`LocalCache: ${name} must be a positive number, got ${describe(value)}`);
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`LocalCache: ${name} must be a positive number, got ${describeValue(value)}`);
   return value;
 }

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { concurrencyPolicies } from "../core/key-state.js";
+import { concurrencyPolicies } from "../core/concurrency.js";
 import { defaultLog, limitRequest } from "../http/limit.js";
 import type { Problem } from "../http/problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "../http/rate-limit-plan.js";

@@ -1,4 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { sleep } from "../core/sleep.js";
 import { storePolicies } from "../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
 
@@ -54,7 +55,7 @@ export async function withRetries<T>(call: () => Promise<T>, options: RetryOptio
     } catch (error) {
       if (!isRetryable(error) || attempt >= options.attempts) throw error;
       const ceilingMs = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (attempt - 1));
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * ceilingMs));
+      await sleep(Math.random() * ceilingMs);
     }
   }
 }

@@ -1,7 +1,8 @@
 import type { StoredState } from "../core/algorithms.js";
 import { algorithmOf } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
-import { KeyState, concurrencyPolicies } from "../core/key-state.js";
+import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
+import { KeyState } from "../core/key-state.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { newLeaseId } from "../limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
@@ -69,8 +70,7 @@ export class LocalKey {
   }
 
   extend(policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs = this.clockMs()): ExtendResult {
-    // The smallest lease of the stack, as every store answers (policies always carry a leaseMs).
-    const lengthMs = leaseMs ?? Math.min(...policies.map((policy) => policy.leaseMs));
+    const lengthMs = leaseMs ?? stackLeaseMs(policies);
     const { extended, changes } = this.state.extend(policies, leaseId, nowMs, lengthMs);
     this.persist(changes);
     return { extended, leaseMs: lengthMs };

@@ -1,5 +1,6 @@
+import { stackLeaseMs } from "../core/concurrency.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { describe } from "../core/duration.js";
+import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
@@ -54,7 +55,7 @@ export class MemoryStore implements Limiter {
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys === undefined ? DEFAULT_MEMORY_MAX_KEYS : options.maxKeys;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new TypeError(`MemoryStore: maxKeys must be a positive integer, got ${describe(options.maxKeys)}`);
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) throw new TypeError(`MemoryStore: maxKeys must be a positive integer, got ${describeValue(options.maxKeys)}`);
     this.maxKeys = maxKeys;
     this.clockMs = options.clockMs ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
@@ -102,7 +103,7 @@ export class MemoryStore implements Limiter {
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     policies = storePolicies(policies);
     const found = this.keys.get(key);
-    if (!found) return { extended: false, leaseMs: leaseMs ?? Math.min(...policies.map((policy) => policy.leaseMs)) };
+    if (!found) return { extended: false, leaseMs: leaseMs ?? stackLeaseMs(policies) };
     return found.local.extend(policies, leaseId, leaseMs);
   }
 

@@ -172,6 +172,29 @@ export const SCENARIOS: Scenario[] = [
     ],
   },
   {
+    // The lease belongs to the concurrency policies: a rate policy's leaseMs (the 30 s default)
+    // never shortens it, for acquire, check and extend alike, on a key seen or not.
+    name: "stacked: the lease length is the shortest of the concurrency policies",
+    policies: {
+      rate: { name: "rate", algorithm: "fixed-window", limit: 100, period: "1s" },
+      long: { name: "long", algorithm: "concurrency", limit: 5, lease: "2m" },
+      short: { name: "short", algorithm: "concurrency", limit: 5, lease: "1m" },
+    },
+    steps: [
+      { atMs: 0, op: "acquire", as: "a", expect: { acquired: true, leaseMs: 60_000 } },
+      check(10, { as: "b", expect: { allowed: true, leaseMs: 60_000 } }),
+      { atMs: 20, op: "extend", lease: "a", expect: { extended: true, leaseMs: 60_000 } },
+      { atMs: 30, op: "extend", lease: "nobody", expect: { extended: false, leaseMs: 60_000 } },
+      { atMs: 40, op: "extend", lease: "nobody", key: "unseen", expect: { extended: false, leaseMs: 60_000 } },
+      { atMs: 50, op: "extend", lease: "b", use: ["rate", "long"], expect: { extended: true, leaseMs: 120_000 } },
+      { atMs: 60, op: "extend", lease: "b", leaseMs: 5_000, expect: { extended: true, leaseMs: 5_000 } },
+      // a was extended at 20 for 60 s, so it holds its slot until 60 020 (b ran out at 5 060).
+      peek(30_020, { use: ["short"], expect: { remaining: 4 } }),
+      peek(60_019, { use: ["short"], expect: { remaining: 4 } }),
+      peek(60_020, { use: ["short"], expect: { remaining: 5 } }),
+    ],
+  },
+  {
     name: "expiry: idle keys are fresh again, reset forgets",
     policies: {
       g: { name: "g", algorithm: "gcra", limit: 10, period: "10s", burst: 3 },

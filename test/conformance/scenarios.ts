@@ -6,6 +6,7 @@
  *
  * Pure TypeScript with core imports only: it must also load inside workerd.
  */
+import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
@@ -166,7 +167,7 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
       return { released: stateOf(key).release(policies, leaseId, nowMs).released };
     },
     async extend(key, policies, leaseId, leaseMs, nowMs) {
-      const lengthMs = leaseMs ?? Math.min(...policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.leaseMs));
+      const lengthMs = leaseMs ?? stackLeaseMs(policies);
       return { extended: stateOf(key).extend(policies, leaseId, nowMs, lengthMs).extended, leaseMs: lengthMs };
     },
   };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_DURATION_MS, describe as describeValue, parseDurationMs } from "../../src/core/duration.js";
+import { MAX_DURATION_MS, parseDurationMs } from "../../src/core/duration.js";
+import { describeValue } from "../../src/core/validation.js";
 
 describe("parseDurationMs", () => {
   it.each([

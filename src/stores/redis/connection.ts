@@ -1,3 +1,4 @@
+import type { Cluster } from "ioredis";
 import type { RedisClient } from "./scripts.js";
 
 /** ioredis states of a connection attempt under way ("wait" is lazyConnect's: nothing is under way). */
@@ -14,4 +15,9 @@ export function settledConnection(client: RedisClient, timeoutMs: number): Promi
     const timer = setTimeout(settle, timeoutMs);
     for (const event of ["ready", "close", "end"]) client.once(event, settle);
   });
+}
+
+/** Whether the client is an ioredis Cluster (a plain Redis client has no isCluster flag). */
+export function isCluster(client: RedisClient): client is Cluster {
+  return "isCluster" in client && client.isCluster === true;
 }

@@ -1,6 +1,7 @@
 import { type Cluster, Command, type Redis } from "ioredis";
 import type { AlgorithmName } from "../../core/types.js";
 import { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
+import { isCluster } from "./connection.js";
 import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./scripts.js";
 
 /**
@@ -36,7 +37,7 @@ export class ScriptRunner {
 
   constructor(client: RedisClient) {
     this.client = client;
-    this.isCluster = "isCluster" in client && client.isCluster === true;
+    this.isCluster = isCluster(client);
   }
 
   /** Which way the client runs scripts now. */

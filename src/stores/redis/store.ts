@@ -1,4 +1,6 @@
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
+import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
+import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
@@ -138,7 +140,7 @@ export class RedisStore implements Limiter {
     const deadline = Date.now() + timeoutMs;
     while (this.client.status !== "ready") {
       if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
     }
     return true;
   }
@@ -177,8 +179,7 @@ export class RedisStore implements Limiter {
   async acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
     policies = storePolicies(policies);
     // What the lease is granted for: the override, else the shortest lease of the stack.
-    const leases = policies.filter((policy) => policy.algorithm === "concurrency");
-    const grantedMs = options.leaseMs ?? (leases.length > 0 ? Math.min(...leases.map((policy) => policy.leaseMs)) : 0);
+    const grantedMs = options.leaseMs ?? (concurrencyPolicies(policies).length > 0 ? stackLeaseMs(policies) : 0);
     const leaseArg = options.leaseMs ?? "";
     return this.waiters.acquire(
       {
@@ -197,8 +198,7 @@ export class RedisStore implements Limiter {
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     policies = storePolicies(policies);
-    const leases = policies.filter((policy) => policy.algorithm === "concurrency");
-    const lengthMs = leaseMs ?? Math.min(...(leases.length > 0 ? leases : policies).map((policy) => policy.leaseMs));
+    const lengthMs = leaseMs ?? stackLeaseMs(policies);
     return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 

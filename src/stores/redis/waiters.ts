@@ -1,7 +1,7 @@
-import type { Cluster, Redis } from "ioredis";
 import type { AcquireResult } from "../../core/types.js";
 import { StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import type { AcquireAttempt } from "./codec.js";
+import { isCluster } from "./connection.js";
 import { withTimeout } from "./errors.js";
 import type { RedisClient } from "./scripts.js";
 
@@ -118,7 +118,7 @@ export class LeaseWaiters {
       const { client, channel } = this.options;
       // A subscriber may queue its SUBSCRIBE until connected; ioredis resubscribes on reconnect.
       const subscriber: RedisClient =
-        "isCluster" in client && client.isCluster ? (client as Cluster).duplicate(undefined, { enableOfflineQueue: true }) : (client as Redis).duplicate({ enableOfflineQueue: true });
+        isCluster(client) ? client.duplicate(undefined, { enableOfflineQueue: true }) : client.duplicate({ enableOfflineQueue: true });
       subscriber.on("error", () => {});
       subscriber.on("message", (_channel: string, waiterId: string) => this.pokes.get(waiterId)?.());
       this.subscriber = subscriber;

@@ -83,6 +83,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   if admit and ctx.hasConcurrency then
     if not lease_id then error("a leaseId is needed to admit a concurrency policy") end
     granted_lease_ms = lease_ms
+    -- No override: the shortest lease of the concurrency policies (stackLeaseMs in src/core/concurrency.ts).
     if granted_lease_ms == nil then
       for _, policy in ipairs(policies) do
         if policy.concurrency then granted_lease_ms = min(granted_lease_ms or policy.leaseMs, policy.leaseMs) end
