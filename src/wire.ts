@@ -8,6 +8,16 @@
 /** Keys are 1 … 512 bytes of UTF-8: the API answers 400 above, and the clients refuse before sending. */
 export const MAX_KEY_BYTES = 512;
 
+const encoder = new TextEncoder();
+
+/**
+ * Whether `key` is at most MAX_KEY_BYTES of UTF-8. A UTF-16 unit is at most 3 UTF-8 bytes, so
+ * most keys are answered without encoding them (this runs on the hot path of every request).
+ */
+export function keyFitsBytes(key: string): boolean {
+  return key.length * 3 <= MAX_KEY_BYTES || encoder.encode(key).length <= MAX_KEY_BYTES;
+}
+
 /** Message prefix of an RPC error when the store could not be reached and the policy fails closed: no decision was made. */
 export const STORE_UNAVAILABLE_PREFIX = "store unavailable: ";
 /** Message prefix of an RPC error when the store answered with an error (a bug or misconfiguration): nothing was admitted. */

@@ -1,13 +1,11 @@
 import { describeValue } from "../core/validation.js";
 import { sleep } from "../core/sleep.js";
-import { MAX_KEY_BYTES } from "../wire.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
 
 /**
  * Small named checks for factory options. Each throws a TypeError that names the option
  * and the bad value, so a mistake shows up where the client is built, not on first use.
  */
-
-const encoder = new TextEncoder();
 
 export function integerOption(name: string, value: unknown, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
@@ -39,7 +37,7 @@ export function functionOption<F extends (...args: never[]) => unknown>(name: st
 
 /** A user key: 1 … 512 UTF-8 bytes (README "HTTP API"). */
 export function keyOption(name: string, value: unknown): string {
-  if (typeof value !== "string" || value.length === 0 || encoder.encode(value).length > MAX_KEY_BYTES) {
+  if (typeof value !== "string" || value.length === 0 || !keyFitsBytes(value)) {
     throw new TypeError(`${name}: must be a string of 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${describeValue(value)}`);
   }
   return value;

@@ -1,4 +1,4 @@
-import { MAX_KEY_BYTES } from "../wire.js";
+import { keyFitsBytes } from "../wire.js";
 import { type IpAddress, formatIp, maskIp } from "./ip.js";
 
 /** Where a route's rate-limit key comes from (docs/gateway.md). */
@@ -102,9 +102,8 @@ export function keyOf(source: KeySource, facts: RequestFacts): RequestKey | unde
   }
   if (value === undefined || value === null || value === "") return undefined;
   const storeKey = `${namespace}:${value}`;
-  // A UTF-16 unit is at most 3 UTF-8 bytes: most keys need no encoding to know they fit.
-  // Those are answered synchronously: an await per request is measurable on a proxy's hot path.
-  if (storeKey.length * 3 <= MAX_KEY_BYTES || encoder.encode(storeKey).length <= MAX_KEY_BYTES) return { value, storeKey };
+  // A key that fits is answered synchronously: an await per request is measurable on a proxy's hot path.
+  if (keyFitsBytes(storeKey)) return { value, storeKey };
   return hashedStoreKey(namespace, value).then((hashed) => ({ value, storeKey: hashed }));
 }
 

@@ -4,7 +4,7 @@ import { ValidationError, describeValue } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../config-schema.js";
 import type { LimitPlan, LogFn } from "./limit.js";
 import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
-import { MAX_KEY_BYTES } from "../wire.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
 import { type Problem, problem, problemFor } from "./problems.js";
 
 /**
@@ -84,13 +84,10 @@ export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, 
   return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false };
 }
 
-const encoder = new TextEncoder();
-
 /** The 400 for a request without a usable key (never counted under one empty key shared by all), or undefined. */
 export function keyProblem(key: unknown): Problem | undefined {
   if (typeof key !== "string" || key === "") return problem(400, "the request carries no rate-limit key");
-  // UTF-8 is at most 3 bytes per UTF-16 unit: most keys skip the encoding.
-  if (key.length * 3 > MAX_KEY_BYTES && encoder.encode(key).length > MAX_KEY_BYTES) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
+  if (!keyFitsBytes(key)) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
   return undefined;
 }
 

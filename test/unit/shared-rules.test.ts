@@ -7,6 +7,7 @@ import { sleep } from "../../src/core/sleep.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { type Limiter, StoreFaultError, StoreUnavailableError, mayFailOpen } from "../../src/limiter.js";
 import { SpillwayService } from "../../src/service.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../../src/wire.js";
 
 // Rules several modules share, each written once: these pin the one copy down.
 
@@ -50,6 +51,16 @@ describe("mayFailOpen", () => {
     const service = new SpillwayService(down, config);
     expect(await service.acquire({ key: "k", policy: ["long", "short"] })).toMatchObject({ acquired: true, leaseMs: 60_000, failedOpen: true });
     await expect(service.acquire({ key: "k", policy: ["long", "closed"] })).rejects.toBe(unavailable);
+  });
+});
+
+describe("keyFitsBytes", () => {
+  it("counts UTF-8 bytes, not characters, up to MAX_KEY_BYTES", () => {
+    expect(keyFitsBytes("a".repeat(MAX_KEY_BYTES))).toBe(true);
+    expect(keyFitsBytes("a".repeat(MAX_KEY_BYTES + 1))).toBe(false);
+    expect(keyFitsBytes("é".repeat(MAX_KEY_BYTES / 2))).toBe(true);
+    expect(keyFitsBytes("é".repeat(MAX_KEY_BYTES / 2 + 1))).toBe(false);
+    expect(keyFitsBytes("€".repeat(171))).toBe(false);
   });
 });
 
