@@ -145,7 +145,8 @@ export class GatewayCore {
 
 /**
  * What every edge refuses before deciding: a message framed two ways (request smuggling;
- * Node's parser already refuses it) and a path with no safe canonical form (path.ts).
+ * Node's parser already refuses it) and a path with no safe canonical form (path.ts). Called
+ * only when one of the two holds: the 400 for it.
  */
 export function refusal(framedTwice: boolean, path: CanonicalPath | RefusedPath): Response {
   if (framedTwice || !isRefused(path)) return problemResponse(problem(400, "the request has both Transfer-Encoding and Content-Length"));
