@@ -18,3 +18,4 @@ export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";
 export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";
 export { parseConfig, type SpillwayConfig } from "./config.js";
+export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";

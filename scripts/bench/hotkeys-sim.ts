@@ -6,11 +6,8 @@
  * scripts/bench/hotkeys.ts with large numbers and by test/unit/local-cache-sim.test.ts with small ones.
  */
 import { setImmediate } from "node:timers";
-import { parsePolicy } from "../../src/core/policy.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
-import type { Limiter, StoreHealth } from "../../src/limiter.js";
-import { LocalCache } from "../../src/local/local-cache.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { type AcquireOptions, type AcquireResult, type CheckOptions, type Decision, type ExtendResult, type Policy, type ReleaseResult, parsePolicy } from "../../src/core/index.js";
+import { type Limiter, LocalCache, MemoryStore, type StoreHealth } from "../../src/hono.js";
 
 export interface SimOptions {
   isolates: number;

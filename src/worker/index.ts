@@ -16,3 +16,4 @@ export { SpillwayEntrypoint, type SpillwayRpc } from "./entrypoint.js";
 export { cloudflareClientIp } from "./client-ip.js";
 export { DurableObjectStore } from "../stores/durable-object.js";
 export type { Env } from "./env.js";
+export { LocalCache, type LocalCacheOptions } from "../local/local-cache.js";

@@ -24,8 +24,6 @@ const NOT_YET: Record<string, string> = {
   "scripts/bench/baseline-worker.ts": "bench:worker's Worker without the Durable Object is the internal Hono app over a MemoryStore",
   "scripts/bench/gateway-worker.ts": "bench:gateway's Worker (restructured with the Node-native gateway work)",
   "scripts/bench/gateway-bare-worker.ts": "bench:gateway's bare proxy floor (restructured with the Node-native gateway work)",
-  "scripts/bench/hotkeys-sim.ts": "bench:hotkeys simulates LocalCache over a slow store; LocalCache is not public",
-  "test/redis/fixtures/hot-key-client.ts": "bench:hotkeys-redis's processes run LocalCache over RedisStore; LocalCache is not public",
 };
 
 function tsFiles(dir: string): string[] {
