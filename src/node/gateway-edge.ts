@@ -41,24 +41,10 @@ export class NodeGatewayEdge {
 
   /** Serves one request whose canonical path the server already computed (and found not Spillway's). */
   handle(req: IncomingMessage, res: ServerResponse, path: CanonicalPath): void {
-    const exchange = new Exchange(req, res);
+    const exchange = new Exchange(req, res, path);
     // Request smuggling: a message framed two ways is refused (Node's parser already does so).
-    if (exchange.header("transfer-encoding") !== undefined && exchange.header("content-length") !== undefined) return this.#answer(exchange, refusal(true, path), undefined);
-    const url = req.url!;
-    const query = url.indexOf("?");
-    // URL.search's exact form (its percent-encoding of a query) only when there is a query.
-    const search = query < 0 ? "" : new URL(url, "http://h").search;
-    const facts: GatewayFacts = {
-      method: req.method!,
-      path,
-      search,
-      url: () => new URL(url, `http://${exchange.header("host") ?? "localhost"}`),
-      headers: exchange,
-      socketIp: req.socket.remoteAddress,
-      signal: () => exchange.signal(),
-      defer: quietly,
-    };
-    this.#core.decide(facts).then(
+    if (exchange.framedTwice()) return this.#answer(exchange, refusal(true, path), undefined);
+    this.#core.decide(exchange).then(
       (step) => (step.forward ? this.#forward(exchange, step) : this.#answer(exchange, step.response, step.route)),
       (error: unknown) => this.#answer(exchange, errorResponse(error), undefined),
     );
@@ -177,7 +163,9 @@ export class NodeGatewayEdge {
   }
 }
 
-const quietly = (promise: Promise<unknown>) => void promise.catch(() => {});
+function quietly(promise: Promise<unknown>): void {
+  promise.catch(() => {});
+}
 
 /** A Headers as node:http's flat [name, value, …] list, several Set-Cookie fields kept apart. */
 function flatFields(headers: Headers): string[] {
@@ -189,15 +177,47 @@ function flatFields(headers: Headers): string[] {
   return fields;
 }
 
-/** One request and its answer; reads the client's fields from rawHeaders (Node's `headers` drops repeats). */
-class Exchange implements HeaderLookup {
+/**
+ * One request and its answer, and the core's facts about it (one object per request, no
+ * closures); reads the client's fields from rawHeaders (Node's `headers` drops repeats).
+ */
+class Exchange implements HeaderLookup, GatewayFacts {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
+  readonly method: string;
+  readonly path: CanonicalPath;
+  readonly search: string;
+  readonly headers: HeaderLookup = this;
+  readonly socketIp: string | undefined;
+  readonly defer = quietly;
   #controller: AbortController | undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse) {
+  constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     this.req = req;
     this.res = res;
+    this.method = req.method!;
+    this.path = path;
+    const url = req.url!;
+    // URL.search's exact form (its percent-encoding of a query) only when there is a query.
+    this.search = url.indexOf("?") < 0 ? "" : new URL(url, "http://h").search;
+    this.socketIp = req.socket.remoteAddress;
+  }
+
+  url(): URL {
+    return new URL(this.req.url!, `http://${this.header("host") ?? "localhost"}`);
+  }
+
+  /** Both Transfer-Encoding and Content-Length, in one pass over the fields. */
+  framedTwice(): boolean {
+    const raw = this.req.rawHeaders;
+    let chunked = false;
+    let sized = false;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (name.length === 17 && name.toLowerCase() === "transfer-encoding") chunked = true;
+      else if (name.length === 14 && name.toLowerCase() === "content-length") sized = true;
+    }
+    return chunked && sized;
   }
 
   /** A field as Headers.get reads it: repeated fields joined by ", ". */
@@ -232,14 +252,21 @@ class Exchange implements HeaderLookup {
    */
   forwardedFields(): Record<string, string> {
     const raw = this.req.rawHeaders;
-    const connection = this.header("connection");
-    const named = connection ? connection.split(",").map((name) => name.trim().toLowerCase()) : undefined;
     const fields = newFieldRecord();
+    let connection: string | undefined;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i]!.toLowerCase();
-      if (name === "host" || HOP_BY_HOP.has(name) || named?.includes(name)) continue;
+      if (name === "connection") connection = connection === undefined ? raw[i + 1]! : `${connection}, ${raw[i + 1]!}`;
+      if (name === "host" || HOP_BY_HOP.has(name)) continue;
       const seen = fields[name];
       fields[name] = seen === undefined ? raw[i + 1]! : `${seen}, ${raw[i + 1]!}`;
+    }
+    // Fields the Connection field names are hop-by-hop too (rare beyond keep-alive and close).
+    if (connection) {
+      for (const named of connection.split(",")) {
+        const name = named.trim().toLowerCase();
+        if (name in fields) delete fields[name];
+      }
     }
     return fields;
   }
