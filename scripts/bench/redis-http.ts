@@ -1,6 +1,6 @@
 // Part 2 of bench:redis: end to end over HTTP. `spillway serve --redis` (the real CLI, its
-// own process) against a bare Hono app on @hono/node-server answering the same JSON shape
-// without any store (scripts/bench/redis-bare-server.ts), both loaded by runLoad in
+// own process) against the minimal node:http server that parses the same JSON and answers
+// the same decision from RedisStore.check (scripts/bench/redis-bare-server.ts), both loaded by runLoad in
 // alternating turns, so that a shared machine's drift falls on both alike.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -71,7 +71,7 @@ export async function runHttp(options: HttpOptions, progress: (line: string) => 
     const configPath = join(dir, "spillway.config.json");
     await writeFile(configPath, JSON.stringify({ policies: [SERVER_POLICY] }));
     const [barePort, spillwayPort] = [await freePort(), await freePort()];
-    const bare = await startNode(["--import", "tsx", BARE_SERVER, String(barePort)], barePort);
+    const bare = await startNode(["--import", "tsx", BARE_SERVER, String(barePort), options.redisUrl], barePort);
     children.push(bare);
     const spillwayArgs = [SPILLWAY_BIN, "serve", "--config", configPath, "--port", String(spillwayPort), "--redis", options.redisUrl];
     const spillway = await startNode(spillwayArgs, spillwayPort, { SPILLWAY_TOKEN: TOKEN });
@@ -100,7 +100,7 @@ export async function runHttp(options: HttpOptions, progress: (line: string) => 
   }
 }
 
-const LABELS = { bare: "bare Hono on @hono/node-server, no store", spillway: "`spillway serve --redis` (GCRA, one FCALL per request)" };
+const LABELS = { bare: "minimal `node:http` server, one `RedisStore.check` per request", spillway: "`spillway serve --redis` (GCRA, one FCALL per request)" };
 
 export function httpTable(rows: readonly HttpRow[]): string[] {
   const lines = ["| server | keys | req/s | p50 ms | p99 ms | ratio to bare | other answers | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];

@@ -8,6 +8,7 @@
 //   BENCH_SLICE_MS=250                     (each contender's turn within a cell)
 //   REDIS_URL=redis://127.0.0.1:6379       (an existing server; keys are prefixed bench:<run>:)
 //   npm run bench:redis -- sliding-log     (only the sliding-log section, ~1 min: writes `## Sliding log (bench:redis sliding-log)`)
+//   npm run bench:redis -- http            (only the HTTP rows, ~1 min: prints their table, writes nothing)
 import { type AdmissionOptions, admissionTable, runAdmission } from "./redis-admission.js";
 import { ADMISSION_CONTENDERS, type Contender, SPILLWAY_GCRA, SPILLWAY_GCRA_EVALSHA, THROUGHPUT_CONTENDERS, connect } from "./redis-contenders.js";
 import { goalLines, ratioTable } from "./redis-goals.js";
@@ -89,6 +90,8 @@ async function slidingLogSection(url: string, runId: string): Promise<void> {
   }
 }
 
+const httpOptions = (redisUrl: string): HttpOptions => ({ redisUrl, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, turns: HTTP_TURNS, warmUpMs: Math.min(1000, HTTP_MS / 4) });
+
 async function main(): Promise<void> {
   const startedMs = performance.now();
   const redis = await startBenchRedis();
@@ -100,7 +103,15 @@ async function main(): Promise<void> {
     }
     return;
   }
-  if (process.argv[2] !== undefined) throw new Error(`bench:redis takes no argument or "sliding-log", got ${JSON.stringify(process.argv[2])}`);
+  if (process.argv[2] === "http") {
+    try {
+      log(httpTable(await runHttp(httpOptions(redis.url), log)).join("\n"));
+    } finally {
+      await redis.stop();
+    }
+    return;
+  }
+  if (process.argv[2] !== undefined) throw new Error(`bench:redis takes no argument, "sliding-log" or "http", got ${JSON.stringify(process.argv[2])}`);
   const runId = Date.now().toString(36);
   try {
     log(`bench:redis against ${redis.description}, ${SLICES} turns of ${SLICE_MS} ms per contender and cell${QUICK ? " (quick: nothing is written)" : ""}\n`);
@@ -118,8 +129,7 @@ async function main(): Promise<void> {
     const libraryUs = await libraryCost(redis.url, runId);
     log(`\nSpillway's EVALSHA fallback: ${libraryUs.toFixed(1)} µs more Redis time per GCRA decision than FCALL\n`);
 
-    const http: HttpOptions = { redisUrl: redis.url, concurrency: HTTP_CONCURRENCY, keyCounts: [1, 10_000], durationMs: HTTP_MS, turns: HTTP_TURNS, warmUpMs: Math.min(1000, HTTP_MS / 4) };
-    const httpRows = await runHttp(http, log);
+    const httpRows = await runHttp(httpOptions(redis.url), log);
 
     const admission: AdmissionOptions = {
       url: redis.url,
@@ -163,7 +173,7 @@ async function main(): Promise<void> {
       "",
       `runLoad (scripts/bench/load.ts), ${HTTP_CONCURRENCY} requests in flight on keep-alive sockets, ${HTTP_MS / 1000} s per row after a warm-up, in ${HTTP_TURNS} turns that alternate between the two servers; POST /v1/check \`{ key, policy: "bench" }\` (GCRA, 1000 per day with a burst of 1e9: a limit no request reaches).`,
       "Both servers are their own Node process: `spillway serve --redis` (bin/spillway.mjs, the default 50 ms store timeout: a 503 is a decision that took longer) and scripts/bench/redis-bare-server.ts,",
-      "a bare Hono app on @hono/node-server that parses the body and answers the same decision JSON and RateLimit headers with no store, validation or auth.",
+      "the minimal `node:http` server: it reads the body, `JSON.parse`, one `RedisStore.check` with the same policy, and answers the same decision JSON and RateLimit headers, with no validation, auth or observer.",
       "",
       ...httpTable(httpRows),
       "",
