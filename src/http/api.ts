@@ -8,6 +8,22 @@ import { BodyTooLargeError, costAboveCapacityDetail } from "./problems.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
+export type ApiRoute = (typeof API_ROUTES)[number];
+const API_PATHS: ReadonlyMap<string, ApiRoute> = new Map(API_ROUTES.map((route) => [`/v1${route}`, route]));
+
+/** The API route of a request path spelled exactly as README "HTTP API" does (`/v1/check`), else undefined. */
+export const apiRouteOf = (path: string): ApiRoute | undefined => API_PATHS.get(path);
+
+/**
+ * An API answer, runtime-neutral: the Hono routes make it a Response, the Node server's fast
+ * path (src/node/api-edge.ts) writes it straight to node:http.
+ */
+export interface ApiAnswer {
+  status: number;
+  headers: Record<string, string>;
+  /** null: no body (204). */
+  body: string | null;
+}
 
 export interface ApiOptions {
   service: SpillwayService;
@@ -17,7 +33,11 @@ export interface ApiOptions {
 
 /** Reads a JSON body of at most MAX_BODY_BYTES; anything else is a 400 (413 when too large) that says so. */
 async function jsonBody(request: Request): Promise<unknown> {
-  const text = await boundedText(request, MAX_BODY_BYTES);
+  return parseJsonBody(await boundedText(request, MAX_BODY_BYTES));
+}
+
+/** A body's text as the API's JSON; an empty or malformed one is a 400 naming `body`. */
+export function parseJsonBody(text: string): unknown {
   if (text.trim() === "") throw new ValidationError("body", "must be a JSON object, got an empty body");
   try {
     return JSON.parse(text);
@@ -57,39 +77,56 @@ async function boundedText(request: Request, maxBytes: number): Promise<string> 
   return new Blob(chunks).text();
 }
 
-function decisionResponse({ decision, policies, cost }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): Response {
+function decisionAnswer({ decision, policies, cost }: Checked, legacyHeaders: boolean, deniedStatus: 200 | 429): ApiAnswer {
   const headers: Record<string, string> = { "content-type": "application/json", ...rateLimitHeaders(decision, policies, { legacy: legacyHeaders }) };
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   // Such a 429 has no Retry-After (rateLimitHeaders): the body says in words why.
   const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost) } : decision;
-  return new Response(JSON.stringify(body), { status: decision.allowed ? 200 : deniedStatus, headers });
+  return { status: decision.allowed ? 200 : deniedStatus, headers, body: JSON.stringify(body) };
 }
 
-const json = (body: unknown, status = 200) => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
+const json = (body: unknown, status = 200): ApiAnswer => ({ status, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+
+/**
+ * What an API route answers to a parsed body (after auth and the body limit). Throws what the
+ * service throws: the caller maps it with problemFor.
+ */
+export async function answerApi(service: SpillwayService, route: ApiRoute, body: unknown): Promise<ApiAnswer> {
+  const legacy = service.config.legacyHeaders;
+  switch (route) {
+    case "/check":
+      return decisionAnswer(await service.check(body), legacy, 429);
+    case "/peek":
+      // A peek consumes nothing: it answers 200 even when a request would be denied.
+      return decisionAnswer(await service.peek(body), legacy, 200);
+    case "/reset":
+      await service.reset(body);
+      return { status: 204, headers: {}, body: null };
+    case "/acquire": {
+      const result = await service.acquire(body);
+      const answer = json(result, result.acquired ? 200 : 429);
+      if (!result.acquired && result.retryAfterMs !== null) answer.headers["retry-after"] = String(Math.max(1, Math.ceil(result.retryAfterMs / 1000)));
+      if (result.failedOpen) answer.headers[FAILED_OPEN_HEADER] = "true";
+      return answer;
+    }
+    case "/release":
+      return json(await service.release(body));
+    case "/extend":
+      return json(await service.extend(body));
+  }
+}
+
+const toResponse = ({ status, headers, body }: ApiAnswer) => new Response(body, { status, headers });
 
 /** The /v1 decision API of README "HTTP API". */
 export function createApi({ service, tokenOf }: ApiOptions): Hono {
   const api = new Hono();
-  const legacy = service.config.legacyHeaders;
   // Auth guards Spillway's own routes only, so that with a gateway an origin's /v1/... paths
   // still reach the origin instead of meeting Spillway's 401. The body limit is jsonBody's.
   const auth = bearerAuth((c) => tokenOf(c.env));
-  for (const route of API_ROUTES) api.use(route, auth);
-  api.post("/check", async (c) => decisionResponse(await service.check(await jsonBody(c.req.raw)), legacy, 429));
-  // A peek consumes nothing: it answers 200 even when a request would be denied.
-  api.post("/peek", async (c) => decisionResponse(await service.peek(await jsonBody(c.req.raw)), legacy, 200));
-  api.post("/reset", async (c) => {
-    await service.reset(await jsonBody(c.req.raw));
-    return c.body(null, 204);
-  });
-  api.post("/acquire", async (c) => {
-    const result = await service.acquire(await jsonBody(c.req.raw));
-    const response = json(result, result.acquired ? 200 : 429);
-    if (!result.acquired && result.retryAfterMs !== null) response.headers.set("Retry-After", String(Math.max(1, Math.ceil(result.retryAfterMs / 1000))));
-    if (result.failedOpen) response.headers.set(FAILED_OPEN_HEADER, "true");
-    return response;
-  });
-  api.post("/release", async (c) => json(await service.release(await jsonBody(c.req.raw))));
-  api.post("/extend", async (c) => json(await service.extend(await jsonBody(c.req.raw))));
+  for (const route of API_ROUTES) {
+    api.use(route, auth);
+    api.post(route, async (c) => toResponse(await answerApi(service, route, await jsonBody(c.req.raw))));
+  }
   return api;
 }

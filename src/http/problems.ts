@@ -82,8 +82,13 @@ export function onError(error: Error, c: Context): Response {
 
 /** The problem answer for an error, outside Hono (the Node gateway edge); logs as onError does. */
 export function errorResponse(error: unknown): Response {
+  return problemResponse(loggedProblem(error));
+}
+
+/** problemFor, logged as onError logs: only what is not the user's fault. */
+export function loggedProblem(error: unknown): Problem {
   const body = problemFor(error);
   if (error instanceof StoreFaultError || (body.status >= 500 && body.status !== 503)) console.error("spillway: store or internal error", error);
   else if (body.status === 503) console.warn(`spillway: ${body.detail}`);
-  return problemResponse(body);
+  return body;
 }

@@ -1,8 +1,10 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import { getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
+import { apiRouteOf } from "../http/api.js";
 import { isSpillwayPath } from "../http/app.js";
 import { canonicalPath, isRefused } from "../http/path.js";
+import type { NodeApiEdge } from "./api-edge.js";
 import type { NodeGateway } from "./gateway.js";
 
 // @hono/node-server builds a request's URL from the target as sent only when the target and
@@ -20,22 +22,27 @@ function plainHost(req: IncomingMessage): boolean {
 }
 
 /**
- * The request listener of `spillway serve`: Spillway's own paths (/v1, /healthz, /metrics,
- * /dashboard, however spelled) and unusual request targets go to the Hono app; the gateway's
- * plain traffic goes straight to the node:http edge, which costs a fraction of the conversion
- * to web Request and Response.
+ * The request listener of `spillway serve`: POSTs to the /v1 decision API spelled exactly go
+ * to the node:http API edge; Spillway's other paths (/v1, /healthz, /metrics, /dashboard,
+ * however spelled) and unusual request targets go to the Hono app; the gateway's plain
+ * traffic goes straight to the node:http gateway edge. The node:http edges save the
+ * conversion to web Request and Response, which costs a fraction of the throughput.
  */
-export function serverListener(app: Hono, gateway: NodeGateway | undefined, hostname: string): RequestListener {
+export function serverListener(app: Hono, gateway: NodeGateway | undefined, hostname: string, api?: NodeApiEdge): RequestListener {
   const appListener = getRequestListener(app.fetch, { hostname });
   const edge = gateway?.edge;
-  if (!edge) return appListener;
+  if (!edge && !api) return appListener;
   return (req: IncomingMessage, res: ServerResponse) => {
     const target = req.url ?? "";
     if (!PLAIN_TARGET.test(target) || DOT_SEGMENT.test(target) || !plainHost(req)) return void appListener(req, res);
     const query = target.indexOf("?");
     const fragment = target.indexOf("#");
     const end = fragment >= 0 && (query < 0 || fragment < query) ? fragment : query;
-    const path = canonicalPath(end < 0 ? target : target.slice(0, end));
+    const rawPath = end < 0 ? target : target.slice(0, end);
+    const route = api && req.method === "POST" ? apiRouteOf(rawPath) : undefined;
+    if (route) return api!.handle(req, res, route);
+    if (!edge) return void appListener(req, res);
+    const path = canonicalPath(rawPath);
     if (isRefused(path) || isSpillwayPath(path)) return void appListener(req, res);
     edge.handle(req, res, path);
   };

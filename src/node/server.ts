@@ -7,6 +7,7 @@ import { createApp } from "../http/app.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { SpillwayService } from "../service.js";
+import { NodeApiEdge } from "./api-edge.js";
 import { serverListener } from "./dispatch.js";
 import { NodeGateway } from "./gateway.js";
 
@@ -87,7 +88,7 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
   const hostname = options.hostname ?? "127.0.0.1";
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(options.timeouts);
-    const server = createServer(serverOptions, serverListener(app, gateway, hostname));
+    const server = createServer(serverOptions, serverListener(app, gateway, hostname, new NodeApiEdge(service, tokenOf)));
     server.listen(options.port, hostname, () => {
       const info = server.address() as AddressInfo;
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;

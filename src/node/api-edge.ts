@@ -1,0 +1,92 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { type ApiAnswer, type ApiRoute, MAX_BODY_BYTES, answerApi, parseJsonBody } from "../http/api.js";
+import { authRefusal } from "../http/auth.js";
+import { BodyTooLargeError, type Problem, loggedProblem } from "../http/problems.js";
+import type { SpillwayService } from "../service.js";
+
+const problemAnswer = (problem: Problem, headers: Record<string, string> = {}): ApiAnswer => ({
+  status: problem.status,
+  headers: { "content-type": "application/problem+json", ...headers },
+  body: JSON.stringify(problem),
+});
+
+/** The Authorization header as a web Headers object reads it: repeated ones joined by ", ". */
+function authorizationOf(req: IncomingMessage): string | undefined {
+  const raw = req.rawHeaders;
+  let value: string | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
+  }
+  return value;
+}
+
+/** A client gone before its body ended: there is no one to answer (a settled promise ignores it). */
+const CLIENT_GONE = new Error("the client closed the request before its body ended");
+
+/**
+ * The body as text, refused (BodyTooLargeError) past `maxBytes`, as src/http/api.ts's
+ * boundedText reads it: a declared Content-Length over the limit before anything is read, a
+ * chunked body as soon as it passes the limit (node:http then discards the rest). Decoded as
+ * a web Request's text() decodes: UTF-8, a leading byte order mark dropped.
+ */
+function boundedText(req: IncomingMessage, maxBytes: number): Promise<string> {
+  const declared = req.headers["content-length"];
+  if (declared !== undefined && req.headers["transfer-encoding"] === undefined && Number(declared) > maxBytes) return Promise.reject(new BodyTooLargeError(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    const onData = (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) return void chunks.push(chunk);
+      req.off("data", onData);
+      reject(new BodyTooLargeError(maxBytes));
+    };
+    req.on("data", onData);
+    req.once("end", () => {
+      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8");
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    });
+    req.once("close", () => reject(CLIENT_GONE));
+  });
+}
+
+/**
+ * The /v1 decision API on node:http, for `spillway serve`: the same auth, body limit, service
+ * call and answers as the Hono routes of src/http/api.ts (the same functions), without
+ * converting each request and answer to web Request and Response. The server's listener
+ * (src/node/dispatch.ts) hands it POSTs to an API path spelled exactly; every other spelling
+ * and method still goes to the Hono app, which answers 404 or 405.
+ */
+export class NodeApiEdge {
+  readonly #service: SpillwayService;
+  readonly #tokenOf: () => string | undefined;
+
+  constructor(service: SpillwayService, tokenOf: () => string | undefined) {
+    this.#service = service;
+    this.#tokenOf = tokenOf;
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse, route: ApiRoute): void {
+    const refusal = authRefusal(this.#tokenOf(), authorizationOf(req));
+    if (refusal) return write(res, problemAnswer(refusal.problem, refusal.headers));
+    boundedText(req, MAX_BODY_BYTES)
+      .then((text) => answerApi(this.#service, route, parseJsonBody(text)))
+      .then(
+        (answer) => write(res, answer),
+        (error: unknown) => {
+          if (error !== CLIENT_GONE) write(res, problemAnswer(loggedProblem(error)));
+        },
+      );
+  }
+}
+
+function write(res: ServerResponse, { status, headers, body }: ApiAnswer): void {
+  if (body === null) {
+    res.writeHead(status, headers);
+    res.end();
+    return;
+  }
+  headers["content-length"] = String(Buffer.byteLength(body));
+  res.writeHead(status, headers);
+  res.end(body);
+}
