@@ -174,6 +174,7 @@ async function main(): Promise<void> {
       `runLoad (scripts/bench/load.ts), ${HTTP_CONCURRENCY} requests in flight on keep-alive sockets, ${HTTP_MS / 1000} s per row after a warm-up, in ${HTTP_TURNS} turns that alternate between the two servers; POST /v1/check \`{ key, policy: "bench" }\` (GCRA, 1000 per day with a burst of 1e9: a limit no request reaches).`,
       "Both servers are their own Node process: `spillway serve --redis` (bin/spillway.mjs, the default 50 ms store timeout: a 503 is a decision that took longer) and scripts/bench/redis-bare-server.ts,",
       "the minimal `node:http` server: it reads the body, `JSON.parse`, one `RedisStore.check` with the same policy, and answers the same decision JSON and RateLimit headers, with no validation, auth or observer.",
+      "Server CPU is the server process's user + system time over its turns (/proc, 10 ms ticks) divided by the requests it answered.",
       "",
       ...httpTable(httpRows),
       "",
