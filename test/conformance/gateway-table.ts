@@ -1,0 +1,258 @@
+import { describe, expect, it } from "vitest";
+import type { Limiter } from "../../src/limiter.js";
+
+// The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
+// gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
+// Loads in workerd too: no node:* imports here, only what both runtimes have.
+
+/** An answer as the client sees it, resolved when its head arrives (the body may still stream). */
+export interface GatewayReply {
+  status: number;
+  header(name: string): string | null;
+  /** The whole body; rejects when the answer breaks off. */
+  text(): Promise<string>;
+  /** Resolves once the first piece of the body has reached the client. */
+  firstChunk(): Promise<string>;
+  /** The client goes away mid-answer. */
+  cancel(): Promise<void>;
+}
+
+/** An origin answer that streams "start", then waits for the test. */
+export interface OriginStream {
+  end(rest: string): void;
+  fail(): void;
+}
+
+export interface GatewayDriver {
+  /** A request from client address `ip`, as this runtime's edge reports a client's address. */
+  send(path: string, from: { ip: string; headers?: Record<string, string> }): Promise<GatewayReply>;
+  origin: {
+    /** Requests that reached the origin so far. */
+    hits(): number;
+    /** 200 "ok" to everyone (the default). */
+    ok(): void;
+    /** 429 with `Retry-After: retryAfterS` to requests whose x-user is `user`, 200 "ok" to others. */
+    busyFor(user: string, retryAfterS: number): void;
+    /** Every request gets a streamed 200 held open until `end` or `fail`. */
+    stream(): OriginStream;
+    /** Nothing answers at the origin's address until `ok()`. */
+    unreachable(): void;
+  };
+  /** What the client sees when the origin breaks off mid-answer. */
+  midAnswerFailure: RegExp;
+  /** The gateway's log lines so far. */
+  logs: Record<string, unknown>[];
+  /** The store the gateway decides in. */
+  limiter: Limiter;
+}
+
+/** The gateway config every runtime runs the table against. */
+export const GATEWAY_TABLE_CONFIG = {
+  policies: [
+    { name: "three", algorithm: "fixed-window", limit: 3, period: "1h" },
+    { name: "spaced", algorithm: "gcra", limit: 5, period: "1s", burst: 1 },
+    { name: "big", algorithm: "fixed-window", limit: 10_000, period: "1h" },
+    { name: "slot", algorithm: "concurrency", limit: 1, lease: "30s" },
+  ],
+  routes: [
+    { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
+    { match: { path: "/delay/*" }, key: "header:x-user", policies: ["spaced"], onLimit: "delay", maxDelayMs: 500 },
+    { match: { path: "/dry/*" }, key: "header:x-user", policies: ["three"], dryRun: true },
+    { match: { path: "/slot/*" }, key: "header:x-user", policies: ["slot"] },
+    { match: { path: "/v6/*" }, key: "ip/64", policies: ["big"] },
+    { match: { path: "/proxied/*" }, key: "ip", policies: ["three"] },
+  ],
+  deny: { ips: ["203.0.113.0/24"], keys: ["banned"] },
+  allow: { ips: ["198.51.100.7"], keys: ["vip"] },
+  trustProxy: ["10.255.0.0/16"],
+  originFeedback: true,
+};
+
+let counter = 0;
+/** A user no other case uses (Durable Object state outlives a case). */
+export function uniqueUser(): string {
+  counter++;
+  return `user-${counter}-${crypto.randomUUID()}`;
+}
+
+/** An IPv4 address no other case uses, outside the table's trusted proxies (10.255.0.0/16). */
+export function uniqueIp(): string {
+  const [a, b, c] = crypto.getRandomValues(new Uint8Array(3));
+  return `10.${a! % 255}.${b}.${c}`;
+}
+
+async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 3000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const SLOT_POLICY = { name: "slot", algorithm: "concurrency", limit: 1, periodMs: 1000, burst: 1, leaseMs: 30_000, failMode: "closed" } as const;
+
+/** Registers the table's cases; `driver` is called once the runner's beforeAll has run. */
+export function gatewayConformance(runtime: string, driverOf: () => GatewayDriver): void {
+  const as = (user: string) => ({ headers: { "x-user": user }, ip: uniqueIp() });
+  const status = async (path: string, from: { ip: string; headers?: Record<string, string> }) => (await driverOf().send(path, from)).status;
+
+  describe(`${runtime} gateway conformance: limits`, () => {
+    it("delay holds a request until its reserved slot, at most maxDelayMs", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const started = Date.now();
+      const timed = async () => {
+        const reply = await gw.send("/delay/a", as(user));
+        await reply.text();
+        return { status: reply.status, ms: Date.now() - started };
+      };
+      // One per 200 ms, burst 1: slots at 0, 200, 400 ms; the fourth (600 ms) is past maxDelayMs.
+      const results = await Promise.all([timed(), timed(), timed(), timed()]);
+      const admitted = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
+      expect(results.filter((r) => r.status === 429)).toHaveLength(1);
+      expect(admitted).toHaveLength(3);
+      // Lower bounds are the point (held until the slot); the upper one only rules out "never".
+      expect(admitted[1]).toBeGreaterThanOrEqual(180);
+      expect(admitted[2]).toBeGreaterThanOrEqual(380);
+      expect(admitted[2]).toBeLessThan(2000);
+    });
+
+    it("dry run never blocks but reports in headers and logs", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const replies = [];
+      for (let i = 0; i < 5; i++) replies.push(await gw.send("/dry/a", as(user)));
+      expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(replies.map((r) => r.header("spillway-dry-run"))).toEqual(["allowed", "allowed", "allowed", "denied", "denied"]);
+      expect(replies[4]!.header("ratelimit")).toMatch(/^"three";r=0;/);
+      expect(replies[4]!.header("retry-after")).toBeNull();
+      expect(gw.logs.filter((entry) => entry.event === "dry-run-deny" && String(entry.key).includes(user))).toHaveLength(2);
+    });
+
+    it("deny lists answer 403 for addresses and keys; allow lists skip limiting", async () => {
+      expect(await status("/three/a", { headers: { "x-user": uniqueUser() }, ip: "203.0.113.5" })).toBe(403);
+      expect(await status("/three/a", as("banned"))).toBe(403);
+      const allowedIp = { headers: { "x-user": uniqueUser() }, ip: "198.51.100.7" };
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push(await status("/three/a", allowedIp));
+      expect(statuses).toEqual([200, 200, 200, 200, 200]);
+      const allowedKey = [];
+      for (let i = 0; i < 5; i++) allowedKey.push(await status("/three/a", as("vip")));
+      expect(allowedKey).toEqual([200, 200, 200, 200, 200]);
+    });
+
+    it("reads X-Forwarded-For only from a trusted proxy", async () => {
+      // Each request through a different trusted proxy, for one client: counted as that client.
+      const client = uniqueIp();
+      const trusted = [];
+      for (let i = 0; i < 4; i++) {
+        const [a, b] = crypto.getRandomValues(new Uint8Array(2));
+        trusted.push(await status("/proxied/a", { ip: `10.255.${a}.${b}`, headers: { "x-forwarded-for": `${uniqueIp()}, ${client}` } }));
+      }
+      expect(trusted).toEqual([200, 200, 200, 429]);
+      // From an untrusted peer, a different X-Forwarded-For each time: counted as the peer.
+      const peer = uniqueIp();
+      const untrusted = [];
+      for (let i = 0; i < 4; i++) untrusted.push(await status("/proxied/a", { ip: peer, headers: { "x-forwarded-for": uniqueIp() } }));
+      expect(untrusted).toEqual([200, 200, 200, 429]);
+    });
+
+    it("an origin 429 with Retry-After pauses that key for every caller until then", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      gw.origin.busyFor(user, 1);
+      try {
+        const firstHit = gw.origin.hits();
+        expect(await status("/three/a", as(user))).toBe(429);
+        // The pause is written in the background: wait until a request is refused without reaching the origin.
+        await waitFor(async () => {
+          const before = gw.origin.hits();
+          return (await status("/three/b", as(user))) === 429 && gw.origin.hits() === before;
+        });
+        const hits = gw.origin.hits();
+        const paused = await gw.send("/three/b", as(user));
+        expect(paused.status).toBe(429);
+        expect(JSON.parse(await paused.text())).toMatchObject({ "violated-policies": ["origin-retry-after"] });
+        expect(paused.header("retry-after")).toBe("1");
+        expect(gw.origin.hits()).toBe(hits);
+        // The first, plus any that raced the background pause write (the Worker's Durable Object
+        // write can lose that race); never past the key's 3 admissions.
+        expect(hits - firstHit).toBeGreaterThanOrEqual(1);
+        expect(hits - firstHit).toBeLessThanOrEqual(3);
+        expect(await status("/three/a", as(uniqueUser()))).toBe(200);
+      } finally {
+        gw.origin.ok();
+      }
+      await sleep(1100);
+      const before = gw.origin.hits();
+      expect(await status("/three/a", as(user))).toBe(200);
+      expect(gw.origin.hits()).toBe(before + 1);
+    });
+
+    it("counts 1,000 addresses of one /64 as one key", async () => {
+      const prefix = `2001:db8:${Math.floor(Math.random() * 0xffff).toString(16)}:1`;
+      const statuses = new Map<number, number>();
+      for (let i = 0; i < 1000; i++) {
+        const code = await status("/v6/a", { ip: `${prefix}:${i.toString(16)}:${(i * 31).toString(16)}::${(i * 7).toString(16)}` });
+        statuses.set(code, (statuses.get(code) ?? 0) + 1);
+      }
+      expect(statuses.get(200)).toBe(1000);
+      const reply = await driverOf().send("/v6/a", { ip: `${prefix}::1` });
+      expect(reply.header("ratelimit")).toMatch(/^"big";r=8999;/);
+    });
+  });
+
+  describe(`${runtime} gateway conformance: concurrency leases`, () => {
+    it("holds the lease while the answer streams and releases it when the answer ends", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const stream = gw.origin.stream();
+      const first = await gw.send("/slot/a", as(user));
+      expect(first.status).toBe(200);
+      expect(await status("/slot/a", as(user))).toBe(429);
+      const text = first.text();
+      stream.end("end");
+      expect(await text).toBe("startend");
+      gw.origin.ok();
+      await waitFor(async () => (await status("/slot/a", as(user))) === 200);
+    });
+
+    it("releases the lease when the client aborts mid-answer", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      gw.origin.stream();
+      const first = await gw.send("/slot/a", as(user));
+      expect(await first.firstChunk()).toBe("start");
+      expect(await status("/slot/a", as(user))).toBe(429);
+      await first.cancel();
+      gw.origin.ok();
+      await waitFor(async () => (await status("/slot/a", as(user))) === 200);
+    });
+
+    it("releases the lease when the origin fails mid-answer", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const stream = gw.origin.stream();
+      const first = await gw.send("/slot/a", as(user));
+      const reading = first.text();
+      stream.fail();
+      await expect(reading).rejects.toThrow(gw.midAnswerFailure);
+      gw.origin.ok();
+      await waitFor(async () => (await status("/slot/a", as(user))) === 200);
+    });
+
+    it("releases the lease when the origin cannot be reached", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      gw.origin.unreachable();
+      try {
+        expect(await status("/slot/a", as(user))).toBe(502);
+        expect(await status("/slot/a", as(user))).toBe(502); // not 429: the first lease was released
+        await waitFor(async () => (await gw.limiter.peek(`header:x-user:${user}`, [SLOT_POLICY])).remaining === 1);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+  });
+}

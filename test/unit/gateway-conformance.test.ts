@@ -1,0 +1,111 @@
+import http from "node:http";
+import { afterAll, beforeAll } from "vitest";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { type GatewayUnderTest, type Running, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
+
+// The gateway conformance table on `spillway serve`'s Node gateway, in front of a real loopback
+// origin. Node keys `ip` by the socket address, and a test cannot open sockets from 203.0.113.5:
+// the driver speaks as a trusted proxy on loopback that forwards for the case's address (keying
+// by the socket itself is a Node-only case, in gateway-node-limits.test.ts).
+const config = { ...GATEWAY_TABLE_CONFIG, trustProxy: [...GATEWAY_TABLE_CONFIG.trustProxy, "127.0.0.1"] };
+const limiter = new MemoryStore();
+let origin: Running & { server: http.Server };
+let gateway: GatewayUnderTest;
+// The same table config and store, with an origin port nobody listens on.
+let downGateway: GatewayUnderTest;
+let originDown = false;
+let hits = 0;
+let handler: http.RequestListener = (_req, res) => res.end("ok");
+const agent = new http.Agent({ keepAlive: true });
+
+beforeAll(async () => {
+  origin = await startOrigin((req, res) => {
+    hits++;
+    handler(req, res);
+  });
+  gateway = await startGateway({ ...config, origin: origin.url }, limiter);
+  downGateway = await startGatewayToClosedOrigin(config, limiter);
+});
+afterAll(async () => {
+  agent.destroy();
+  await downGateway.close();
+  await gateway.close();
+  await origin.close();
+});
+
+function reply(outgoing: http.ClientRequest, incoming: http.IncomingMessage): GatewayReply {
+  const chunks: Buffer[] = [];
+  let first!: (text: string) => void;
+  const firstChunk = new Promise<string>((resolve) => (first = resolve));
+  const body = new Promise<string>((resolve, reject) => {
+    incoming.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      first(chunk.toString());
+    });
+    incoming.on("end", () => resolve(Buffer.concat(chunks).toString()));
+    incoming.on("error", reject);
+  });
+  body.catch(() => {}); // a case may never read a body that breaks off
+  return {
+    status: incoming.statusCode ?? 0,
+    header: (name) => {
+      const value = incoming.headers[name.toLowerCase()];
+      return value === undefined ? null : String(value);
+    },
+    text: () => body,
+    firstChunk: () => firstChunk,
+    cancel: async () => {
+      outgoing.destroy();
+    },
+  };
+}
+
+function send(path: string, { ip, headers = {} }: { ip: string; headers?: Record<string, string> }): Promise<GatewayReply> {
+  const forwardedFor = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${ip}` : ip;
+  const url = `${originDown ? downGateway.url : gateway.url}${path}`;
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(url, { agent, headers: { ...headers, "x-forwarded-for": forwardedFor } }, (incoming) => resolve(reply(outgoing, incoming)));
+    outgoing.on("error", reject);
+    outgoing.end();
+  });
+}
+
+const ok: http.RequestListener = (_req, res) => res.end("ok");
+const driver: GatewayDriver = {
+  send,
+  origin: {
+    hits: () => hits,
+    ok: () => {
+      handler = ok;
+      originDown = false;
+    },
+    busyFor: (user, retryAfterS) => {
+      handler = (req, res) => (req.headers["x-user"] === user ? res.writeHead(429, { "retry-after": String(retryAfterS) }).end("busy") : res.end("ok"));
+    },
+    stream: () => {
+      const answers: http.ServerResponse[] = [];
+      handler = (_req, res) => {
+        res.writeHead(200);
+        res.write("start");
+        answers.push(res);
+      };
+      return {
+        end: (rest) => {
+          for (const res of answers) res.end(rest);
+        },
+        fail: () => {
+          for (const res of answers) res.socket?.destroy();
+        },
+      };
+    },
+    unreachable: () => {
+      originDown = true;
+    },
+  },
+  midAnswerFailure: /aborted/,
+  logs: [],
+  limiter,
+};
+
+gatewayConformance("Node", () => ({ ...driver, logs: gateway.logs }));

@@ -1,0 +1,75 @@
+import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { gatewayApp } from "./gateway-helpers.js";
+
+// The gateway conformance table on the Worker: decisions in the real Durable Objects, the
+// client address in CF-Connecting-IP, the origin a stand-in behind fetchOrigin.
+const gw = gatewayApp({ origin: "https://origin.test", ...GATEWAY_TABLE_CONFIG });
+const ok = () => new Response("ok");
+const encoder = new TextEncoder();
+
+function reply(response: Response): GatewayReply {
+  const reader = response.body?.getReader();
+  const decoder = new TextDecoder();
+  const read = async () => {
+    const chunk = reader ? await reader.read() : { done: true as const, value: undefined };
+    return chunk.done ? undefined : decoder.decode(chunk.value, { stream: true });
+  };
+  return {
+    status: response.status,
+    header: (name) => response.headers.get(name),
+    firstChunk: async () => (await read()) ?? "",
+    text: async () => {
+      let text = "";
+      for (let piece = await read(); piece !== undefined; piece = await read()) text += piece;
+      return text;
+    },
+    cancel: async () => reader?.cancel("client went away"),
+  };
+}
+
+const driver: GatewayDriver = {
+  send: async (path, { ip, headers }) => reply(await gw.send(path, { ip, headers })),
+  origin: {
+    hits: () => gw.origin.hits,
+    ok: () => {
+      gw.origin.handler = ok;
+    },
+    busyFor: (user, retryAfterS) => {
+      gw.origin.handler = (request) =>
+        request.headers.get("x-user") === user ? new Response("busy", { status: 429, headers: { "retry-after": String(retryAfterS) } }) : ok();
+    },
+    stream: () => {
+      const controllers: ReadableStreamDefaultController<Uint8Array>[] = [];
+      gw.origin.handler = () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            start(controller) {
+              controllers.push(controller);
+              controller.enqueue(encoder.encode("start"));
+            },
+          }),
+        );
+      return {
+        end: (rest) => {
+          for (const controller of controllers) {
+            controller.enqueue(encoder.encode(rest));
+            controller.close();
+          }
+        },
+        fail: () => {
+          for (const controller of controllers) controller.error(new Error("origin connection reset"));
+        },
+      };
+    },
+    unreachable: () => {
+      gw.origin.handler = () => {
+        throw new TypeError("Network connection lost.");
+      };
+    },
+  },
+  midAnswerFailure: /origin connection reset/,
+  logs: gw.logs,
+  limiter: gw.limiter,
+};
+
+gatewayConformance("Worker", () => driver);
