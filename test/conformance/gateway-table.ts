@@ -98,6 +98,25 @@ export function gatewayConformance(runtime: string, driverOf: () => GatewayDrive
   const status = async (path: string, from: { ip: string; headers?: Record<string, string> }) => (await driverOf().send(path, from)).status;
 
   describe(`${runtime} gateway conformance: limits`, () => {
+    it("answers 200s, then 429 with Retry-After, RateLimit fields and a quota-exceeded problem", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      for (let i = 0; i < 3; i++) expect(await status("/three/a", as(user))).toBe(200);
+      const before = gw.origin.hits();
+      const denied = await gw.send("/three/a", as(user));
+      expect(gw.origin.hits()).toBe(before);
+      expect(denied.status).toBe(429);
+      expect(denied.header("retry-after")).toMatch(/^\d+$/);
+      expect(denied.header("ratelimit-policy")).toBe('"three";q=3;w=3600');
+      expect(denied.header("ratelimit")).toMatch(/^"three";r=0;t=\d+$/);
+      expect(denied.header("content-type")).toBe("application/problem+json");
+      expect(JSON.parse(await denied.text())).toMatchObject({
+        type: "https://iana.org/assignments/http-problem-types#quota-exceeded",
+        status: 429,
+        "violated-policies": ["three"],
+      });
+    });
+
     it("delay holds a request until its reserved slot, at most maxDelayMs", async () => {
       const gw = driverOf();
       const user = uniqueUser();
