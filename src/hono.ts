@@ -12,3 +12,4 @@ export * from "./http/middleware.js";
 export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
+export { ForwardingLimiter } from "./limiter.js";

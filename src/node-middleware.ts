@@ -19,3 +19,4 @@ export type { Limiter, StoreHealth } from "./limiter.js";
 export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";
 export { parseConfig, type SpillwayConfig } from "./config.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
+export { ForwardingLimiter } from "./limiter.js";

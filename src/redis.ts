@@ -8,3 +8,4 @@
 export { RedisStore, REDIS_CLIENT_OPTIONS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions } from "./stores/redis/store.js";
 export { StoreFaultError, StoreUnavailableError, type Limiter } from "./limiter.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
+export { ForwardingLimiter } from "./limiter.js";

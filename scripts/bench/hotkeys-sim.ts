@@ -6,8 +6,8 @@
  * scripts/bench/hotkeys.ts with large numbers and by test/unit/local-cache-sim.test.ts with small ones.
  */
 import { setImmediate } from "node:timers";
-import { type AcquireOptions, type AcquireResult, type CheckOptions, type Decision, type ExtendResult, type Policy, type ReleaseResult, parsePolicy } from "../../src/core/index.js";
-import { type Limiter, LocalCache, MemoryStore, type StoreHealth } from "../../src/hono.js";
+import { type CheckOptions, type Decision, type Policy, parsePolicy } from "../../src/core/index.js";
+import { ForwardingLimiter, type Limiter, LocalCache, MemoryStore } from "../../src/hono.js";
 
 export interface SimOptions {
   isolates: number;
@@ -62,22 +62,20 @@ class VirtualTime {
 }
 
 /** The authoritative store one round trip away: the decision is made halfway. */
-class RemoteStore implements Limiter {
-  readonly kind = "simulated";
+class RemoteStore extends ForwardingLimiter {
   calls = 0;
   callsByWindow = new Map<number, number>();
-  private readonly store: MemoryStore;
   private readonly time: VirtualTime;
   private readonly rttMs: number;
   private readonly periodMs: number;
   constructor(store: MemoryStore, time: VirtualTime, rttMs: number, periodMs: number) {
-    this.store = store;
+    super(store);
     this.time = time;
     this.rttMs = rttMs;
     this.periodMs = periodMs;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  override async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     this.calls++;
     const window = Math.floor(this.time.nowMs / this.periodMs);
     this.callsByWindow.set(window, (this.callsByWindow.get(window) ?? 0) + 1);
@@ -85,24 +83,6 @@ class RemoteStore implements Limiter {
     const decision = await this.store.check(key, policies, options);
     await this.time.sleep(this.rttMs / 2);
     return decision;
-  }
-  peek(key: string, policies: readonly Policy[]): Promise<Decision> {
-    return this.store.peek(key, policies);
-  }
-  reset(key: string, policies: readonly Policy[]): Promise<void> {
-    return this.store.reset(key, policies);
-  }
-  acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
-    return this.store.acquire(key, policies, options);
-  }
-  release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
-    return this.store.release(key, policies, leaseId);
-  }
-  extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
-    return this.store.extend(key, policies, leaseId, leaseMs);
-  }
-  health(): Promise<StoreHealth> {
-    return this.store.health();
   }
 }
 
