@@ -22,8 +22,6 @@ const ENTRY_POINTS = new Set(Object.values(JSON.parse(readFileSync(join(ROOT, "p
  */
 const NOT_YET: Record<string, string> = {
   "scripts/bench/baseline-worker.ts": "bench:worker's Worker without the Durable Object is the internal Hono app over a MemoryStore",
-  "scripts/bench/gateway-worker.ts": "bench:gateway's Worker (restructured with the Node-native gateway work)",
-  "scripts/bench/gateway-bare-worker.ts": "bench:gateway's bare proxy floor (restructured with the Node-native gateway work)",
 };
 
 function tsFiles(dir: string): string[] {
