@@ -59,12 +59,7 @@ export class NodeGatewayEdge {
     this.#report(route, response.status);
     const { res } = exchange;
     if (res.destroyed) return;
-    const fields: string[] = [];
-    response.headers.forEach((value, name) => {
-      if (name !== "set-cookie") fields.push(name, value);
-    });
-    for (const cookie of response.headers.getSetCookie()) fields.push("set-cookie", cookie);
-    res.writeHead(response.status, fields);
+    res.writeHead(response.status, flatFields(response.headers));
     if (!response.body) res.end();
     else response.arrayBuffer().then((body) => res.end(Buffer.from(body)), () => res.destroy());
   }
