@@ -62,7 +62,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
       if (error instanceof OriginTimeoutError) return gatewayTimeout(gateway.origin, error.timeoutMs);
       return badGateway(gateway.origin, error);
     }
-    core.originAnswered(step, origin.status, () => originHeader(origin, "retry-after"), defer);
+    core.originAnswered(step, origin.status, () => originHeader(origin.headers, "retry-after"), defer);
     if (!lease) return clientResponse(origin, extra);
     if (!origin.body) {
       await lease.release();

@@ -117,9 +117,9 @@ function forwardedFields(source: Headers): Record<string, string> {
   return fields;
 }
 
-/** One field of an origin's answer, whichever form its headers take. */
-export function originHeader(origin: OriginAnswer, name: string): string | null {
-  return origin.headers instanceof Headers ? origin.headers.get(name) : (origin.headers[name] ?? null);
+/** One field of an origin's answer, whichever form its headers take (`name` lower-case). */
+export function originHeader(headers: OriginAnswer["headers"], name: string): string | null {
+  return headers instanceof Headers ? headers.get(name) : (headers[name] ?? null);
 }
 
 /**

@@ -4,7 +4,7 @@ import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
-import { HOP_BY_HOP_HEADERS, answerHeaders, badGateway, newFieldRecord } from "../gateway/proxy.js";
+import { HOP_BY_HOP_HEADERS, answerHeaders, badGateway, newFieldRecord, originHeader } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
@@ -137,7 +137,7 @@ export class NodeGatewayEdge {
       return;
     }
     const origin = headersOf(incoming.rawHeaders);
-    this.#core.originAnswered(step, status, () => (origin instanceof Headers ? origin.get("retry-after") : (origin["retry-after"] ?? null)), quietly);
+    this.#core.originAnswered(step, status, () => originHeader(origin, "retry-after"), quietly);
     const fields = answerHeaders(origin, step.extra);
     this.#report(step.route, status);
     if (res.destroyed) {
