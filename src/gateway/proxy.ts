@@ -20,9 +20,12 @@ export const globalFetchOrigin: FetchOrigin = async ({ url, method, headers, bod
  * Hop-by-hop fields (RFC 9110 §7.6.1) describe one connection, not the message: a proxy
  * must not forward them. `proxy-connection` is the non-standard spelling old clients send.
  */
-export const HOP_BY_HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"] as const;
+const HOP_BY_HOP_HEADERS = ["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"] as const;
 
-const HOP_BY_HOP = new Set<string>(HOP_BY_HOP_HEADERS);
+export const HOP_BY_HOP: ReadonlySet<string> = new Set<string>(HOP_BY_HOP_HEADERS);
+
+/** Statuses whose answer cannot carry a body (the Response constructor refuses one). */
+export const NULL_BODY_STATUSES: ReadonlySet<number> = new Set([204, 205, 304]);
 
 /**
  * Header fields as a record, one built and read several times per request. Nothing is
@@ -129,8 +132,7 @@ export function originHeader(headers: OriginAnswer["headers"], name: string): st
  */
 export function clientResponse(origin: OriginAnswer, extra: Record<string, string>, body: ReadableStream<Uint8Array> | null = origin.body): Response {
   const headers = answerHeaders(origin.headers, extra);
-  // These statuses cannot carry a body (the Response constructor refuses one).
-  const nullBody = origin.status === 204 || origin.status === 205 || origin.status === 304;
+  const nullBody = NULL_BODY_STATUSES.has(origin.status);
   if (nullBody && body) void body.cancel().catch(() => {});
   return new Response(nullBody ? null : body, { status: origin.status, statusText: origin.statusText, headers });
 }

@@ -4,13 +4,11 @@ import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
-import { HOP_BY_HOP_HEADERS, answerHeaders, badGateway, newFieldRecord, originHeader } from "../gateway/proxy.js";
+import { HOP_BY_HOP, NULL_BODY_STATUSES, answerHeaders, badGateway, newFieldRecord, originHeader } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 
-const HOP_BY_HOP = new Set<string>(HOP_BY_HOP_HEADERS);
-const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 type Forward = GatewayStep & { forward: true };
 
 /**

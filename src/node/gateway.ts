@@ -11,7 +11,7 @@ import { NodeGatewayEdge, headersOf } from "./gateway-edge.js";
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
-import { type FetchOrigin, type OriginAnswer, newFieldRecord } from "../gateway/proxy.js";
+import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, newFieldRecord } from "../gateway/proxy.js";
 
 /**
  * The client address on Node: the socket's peer, as @hono/node-server passes it in
@@ -22,8 +22,6 @@ export function nodeClientIp(c: Context): string | undefined {
   const env = c.env as { incoming?: IncomingMessage } | undefined;
   return env?.incoming?.socket?.remoteAddress;
 }
-
-const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 
 /**
  * An origin client on node:http. Node's global fetch (undici) decompresses gzip/br answers
