@@ -3,22 +3,13 @@ import { type ApiAnswer, type ApiRoute, MAX_BODY_BYTES, answerApi, parseJsonBody
 import { authRefusal } from "../http/auth.js";
 import { BodyTooLargeError, type Problem, loggedProblem } from "../http/problems.js";
 import type { SpillwayService } from "../service.js";
+import { rawField } from "./raw-fields.js";
 
 const problemAnswer = (problem: Problem, headers: Record<string, string> = {}): ApiAnswer => ({
   status: problem.status,
   headers: { "content-type": "application/problem+json", ...headers },
   body: JSON.stringify(problem),
 });
-
-/** The Authorization header as a web Headers object reads it: repeated ones joined by ", ". */
-function authorizationOf(req: IncomingMessage): string | undefined {
-  const raw = req.rawHeaders;
-  let value: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.length === 13 && raw[i]!.toLowerCase() === "authorization") value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
-  }
-  return value;
-}
 
 /** A client gone before its body ended: there is no one to answer (a settled promise ignores it). */
 const CLIENT_GONE = new Error("the client closed the request before its body ended");
@@ -67,7 +58,7 @@ export class NodeApiEdge {
   }
 
   handle(req: IncomingMessage, res: ServerResponse, route: ApiRoute): void {
-    const refusal = authRefusal(this.#tokenOf(), authorizationOf(req));
+    const refusal = authRefusal(this.#tokenOf(), rawField(req.rawHeaders, "authorization"));
     if (refusal) return write(res, problemAnswer(refusal.problem, refusal.headers));
     boundedText(req, MAX_BODY_BYTES)
       .then((text) => answerApi(this.#service, route, parseJsonBody(text)))

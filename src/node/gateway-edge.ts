@@ -8,6 +8,7 @@ import { HOP_BY_HOP, NULL_BODY_STATUSES, answerHeaders, badGateway, newFieldReco
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
+import { rawField } from "./raw-fields.js";
 
 type Forward = GatewayStep & { forward: true };
 
@@ -219,13 +220,7 @@ class Exchange implements HeaderLookup, GatewayFacts {
   }
 
   header(name: string): string | undefined {
-    const raw = this.req.rawHeaders;
-    let value: string | undefined;
-    for (let i = 0; i < raw.length; i += 2) {
-      const field = raw[i]!;
-      if (field.length === name.length && field.toLowerCase() === name) value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`;
-    }
-    return value;
+    return rawField(this.req.rawHeaders, name);
   }
 
   /** Aborted when the client goes away before its answer is written (a delayed request is dropped). */
