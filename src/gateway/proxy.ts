@@ -52,10 +52,14 @@ export interface OriginTarget {
   search: string;
 }
 
+/** The origin's path without its trailing slash ("" for "/"): each request's path is appended to it. */
+export function originBasePath(origin: URL): string {
+  return origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
+}
+
 /** The origin URL for a request: the origin's base path, then the request's path and query. */
 export function originUrlFor(origin: URL, target: OriginTarget): string {
-  const basePath = origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
-  return `${origin.origin}${basePath}${target.pathname}${target.search}`;
+  return `${origin.origin}${originBasePath(origin)}${target.pathname}${target.search}`;
 }
 
 /**

@@ -4,7 +4,7 @@ import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
-import { HOP_BY_HOP, NULL_BODY_STATUSES, answerHeaders, badGateway, newFieldRecord, originHeader } from "../gateway/proxy.js";
+import { HOP_BY_HOP, NULL_BODY_STATUSES, answerHeaders, badGateway, newFieldRecord, originBasePath, originHeader } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
@@ -35,7 +35,7 @@ export class NodeGatewayEdge {
     // Host, port and protocol once (urlToHttpOptions unwraps an IPv6 literal's brackets).
     const { hostname, port, protocol } = urlToHttpOptions(origin);
     this.#originOptions = { hostname, port, protocol };
-    this.#basePath = origin.pathname.endsWith("/") ? origin.pathname.slice(0, -1) : origin.pathname;
+    this.#basePath = originBasePath(origin);
   }
 
   /** Serves one request whose canonical path the server already computed (and found not Spillway's). */
