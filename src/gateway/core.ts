@@ -75,7 +75,7 @@ export type GatewayStep =
     };
 
 /** The route label of metrics and logs: its index in `routes`. */
-export const routeLabel = (route: GatewayRoute) => route.field.slice("routes.".length);
+const routeLabel = (route: GatewayRoute) => route.field.slice("routes.".length);
 export const UNROUTED = "unrouted";
 
 const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));

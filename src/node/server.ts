@@ -48,7 +48,7 @@ export interface ServerTimeouts {
  * the 60 s idle timeout of common load balancers, which must close an idle connection before
  * the server does (else one may send a request onto a socket being closed, a 502 at the balancer).
  */
-export const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = { headersTimeoutMs: 15_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000 };
+const DEFAULT_SERVER_TIMEOUTS: ServerTimeouts = { headersTimeoutMs: 15_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000 };
 
 /**
  * Node's options for `timeouts`. Node checks headers and request deadlines on an interval (30 s
