@@ -98,8 +98,8 @@ export class GatewayCore {
   readonly limiter: Limiter;
   readonly log: LogFn;
   readonly observer: SpillwayObserver | undefined;
-  readonly #limiterOf: Map<GatewayRoute, Limiter>;
-  readonly #planOf: Map<GatewayRoute, LimitPlan>;
+  /** What each route needs per request, built once: its label, observed limiter and plan. */
+  readonly #preparedOf: Map<GatewayRoute, { label: string; limiter: Limiter; plan: LimitPlan }>;
 
   constructor(options: GatewayCoreOptions) {
     const parsed = options.gateway ?? parseGatewayConfig(options.config);
@@ -109,11 +109,14 @@ export class GatewayCore {
     this.log = options.log ?? defaultLog;
     this.observer = options.observer;
     const { observer, limiter } = options;
-    // Each route decides through its own observed limiter, so decisions carry the route.
-    this.#limiterOf = new Map(parsed.routes.map((route) => [route, observer ? observeLimiter(limiter, observer, routeLabel(route)) : limiter]));
-    // Built once per route rather than per request.
-    this.#planOf = new Map(
-      parsed.routes.map((route) => [route, { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: parsed.legacyHeaders }]),
+    this.#preparedOf = new Map(
+      parsed.routes.map((route) => {
+        const label = routeLabel(route);
+        // Each route decides through its own observed limiter, so decisions carry the route.
+        const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
+        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: parsed.legacyHeaders };
+        return [route, { label, limiter: routeLimiter, plan }];
+      }),
     );
   }
 
@@ -129,7 +132,7 @@ export class GatewayCore {
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
     const route = findRoute(gateway.routes, facts.method, path);
     if (!route) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
-    const label = routeLabel(route);
+    const { label, limiter, plan } = this.#preparedOf.get(route)!;
 
     const keyFacts = new KeyFacts(clientIp, facts, keyPathOf(route.pattern, path));
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
@@ -151,7 +154,7 @@ export class GatewayCore {
       }
     }
     const signal = route.onLimit === "delay" ? facts.signal() : undefined;
-    const outcome = await limitRequest(this.#limiterOf.get(route)!, key.storeKey, this.#planOf.get(route)!, { signal, label: route.field, log: this.log, defer: facts.defer });
+    const outcome = await limitRequest(limiter, key.storeKey, plan, { signal, label: route.field, log: this.log, defer: facts.defer });
     if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
     if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
     return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
