@@ -1,14 +1,12 @@
-// The Spillway Worker with the Durable Object taken out: the same Hono app, routes,
+// The Spillway Worker with the Durable Object taken out: the same createWorker app, routes,
 // validation and headers, deciding in an in-isolate MemoryStore. Only for bench:worker,
 // where the difference to the real Worker is the Durable Object's cost. Never deploy it:
 // each isolate would keep its own counts.
-import rawConfig from "../../spillway.config.json";
-import { parseConfig } from "../../src/config.js";
-import { createApp } from "../../src/http/app.js";
-import { SpillwayService } from "../../src/service.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import config from "../../spillway.config.json";
+import { MemoryStore } from "../../src/hono.js";
+import { createWorker } from "../../src/worker/index.js";
 
-const service = new SpillwayService(new MemoryStore(), parseConfig(rawConfig));
-const app = createApp({ service, tokenOf: (env) => (env as { SPILLWAY_TOKEN?: string }).SPILLWAY_TOKEN });
+const store = new MemoryStore();
+const spillway = createWorker(config, { store: () => store });
 
-export default { fetch: app.fetch };
+export default { fetch: spillway.fetch };

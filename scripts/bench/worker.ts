@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     }
     const markdown = [
       `\`npm run bench:worker\`: \`wrangler dev\` on loopback, ${CONCURRENCY} requests in flight, ${DURATION_MS / 1000} s per row after a warm-up, POST /v1/check with an inline GCRA policy.`,
-      "The no-DO rows are the same Hono app deciding in an in-isolate memory store (scripts/bench/baseline-worker.ts): the ratio is what the Durable Object round trip costs.",
+      "The no-DO rows are the same Worker, `createWorker(config, { store })` deciding in an in-isolate memory store (scripts/bench/baseline-worker.ts): the ratio is what the Durable Object round trip costs.",
       "Local workerd on a 2-core machine shared with the load generator; production latencies differ, the ratio is what to read.",
       "",
       ...lines,

@@ -1,5 +1,7 @@
 import type { Hono } from "hono";
 import { type SpillwayConfig, parseConfig } from "../config.js";
+import type { Limiter } from "../limiter.js";
+import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createGateway } from "../gateway/gateway.js";
 import { createApp } from "../http/app.js";
@@ -25,6 +27,17 @@ export interface SpillwayWorker {
   config: SpillwayConfig;
 }
 
+/** Options of `createWorker`. */
+export interface CreateWorkerOptions {
+  /**
+   * Decide with this store instead of the `LIMITER` Durable Objects; called once per isolate
+   * with the Worker's bindings. For a store of your own that is shared across isolates (a
+   * `Limiter` over your database, say). A `MemoryStore` here counts per isolate: Cloudflare
+   * runs many, so each would admit the full limit; only benchmarks and tests want that.
+   */
+  store?: (env: Env) => Limiter;
+}
+
 interface Built {
   service: SpillwayService;
   app: Hono;
@@ -44,18 +57,22 @@ interface Built {
  * export const SpillwayRpc = spillway.Rpc;
  * export default { fetch: spillway.fetch };
  */
-export function createWorker(input: unknown): SpillwayWorker {
+export function createWorker(input: unknown, options: CreateWorkerOptions = {}): SpillwayWorker {
   const config = parseConfig(input);
+  const storeOf = storeOption(options);
   const gateway = parseGatewayConfig(config);
-  // One service and app per LIMITER binding (stable for an isolate's life), built on first use:
-  // routing tables are not free, and bindings exist only once a request brings `env`.
+  // One service and app per LIMITER binding (stable for an isolate's life), or one in all with
+  // the store option, built on first use: routing tables are not free, and bindings exist only
+  // once a request brings `env`.
   const built = new WeakMap<object, Built>();
+  const ownStore = {};
+  const keyOf = (env: Env): object => (options.store ? ownStore : env.LIMITER);
   const builtFor = (env: Env): Built => {
-    let found = built.get(env.LIMITER);
+    let found = built.get(keyOf(env));
     if (!found) {
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
-      const store = new LocalCache(new DurableObjectStore(env.LIMITER));
+      const store = new LocalCache(storeOf(env));
       const stats = new LiveStats(config.policies.map((policy) => policy.name));
       const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
       if (env.SPILLWAY_ANALYTICS) observers.push(analyticsObserver(env.SPILLWAY_ANALYTICS, parseSampleRate(env.SPILLWAY_ANALYTICS_SAMPLE_RATE)));
@@ -66,7 +83,7 @@ export function createWorker(input: unknown): SpillwayWorker {
       // /dashboard (its chart library would double the Worker's bundle).
       const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats } });
       found = { service, app };
-      built.set(env.LIMITER, found);
+      built.set(keyOf(env), found);
     }
     return found;
   };
@@ -86,5 +103,21 @@ export function createWorker(input: unknown): SpillwayWorker {
     fetch: async (request, env, ctx) => builtFor(env).app.fetch(request, env, ctx),
     Rpc: SpillwayRpc,
     config,
+  };
+}
+
+const LIMITER_METHODS = ["check", "peek", "reset", "acquire", "release", "extend", "health"] as const;
+
+/** The store each isolate decides with: the option's, checked once, or the LIMITER binding's Durable Objects. */
+function storeOption(options: CreateWorkerOptions): (env: Env) => Limiter {
+  if (options === null || typeof options !== "object") throw new ValidationError("createWorker options", "must be an object");
+  const { store } = options;
+  if (store === undefined) return (env) => new DurableObjectStore(env.LIMITER);
+  if (typeof store !== "function") throw new ValidationError("createWorker options.store", "must be a function (env) => Limiter");
+  return (env) => {
+    const limiter = store(env);
+    const missing = LIMITER_METHODS.filter((method) => typeof (limiter as unknown as Record<string, unknown> | null)?.[method] !== "function");
+    if (missing.length > 0) throw new ValidationError("createWorker options.store", `must return a Limiter; it has no ${missing.join(", ")}`);
+    return limiter;
   };
 }

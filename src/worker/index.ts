@@ -10,7 +10,7 @@
  * export const SpillwayRpc = spillway.Rpc;
  * export default { fetch: spillway.fetch };
  */
-export { createWorker, type SpillwayWorker } from "./create-worker.js";
+export { createWorker, type CreateWorkerOptions, type SpillwayWorker } from "./create-worker.js";
 export { LimiterObject } from "./limiter-object.js";
 export { SpillwayEntrypoint, type SpillwayRpc } from "./entrypoint.js";
 export { cloudflareClientIp } from "./client-ip.js";
