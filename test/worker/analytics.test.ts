@@ -1,9 +1,9 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/worker/env.js";
 import { createWorker } from "../../src/worker/index.js";
-import { TOKEN, post, uniqueKey } from "./helpers.js";
+import { TOKEN, checkWith, post, uniqueKey } from "./helpers.js";
 
 const config = { policies: [{ name: "two-per-hour", algorithm: "fixed-window", limit: 2, period: "1h" }] };
 
@@ -13,16 +13,8 @@ function recordingDataset() {
   return { points, dataset: { writeDataPoint: (point?: AnalyticsEngineDataPoint) => void points.push(point!) } as AnalyticsEngineDataset };
 }
 
-async function check(worker: ReturnType<typeof createWorker>, workerEnv: Env, key: string): Promise<Response> {
-  const ctx = createExecutionContext();
-  const request = new Request("http://spillway.test/v1/check", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ key, policy: "two-per-hour" }),
-  });
-  const response = await worker.fetch(request, workerEnv, ctx);
-  await waitOnExecutionContext(ctx);
-  return response;
+function check(worker: ReturnType<typeof createWorker>, workerEnv: Env, key: string): Promise<Response> {
+  return checkWith(worker, workerEnv, key, "two-per-hour");
 }
 
 describe("Analytics Engine (SPILLWAY_ANALYTICS)", () => {

@@ -1,22 +1,13 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/hono.js";
 import type { Env } from "../../src/worker/env.js";
 import { createWorker } from "../../src/worker/index.js";
-import { TOKEN, uniqueKey } from "./helpers.js";
+import { TOKEN, checkWith, uniqueKey } from "./helpers.js";
 
 const config = { policies: [{ name: "two-per-hour", algorithm: "fixed-window", limit: 2, period: "1h" }] };
 
-async function check(worker: ReturnType<typeof createWorker>, workerEnv: Env, key: string): Promise<Response> {
-  const ctx = createExecutionContext();
-  const request = new Request("http://spillway.test/v1/check", {
-    method: "POST",
-    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ key, policy: "two-per-hour" }),
-  });
-  const response = await worker.fetch(request, workerEnv, ctx);
-  await waitOnExecutionContext(ctx);
-  return response;
+function check(worker: ReturnType<typeof createWorker>, workerEnv: Env, key: string): Promise<Response> {
+  return checkWith(worker, workerEnv, key, "two-per-hour");
 }
 
 describe("createWorker(config, { store })", () => {

@@ -1,4 +1,4 @@
-import { runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 
 export const TOKEN = "test-token";
@@ -11,6 +11,19 @@ export function post(path: string, body: unknown, headers: Record<string, string
     // A stream goes as it is: a body of undeclared length.
     body: typeof body === "string" || body instanceof ReadableStream ? body : JSON.stringify(body),
   });
+}
+
+/** POSTs a /v1/check of `key` under `policy` to a Worker built by createWorker, with its own bindings. */
+export async function checkWith(worker: { fetch(request: Request, env: never, ctx: ExecutionContext): Promise<Response> }, workerEnv: unknown, key: string, policy: string): Promise<Response> {
+  const ctx = createExecutionContext();
+  const request = new Request("http://spillway.test/v1/check", {
+    method: "POST",
+    headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ key, policy }),
+  });
+  const response = await worker.fetch(request, workerEnv as never, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
 }
 
 let counter = 0;
