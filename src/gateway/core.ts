@@ -13,7 +13,7 @@ import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } fr
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
 import { type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf } from "./keys.js";
 import type { OriginTarget } from "./proxy.js";
-import { findRoute, keyPathOf } from "./routes.js";
+import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 
 /**
  * What the gateway core needs of a request, whatever the runtime: the I/O edges (Hono's
@@ -45,16 +45,20 @@ export interface GatewayFacts {
 class KeyFacts implements RequestFacts {
   readonly clientIp: IpAddress | undefined;
   readonly headers: HeaderLookup;
-  readonly path: string;
   readonly #facts: GatewayFacts;
-  constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, path: string) {
+  readonly #pattern: PathPattern;
+  constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, pattern: PathPattern) {
     this.clientIp = clientIp;
     this.headers = facts.headers;
-    this.path = path;
     this.#facts = facts;
+    this.#pattern = pattern;
   }
   get url(): URL {
     return this.#facts.url();
+  }
+  /** Joined only for a `path` key. */
+  get path(): string {
+    return keyPathOf(this.#pattern, this.#facts.path);
   }
 }
 
@@ -120,8 +124,13 @@ export class GatewayCore {
     );
   }
 
-  /** Decides one request. Throws what limiting throws (a store failure, failMode closed). */
-  async decide(facts: GatewayFacts): Promise<GatewayStep> {
+  /**
+   * Decides one request: the step itself when no store is asked (unrouted, allow and deny
+   * lists, a missing key), else a promise of it (one reaction in the usual case: a proxy's hot
+   * path pays for every await). Throws, or rejects with, what limiting throws (a store
+   * failure, failMode closed).
+   */
+  decide(facts: GatewayFacts): GatewayStep | Promise<GatewayStep> {
     const gateway = this.gateway;
     const { path } = facts;
     const target: OriginTarget = { pathname: path.path, search: facts.search };
@@ -132,32 +141,42 @@ export class GatewayCore {
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
     const route = findRoute(gateway.routes, facts.method, path);
     if (!route) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
-    const { label, limiter, plan } = this.#preparedOf.get(route)!;
 
-    const keyFacts = new KeyFacts(clientIp, facts, keyPathOf(route.pattern, path));
+    const keyFacts = new KeyFacts(clientIp, facts, route.pattern);
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
     let found = keyOf(route.key, keyFacts);
     if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, keyFacts);
-    const key = found instanceof Promise ? await found : found;
+    if (found instanceof Promise) return found.then((key) => this.#decideKeyed(facts, route, target, key));
+    return this.#decideKeyed(facts, route, target, found);
+  }
+
+  #decideKeyed(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey | undefined): GatewayStep | Promise<GatewayStep> {
+    const gateway = this.gateway;
+    const { label } = this.#preparedOf.get(route)!;
     if (!key) return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`)) };
     if (gateway.deny.keys.has(key.value)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
     if (gateway.allow.keys.has(key.value)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
+    if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, target, key, pausedMs));
+    return this.#limit(facts, route, target, key, 0);
+  }
 
+  /** The route's limit for the key; `pausedMs` > 0 while origin feedback pauses it. */
+  #limit(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey, pausedMs: number): GatewayStep | Promise<GatewayStep> {
+    const gateway = this.gateway;
+    const { label, limiter, plan } = this.#preparedOf.get(route)!;
     let pausedInDryRun = false;
-    if (gateway.originFeedback) {
-      const pausedMs = await pausedForMs(this.limiter, key.storeKey);
-      if (pausedMs > 0) {
-        const decision = pausedDecision(pausedMs);
-        if (!route.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
-        pausedInDryRun = true;
-        this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
-      }
+    if (pausedMs > 0) {
+      const decision = pausedDecision(pausedMs);
+      if (!route.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
+      pausedInDryRun = true;
+      this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
     const signal = route.onLimit === "delay" ? facts.signal() : undefined;
-    const outcome = await limitRequest(limiter, key.storeKey, plan, { signal, label: route.field, log: this.log, defer: facts.defer });
-    if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
-    if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
-    return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
+    return limitRequest(limiter, key.storeKey, plan, { signal, label: route.field, log: this.log, defer: facts.defer }).then((outcome): GatewayStep => {
+      if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
+      if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
+      return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
+    });
   }
 
   /** Origin feedback: a 429 with Retry-After from the origin pauses the key (docs/gateway.md). */

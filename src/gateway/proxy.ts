@@ -172,6 +172,11 @@ function recordWithExtra(origin: Readonly<Record<string, string>>, extra: Record
   for (const name in origin) {
     if (!HOP_BY_HOP.has(name) && !named?.includes(name)) headers[name] = origin[name]!;
   }
+  return addExtraFields(headers, extra);
+}
+
+/** Adds `extra` to an answer's fields (a record without hop-by-hop fields), in place: RateLimit lists join the origin's own, the rest replace. */
+export function addExtraFields(headers: Record<string, string>, extra: Record<string, string>): Record<string, string> {
   for (const name in extra) {
     const lower = name.toLowerCase();
     const own = headers[lower];

@@ -116,23 +116,37 @@ function holdLease(limiter: Limiter, key: string, policies: readonly Policy[], d
  *   a store failure is logged and the request passes.
  * A store failure otherwise propagates (failMode closed → the app answers 503).
  */
-export async function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
+export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
   const { policies } = plan;
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
   const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
-  let decision: Decision;
+  let checked: Promise<Decision>;
   try {
-    // applyFailMode's rule, inlined: its wrapper costs an async call per request.
-    try {
-      decision = await limiter.check(key, policies, options);
-    } catch (error) {
-      decision = failOpenOrRethrow(policies, error);
-    }
+    checked = limiter.check(key, policies, options);
   } catch (error) {
-    if (!plan.dryRun) throw error;
-    context.log({ event: "dry-run-check-failed", route: context.label, error: String(error) });
-    return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" } };
+    checked = Promise.reject(error);
   }
+  // One reaction per request, not an async function's awaits: this runs for every limited request.
+  return checked.then(
+    (decision) => outcomeOf(limiter, key, plan, context, decision),
+    (error: unknown) => {
+      let decision: Decision;
+      try {
+        // applyFailMode's rule, inlined: its wrapper costs an async call per request.
+        decision = failOpenOrRethrow(policies, error);
+      } catch (failure) {
+        if (!plan.dryRun) throw failure;
+        context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
+        return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" } };
+      }
+      return outcomeOf(limiter, key, plan, context, decision);
+    },
+  );
+}
+
+/** What a decision means for the request (see limitRequest); a promise only while a delayed request waits. */
+function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, decision: Decision): LimitOutcome | Promise<LimitOutcome> {
+  const { policies } = plan;
   const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   const lease = decision.allowed && decision.leaseId ? holdLease(limiter, key, policies, decision, context) : undefined;
@@ -148,12 +162,15 @@ export async function limitRequest(limiter: Limiter, key: string, plan: LimitPla
     return { admitted: true, headers, lease };
   }
   if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
-  if (decision.waitMs > 0 && !(await sleep(decision.waitMs, context.signal))) {
-    // The client left while it waited: its slot is spent, its lease is not kept.
-    await lease?.release();
-    return { admitted: false, response: new Response(null, { status: 499 }) };
-  }
+  if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
   return { admitted: true, headers, lease };
+}
+
+/** Holds a delayed request until its reserved slot; a client that leaves meanwhile spends its slot but not its lease. */
+async function waitForSlot(waitMs: number, headers: Record<string, string>, lease: HeldLease | undefined, signal: AbortSignal | undefined): Promise<LimitOutcome> {
+  if (await sleep(waitMs, signal)) return { admitted: true, headers, lease };
+  await lease?.release();
+  return { admitted: false, response: new Response(null, { status: 499 }) };
 }
 
 /**

@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { Limiter } from "../limiter.js";
+import { BucketHistogram } from "./bucket-histogram.js";
 import { DECISION_OUTCOMES, type DecisionEvent, type DecisionOutcome, type SpillwayObserver, forEachPolicyOutcome } from "../observe/observer.js";
 
 /** Store round trips: 50 µs (memory) … 2.5 s (a Redis timing out). */
@@ -15,10 +16,10 @@ const ORIGIN_BUCKETS_S = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 export class PrometheusObserver implements SpillwayObserver {
   readonly registry = new Registry();
   private readonly decisions: Counter<"policy" | "outcome">;
-  private readonly decisionDuration: Histogram<"store">;
+  private readonly decisionDuration: BucketHistogram;
   private readonly storeErrors: Counter<"store" | "kind">;
   private readonly gatewayRequests: Counter<"route" | "status">;
-  private readonly originSeconds: Histogram<"route">;
+  private readonly originSeconds: BucketHistogram;
   // Plain counts, read into prom-client at scrape time: a labelled inc() hashes its labels on
   // every call, a cost the request path does not need to pay.
   private readonly decisionCounts = new Map<string, Record<DecisionOutcome, number>>();
@@ -41,7 +42,8 @@ export class PrometheusObserver implements SpillwayObserver {
         for (const [policy, counts] of decisionCounts) for (const outcome of DECISION_OUTCOMES) this.inc({ policy, outcome }, counts[outcome]);
       },
     });
-    this.decisionDuration = new Histogram({ name: "spillway_decision_duration_seconds", help: "Store round trip of a decision as the caller sees it.", labelNames: ["store"], buckets: DECISION_BUCKETS_S, registers });
+    const registry = this.registry;
+    this.decisionDuration = new BucketHistogram({ name: "spillway_decision_duration_seconds", help: "Store round trip of a decision as the caller sees it.", labelName: "store", buckets: DECISION_BUCKETS_S, registry });
     this.storeErrors = new Counter({ name: "spillway_store_errors_total", help: "Store errors: unavailable (failMode applies) or fault (answered with an error).", labelNames: ["store", "kind"], registers });
     const requestCounts = this.requestCounts;
     this.gatewayRequests = new Counter({
@@ -54,7 +56,7 @@ export class PrometheusObserver implements SpillwayObserver {
         for (const { route, status, count } of requestCounts.values()) this.inc({ route, status }, count);
       },
     });
-    this.originSeconds = new Histogram({ name: "spillway_origin_duration_seconds", help: "Time until the origin's answer headers, by route.", labelNames: ["route"], buckets: ORIGIN_BUCKETS_S, registers });
+    this.originSeconds = new BucketHistogram({ name: "spillway_origin_duration_seconds", help: "Time until the origin's answer headers, by route.", labelName: "route", buckets: ORIGIN_BUCKETS_S, registry });
     new Gauge({
       name: "spillway_store_up",
       help: "1 when the store answers its health check, else 0.",
@@ -111,7 +113,7 @@ export class PrometheusObserver implements SpillwayObserver {
 
   originDuration(event: { route: string; durationMs: number }): void {
     let child = this.originChildren.get(event.route);
-    if (!child) this.originChildren.set(event.route, (child = this.originSeconds.labels(event.route)));
+    if (!child) this.originChildren.set(event.route, (child = this.originSeconds.child(event.route)));
     child.observe(event.durationMs / 1000);
   }
 
@@ -129,7 +131,7 @@ export class PrometheusObserver implements SpillwayObserver {
 
   private durationChild(store: string): { observe(value: number): void } {
     let found = this.durationChildren.get(store);
-    if (!found) this.durationChildren.set(store, (found = this.decisionDuration.labels(store)));
+    if (!found) this.durationChildren.set(store, (found = this.decisionDuration.child(store)));
     return found;
   }
 }
