@@ -125,6 +125,28 @@ function foldSegment(segment: string): string | RefusedPath {
  * @example canonicalPath("/api%2Fx") // { refused: 'it holds an encoded "/" (%2F), ...' }
  */
 export function canonicalPath(rawPath: string): CanonicalPath | RefusedPath {
+  if (PLAIN_PATH.test(rawPath)) return plainPath(rawPath);
+  return resolvePath(rawPath);
+}
+
+/**
+ * Segments of unreserved characters that neither start nor end with "." (so no dot segment,
+ * no trailing dot to fold, nothing to decode), no empty segment: the usual path is its own
+ * canonical form, and its segments are its own folded ones. resolvePath answers the same for
+ * it (a test holds the two equal); this only skips the work.
+ */
+const PLAIN_PATH = /^(?:\/[\w~-](?:[\w.~-]*[\w~-])?)*\/?$/;
+const HAS_UPPER = /[A-Z]/;
+
+function plainPath(rawPath: string): CanonicalPath {
+  const segments = rawPath.split("/");
+  segments.shift();
+  if (segments[segments.length - 1] === "") segments.pop();
+  return { path: rawPath, segments, lowerSegments: HAS_UPPER.test(rawPath) ? segments.map((segment) => segment.toLowerCase()) : segments };
+}
+
+/** canonicalPath for any path: dot segments, merged slashes, decoding and folding, refusals. */
+export function resolvePath(rawPath: string): CanonicalPath | RefusedPath {
   if (rawPath.charCodeAt(0) !== 47) return { refused: 'it does not start with "/"' };
   const parts = rawPath.split("/");
   // Dot segments first, with empty segments still in place, then slashes merged: the order

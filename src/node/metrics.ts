@@ -1,7 +1,8 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { Limiter } from "../limiter.js";
 import { BucketHistogram } from "./bucket-histogram.js";
-import { DECISION_OUTCOMES, type DecisionEvent, type DecisionOutcome, type SpillwayObserver, forEachPolicyOutcome } from "../observe/observer.js";
+import type { LiveStats } from "../observe/live-stats.js";
+import { DECISION_OUTCOMES, type DecisionEvent, type SpillwayObserver } from "../observe/observer.js";
 
 /** Store round trips: 50 µs (memory) … 2.5 s (a Redis timing out). */
 const DECISION_BUCKETS_S = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
@@ -21,17 +22,20 @@ export class PrometheusObserver implements SpillwayObserver {
   private readonly gatewayRequests: Counter<"route" | "status">;
   private readonly originSeconds: BucketHistogram;
   // Plain counts, read into prom-client at scrape time: a labelled inc() hashes its labels on
-  // every call, a cost the request path does not need to pay.
-  private readonly decisionCounts = new Map<string, Record<DecisionOutcome, number>>();
+  // every call, a cost the request path does not need to pay. Decisions per policy and
+  // outcome are the live stats' own counts (one count per decision, not two).
   private readonly durationChildren = new Map<string, { observe(value: number): void }>();
   private readonly requestCounts = new Map<string, { route: string; status: string; count: number }>();
   private readonly originChildren = new Map<string, { observe(value: number): void }>();
 
-  /** `concurrencyPolicyNames`: the config's concurrency policies, whose lease gauges start at 0. */
-  constructor(limiter: Limiter, policyNames: readonly string[], concurrencyPolicyNames: readonly string[] = []) {
+  /**
+   * `stats`: the live stats fed by the same observer, whose per-policy counts (one series per
+   * configured policy from the start) spillway_decisions_total reports. `concurrencyPolicyNames`:
+   * the config's concurrency policies, whose lease gauges start at 0.
+   */
+  constructor(limiter: Limiter, stats: LiveStats, concurrencyPolicyNames: readonly string[] = []) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    const decisionCounts = this.decisionCounts;
     this.decisions = new Counter({
       name: "spillway_decisions_total",
       help: "Decisions per policy of the stack, by outcome (allowed, denied, failed_open, error).",
@@ -39,7 +43,7 @@ export class PrometheusObserver implements SpillwayObserver {
       registers,
       collect() {
         this.reset();
-        for (const [policy, counts] of decisionCounts) for (const outcome of DECISION_OUTCOMES) this.inc({ policy, outcome }, counts[outcome]);
+        for (const [policy, counts] of stats.outcomeCounts) for (const outcome of DECISION_OUTCOMES) this.inc({ policy, outcome }, counts[outcome]);
       },
     });
     const registry = this.registry;
@@ -89,14 +93,12 @@ export class PrometheusObserver implements SpillwayObserver {
       }
     }
     // Every configured series exists from the start at 0: rates work from the first scrape.
-    for (const name of policyNames) this.decisionChild(name);
     for (const kind of ["unavailable", "fault"]) this.storeErrors.labels(limiter.kind, kind).inc(0);
     this.durationChild(limiter.kind);
   }
 
   decision(event: DecisionEvent): void {
     this.durationChild(event.store).observe(event.durationMs / 1000);
-    forEachPolicyOutcome(event, (policy, outcome) => this.decisionChild(policy)[outcome]++);
   }
 
   storeError(event: { store: string; kind: "unavailable" | "fault" }): void {
@@ -120,13 +122,6 @@ export class PrometheusObserver implements SpillwayObserver {
   /** The exposition text and its content type. */
   async scrape(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
-  }
-
-  private decisionChild(policy: string): Record<DecisionOutcome, number> {
-    let found = this.decisionCounts.get(policy);
-    // Policy names come from the validated config: this map stays as small as it is.
-    if (!found) this.decisionCounts.set(policy, (found = { allowed: 0, denied: 0, failed_open: 0, error: 0 }));
-    return found;
   }
 
   private durationChild(store: string): { observe(value: number): void } {

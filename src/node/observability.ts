@@ -32,7 +32,7 @@ export function createNodeObservability(options: { config: SpillwayConfig; limit
   const names = options.config.policies.map((policy) => policy.name);
   const stats = new LiveStats(names);
   const concurrencyNames = options.config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
-  const prometheus = new PrometheusObserver(options.limiter, names, concurrencyNames);
+  const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNames);
   const observer = combineObservers([prometheus, stats, logObserver(options.log)]);
   return {
     observer,

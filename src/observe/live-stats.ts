@@ -1,6 +1,6 @@
 import type { StoreHealth } from "../limiter.js";
 import { HeavyHitters, type HeavyHitter } from "./heavy-hitters.js";
-import { type DecisionEvent, type DecisionOutcome, type StoreErrorEvent, type SpillwayObserver, forEachPolicyOutcome } from "./observer.js";
+import type { DecisionEvent, DecisionOutcome, StoreErrorEvent, SpillwayObserver } from "./observer.js";
 
 /** Decisions of one policy since the process (or isolate) started. */
 export type OutcomeCounts = Record<DecisionOutcome, number>;
@@ -63,17 +63,27 @@ export class LiveStats implements SpillwayObserver {
   decision(event: DecisionEvent): void {
     this.latencies[this.latencyCount++ % LATENCY_SAMPLES] = event.durationMs;
     if (event.outcome === "failed_open") this.failedOpen++;
-    forEachPolicyOutcome(event, (policy, outcome) => {
-      let counts = this.counts.get(policy);
-      // Policy names come from the validated config, so this map stays as small as it is.
-      if (!counts) this.counts.set(policy, (counts = emptyCounts()));
-      counts[outcome]++;
-    });
+    // Per policy of the stack (no callback: this runs for every decision).
+    const results = event.results;
+    if (results) for (let i = 0; i < results.length; i++) this.countsOf(results[i]!.policy)[results[i]!.allowed ? "allowed" : "denied"]++;
+    else for (let i = 0; i < event.policies.length; i++) this.countsOf(event.policies[i]!.name)[event.outcome]++;
     if (event.outcome === "denied") {
       const nowMs = Date.now();
       if (!event.results) this.deniedKeys.add(event.key, event.policy, nowMs);
       else for (const result of event.results) if (!result.allowed) this.deniedKeys.add(event.key, result.policy, nowMs);
     }
+  }
+
+  /** Decisions per policy and outcome so far (Prometheus's spillway_decisions_total reads these at scrape time). */
+  get outcomeCounts(): ReadonlyMap<string, Readonly<OutcomeCounts>> {
+    return this.counts;
+  }
+
+  private countsOf(policy: string): OutcomeCounts {
+    let counts = this.counts.get(policy);
+    // Policy names come from the validated config, so this map stays as small as it is.
+    if (!counts) this.counts.set(policy, (counts = emptyCounts()));
+    return counts;
   }
 
   storeError(event: StoreErrorEvent): void {

@@ -30,7 +30,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       storeError(operation, key, error);
       throw error;
     });
-  const failed = (operation: string, key: string, policies: readonly Policy[], startedMs: number) => (error: unknown) => {
+  const failed = (operation: string, key: string, policies: readonly Policy[], startedMs: number, error: unknown): never => {
     const durationMs = performance.now() - startedMs;
     storeError(operation, key, error);
     observer.decision?.({ source, store, key, policies, outcome: failureOutcome(policies, error), policy: policies[0]!.name, durationMs });
@@ -56,7 +56,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
           durationMs,
         });
         return decision;
-      }, failed("check", key, policies, startedMs));
+      }, (error: unknown) => failed("check", key, policies, startedMs, error));
     },
     acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
       const startedMs = performance.now();
@@ -65,7 +65,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
         const outcome = result.acquired ? "allowed" : "denied";
         observer.decision?.({ source, store, key, policies, outcome, policy: policies[0]!.name, durationMs });
         return result;
-      }, failed("acquire", key, policies, startedMs));
+      }, (error: unknown) => failed("acquire", key, policies, startedMs, error));
     },
     peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
     reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),

@@ -61,15 +61,6 @@ export interface SpillwayObserver {
   originDuration?(event: OriginEvent): void;
 }
 
-/** The outcome of each policy of a decision's stack: its own result when the store answered. */
-export function forEachPolicyOutcome(event: DecisionEvent, visit: (policy: string, outcome: DecisionOutcome) => void): void {
-  if (event.results) {
-    for (const result of event.results) visit(result.policy, result.allowed ? "allowed" : "denied");
-    return;
-  }
-  for (const policy of event.policies) visit(policy.name, event.outcome);
-}
-
 /** Several observers as one; a method nobody implements stays absent, so callers skip it. */
 export function combineObservers(observers: readonly SpillwayObserver[]): SpillwayObserver {
   const decision = observers.flatMap((o) => (o.decision ? [o.decision.bind(o)] : []));
@@ -77,9 +68,11 @@ export function combineObservers(observers: readonly SpillwayObserver[]): Spillw
   const gatewayRequest = observers.flatMap((o) => (o.gatewayRequest ? [o.gatewayRequest.bind(o)] : []));
   const originDuration = observers.flatMap((o) => (o.originDuration ? [o.originDuration.bind(o)] : []));
   const combined: SpillwayObserver = {};
-  if (decision.length) combined.decision = (event) => decision.forEach((f) => f(event));
-  if (storeError.length) combined.storeError = (event) => storeError.forEach((f) => f(event));
-  if (gatewayRequest.length) combined.gatewayRequest = (event) => gatewayRequest.forEach((f) => f(event));
-  if (originDuration.length) combined.originDuration = (event) => originDuration.forEach((f) => f(event));
+  // Plain loops, not forEach with an arrow (these run several times per request), and one
+  // function literal each, so that each call site sees one kind of listener.
+  if (decision.length) combined.decision = (event) => { for (const listener of decision) listener(event); };
+  if (storeError.length) combined.storeError = (event) => { for (const listener of storeError) listener(event); };
+  if (gatewayRequest.length) combined.gatewayRequest = (event) => { for (const listener of gatewayRequest) listener(event); };
+  if (originDuration.length) combined.originDuration = (event) => { for (const listener of originDuration) listener(event); };
   return combined;
 }

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalPath, isRefused, rawPathOf } from "../../src/http/path.js";
+import { canonicalPath, isRefused, rawPathOf, resolvePath } from "../../src/http/path.js";
 import { findRoute, keyPathOf, parsePathPattern } from "../../src/gateway/routes.js";
 import { RUNS } from "./property-helpers.js";
 
@@ -166,5 +166,25 @@ describe("canonicalPath properties", () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe("canonicalPath's shortcut for plain paths", () => {
+  // Characters around the shortcut's edges: dots (dot segments, trailing dots), slashes
+  // (empty segments), case, ";" and "%" (never plain), and the unreserved ones.
+  const pathText = fc.array(fc.constantFrom("/", ".", "a", "Z", "0", "-", "_", "~", ";", "%2e", " "), { maxLength: 12 }).map((parts) => `/${parts.join("")}`);
+
+  it("answers what the full resolution answers, for any path", () => {
+    fc.assert(
+      fc.property(pathText, (raw) => {
+        expect(canonicalPath(raw)).toEqual(resolvePath(raw));
+      }),
+      { numRuns: RUNS.numRuns * 20 },
+    );
+  });
+
+  it.each(["/", "/api/hello", "/API/Hello/", "/a.b/c~d/e-f_g", "/v1.2/x"])("takes %s as it is", (raw) => {
+    expect(canonicalPath(raw)).toEqual(resolvePath(raw));
+    expect((canonicalPath(raw) as { path: string }).path).toBe(raw);
   });
 });
