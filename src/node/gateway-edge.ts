@@ -90,11 +90,23 @@ export class NodeGatewayEdge {
       headers: exchange.forwardedFields(),
       agent: this.#agent,
     });
-    // The wait for the answer's headers (originTimeoutMs), paused while the upload waits on the client.
-    const clock = new OriginClock(step.timeoutMs, (error) => outgoing.destroy(error));
     let answered = false;
+    const bodyless = req.method === "GET" || req.method === "HEAD";
+    // originTimeoutMs: without an upload the origin owes every move from the start, so its
+    // socket's idle timeout is the clock, for the answer's headers and then its body (no timer
+    // of our own per request). With one, the wait for the headers pauses while the upload
+    // waits on the client (OriginClock), and the body gets the socket's timeout (#relay).
+    const clock = bodyless ? undefined : new OriginClock(step.timeoutMs, (error) => outgoing.destroy(error));
+    if (bodyless) {
+      outgoing.setTimeout(step.timeoutMs, () => {
+        const error = new OriginTimeoutError(step.timeoutMs);
+        // Before the headers the request fails (504); after them the answer is cut.
+        if (incomingOf(outgoing)) incomingOf(outgoing)!.destroy(error);
+        else outgoing.destroy(error);
+      });
+    }
     const originDone = () => {
-      clock.stop();
+      clock?.stop();
       if (timing !== undefined) core.observer!.originDuration!({ route: step.route!, durationMs: performance.now() - timing });
     };
     res.once("close", () => {
@@ -116,7 +128,7 @@ export class NodeGatewayEdge {
       originDone();
       this.#relay(exchange, step, incoming);
     });
-    if (req.method === "GET" || req.method === "HEAD") {
+    if (!clock) {
       outgoing.end();
       return;
     }
@@ -165,13 +177,17 @@ export class NodeGatewayEdge {
       res.end();
       return;
     }
-    // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk.
-    incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
+    // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. Without an
+    // upload it has been running since the request went out (#forward).
+    if (req.method !== "GET" && req.method !== "HEAD") incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
   }
 }
+
+/** The origin's answer once its headers came (ClientRequest keeps it as `res`). */
+const incomingOf = (outgoing: http.ClientRequest): IncomingMessage | undefined => (outgoing as { res?: IncomingMessage }).res;
 
 function quietly(promise: Promise<unknown>): void {
   promise.catch(() => {});

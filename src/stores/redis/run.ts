@@ -123,7 +123,11 @@ export class ScriptRunner {
     const options = client.options as { keyPrefix?: string; enableAutoPipelining?: boolean };
     // A client that pipelines automatically keeps doing so through its own command method.
     if (options.enableAutoPipelining) return client.fcall(functionName, keys.length, ...keys, ...args);
-    const command = new Command("fcall", [functionName, keys.length, keys as string[], args as (string | number)[]], { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
+    // Flat already: Command flattens its arguments (Array.prototype.flat), which walks nested arrays at a cost.
+    const flat: (string | number)[] = [functionName, keys.length];
+    for (let i = 0; i < keys.length; i++) flat.push(keys[i]!);
+    for (let i = 0; i < args.length; i++) flat.push(args[i]!);
+    const command = new Command("fcall", flat, { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
     return client.sendCommand(command) as Promise<unknown>;
   }
 
