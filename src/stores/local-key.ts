@@ -32,7 +32,8 @@ export class LocalKey {
     );
   }
 
-  check(policies: readonly Policy[], options: CheckOptions, nowMs = this.clockMs()): Decision {
+  check(policies: readonly Policy[], options: CheckOptions): Decision {
+    const nowMs = this.clockMs();
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
     // Nobody queued (the usual case): skip building an empty set for every check.
     const queuedPolicies = this.queue.size > 0 ? this.queue.queuedPolicyNames() : undefined;
@@ -41,8 +42,8 @@ export class LocalKey {
     return decision;
   }
 
-  peek(policies: readonly Policy[], nowMs = this.clockMs()): Decision {
-    return this.check(policies, { cost: 0, mode: "reject", maxWaitMs: 0 }, nowMs);
+  peek(policies: readonly Policy[]): Decision {
+    return this.check(policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
   }
 
   reset(policies: readonly Policy[]): void {
@@ -50,28 +51,21 @@ export class LocalKey {
     this.queue.wake();
   }
 
-  /**
-   * Takes a lease, waiting FIFO up to maxWaitMs. With an injected `nowMs` (tests) it only
-   * tries once, at that time, and never passes a queued waiter.
-   */
-  acquire(policies: readonly Policy[], options: AcquireOptions, nowMs?: number): Promise<AcquireResult> {
-    if (nowMs !== undefined) {
-      if (this.queue.size > 0) return Promise.resolve({ acquired: false, retryAfterMs: 1 });
-      return Promise.resolve(this.tryAcquire(policies, options.leaseMs, nowMs));
-    }
+  /** Takes a lease, waiting FIFO up to maxWaitMs. */
+  acquire(policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
     return this.queue.acquire(policies, options.maxWaitMs, options.leaseMs);
   }
 
-  release(policies: readonly Policy[], leaseId: string, nowMs = this.clockMs()): ReleaseResult {
-    const { released, changes } = this.state.release(policies, leaseId, nowMs);
+  release(policies: readonly Policy[], leaseId: string): ReleaseResult {
+    const { released, changes } = this.state.release(policies, leaseId, this.clockMs());
     this.persist(changes);
     if (released) this.queue.wake();
     return { released };
   }
 
-  extend(policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs = this.clockMs()): ExtendResult {
+  extend(policies: readonly Policy[], leaseId: string, leaseMs: number | undefined): ExtendResult {
     const lengthMs = leaseMs ?? stackLeaseMs(policies);
-    const { extended, changes } = this.state.extend(policies, leaseId, nowMs, lengthMs);
+    const { extended, changes } = this.state.extend(policies, leaseId, this.clockMs(), lengthMs);
     this.persist(changes);
     return { extended, leaseMs: lengthMs };
   }
@@ -85,9 +79,9 @@ export class LocalKey {
     });
   }
 
-  private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined, nowMs = this.clockMs()): AcquireResult {
+  private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined): AcquireResult {
     const leaseId = newLeaseId();
-    const { decision, changes } = this.state.check(policies, nowMs, { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs });
+    const { decision, changes } = this.state.check(policies, this.clockMs(), { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs });
     this.persist(changes);
     if (!decision.allowed) return { acquired: false, retryAfterMs: decision.retryAfterMs };
     return { acquired: true, leaseId, leaseMs: decision.leaseMs ?? leaseMs ?? 0, limit: decision.limit, remaining: decision.remaining };
