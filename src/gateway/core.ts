@@ -78,6 +78,13 @@ export type GatewayStep =
       key?: RequestKey;
     };
 
+/** What each route needs per request, built once: its label, observed limiter and plan. */
+interface PreparedRoute {
+  label: string;
+  limiter: Limiter;
+  plan: LimitPlan;
+}
+
 /** The route label of metrics and logs: its index in `routes`. */
 const routeLabel = (route: GatewayRoute) => route.field.slice("routes.".length);
 export const UNROUTED = "unrouted";
@@ -102,8 +109,8 @@ export class GatewayCore {
   readonly limiter: Limiter;
   readonly log: LogFn;
   readonly observer: SpillwayObserver | undefined;
-  /** What each route needs per request, built once: its label, observed limiter and plan. */
-  readonly #preparedOf: Map<GatewayRoute, { label: string; limiter: Limiter; plan: LimitPlan }>;
+  /** Each route's PreparedRoute, built once. */
+  readonly #preparedOf: Map<GatewayRoute, PreparedRoute>;
 
   constructor(options: GatewayCoreOptions) {
     const parsed = options.gateway ?? parseGatewayConfig(options.config);
@@ -152,18 +159,19 @@ export class GatewayCore {
 
   #decideKeyed(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey | undefined): GatewayStep | Promise<GatewayStep> {
     const gateway = this.gateway;
-    const { label } = this.#preparedOf.get(route)!;
+    const prepared = this.#preparedOf.get(route)!;
+    const { label } = prepared;
     if (!key) return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`)) };
     if (gateway.deny.keys.has(key.value)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
     if (gateway.allow.keys.has(key.value)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
-    if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, target, key, pausedMs));
-    return this.#limit(facts, route, target, key, 0);
+    if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, prepared, target, key, pausedMs));
+    return this.#limit(facts, route, prepared, target, key, 0);
   }
 
   /** The route's limit for the key; `pausedMs` > 0 while origin feedback pauses it. */
-  #limit(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey, pausedMs: number): GatewayStep | Promise<GatewayStep> {
+  #limit(facts: GatewayFacts, route: GatewayRoute, prepared: PreparedRoute, target: OriginTarget, key: RequestKey, pausedMs: number): GatewayStep | Promise<GatewayStep> {
     const gateway = this.gateway;
-    const { label, limiter, plan } = this.#preparedOf.get(route)!;
+    const { label, limiter, plan } = prepared;
     let pausedInDryRun = false;
     if (pausedMs > 0) {
       const decision = pausedDecision(pausedMs);

@@ -161,9 +161,8 @@ export class NodeGatewayEdge {
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    // One pass over the origin's fields; several Set-Cookie lines need a Headers to stay apart.
-    const own = endToEndFields(raw, false);
-    const fields = own ? addExtraFields(own, step.extra) : answerHeaders(headersFromRaw(raw), step.extra);
+    const origin = originFields(raw);
+    const fields = origin instanceof Headers ? answerHeaders(origin, step.extra) : addExtraFields(origin, step.extra);
     this.#report(step.route, status);
     if (res.destroyed) {
       incoming.destroy();
@@ -302,22 +301,12 @@ function endToEndFields(raw: readonly string[], request: boolean): Record<string
 }
 
 /**
- * The origin's fields as a record: lower-case names, repeated fields joined by ", " as
- * Headers would join them. Node's parser has already refused malformed names and values.
- * Several Set-Cookie lines cannot share one string, so such an answer gets a Headers, which
- * keeps them apart (rawHeaders keeps repeated fields as they came).
+ * An origin's answer fields: its end-to-end fields as a record, read in one pass; when several
+ * Set-Cookie lines come, a Headers of all its fields instead, which keeps them apart (answerHeaders
+ * drops the hop-by-hop ones from it). Node's parser has already refused malformed names and values.
  */
-export function headersOf(raw: readonly string[]): Headers | Record<string, string> {
-  const record = newFieldRecord();
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    const seen = record[name];
-    if (seen === undefined) record[name] = value;
-    else if (name === "set-cookie") return headersFromRaw(raw);
-    else record[name] = `${seen}, ${value}`;
-  }
-  return record;
+export function originFields(raw: readonly string[]): Headers | Record<string, string> {
+  return endToEndFields(raw, false) ?? headersFromRaw(raw);
 }
 
 function headersFromRaw(raw: readonly string[]): Headers {

@@ -7,7 +7,7 @@ import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "../gateway/config.js";
 import { GatewayCore } from "../gateway/core.js";
 import { createGatewayApp } from "../gateway/gateway.js";
-import { NodeGatewayEdge, headersOf } from "./gateway-edge.js";
+import { NodeGatewayEdge, originFields } from "./gateway-edge.js";
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
@@ -68,7 +68,7 @@ function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
   // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
   if (status < 200 || status > 599) throw new Error(`the origin answered with status ${status}`);
   const statusText = incoming.statusMessage ?? "";
-  const headers = headersOf(incoming.rawHeaders);
+  const headers = originFields(incoming.rawHeaders);
   if (method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
     incoming.resume();
     return { status, statusText, headers, body: null };
