@@ -2,7 +2,7 @@ import http from "node:http";
 import { afterAll, beforeAll } from "vitest";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
-import { type GatewayUnderTest, type Running, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
+import { type GatewayUnderTest, type Running, ownStore, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
 
 // The gateway conformance table on `spillway serve`'s Node gateway, in front of a real loopback
 // origin. Node keys `ip` by the socket address, and a test cannot open sockets from 203.0.113.5:
@@ -11,9 +11,12 @@ import { type GatewayUnderTest, type Running, startGateway, startGatewayToClosed
 const config = { ...GATEWAY_TABLE_CONFIG, trustProxy: [...GATEWAY_TABLE_CONFIG.trustProxy, "127.0.0.1"] };
 const limiter = new MemoryStore();
 let origin: Running & { server: http.Server };
-let gateway: GatewayUnderTest;
-// The same table config and store, with an origin port nobody listens on.
-let downGateway: GatewayUnderTest;
+/**
+ * The table runs twice: on the memory store, whose requests the Node edge decides together at
+ * the end of each turn of the event loop, and on a store of the caller's own (here delegating
+ * to the same memory store), whose requests it decides as they come, as it does Redis's.
+ */
+const gateways: Record<"turnEnd" | "atOnce", { up?: GatewayUnderTest; down?: GatewayUnderTest }> = { turnEnd: {}, atOnce: {} };
 let originDown = false;
 let hits = 0;
 let handler: http.RequestListener = (_req, res) => res.end("ok");
@@ -24,13 +27,16 @@ beforeAll(async () => {
     hits++;
     handler(req, res);
   });
-  gateway = await startGateway({ ...config, origin: origin.url }, limiter);
-  downGateway = await startGatewayToClosedOrigin(config, limiter);
+  const own = ownStore(limiter);
+  gateways.turnEnd = { up: await startGateway({ ...config, origin: origin.url }, limiter), down: await startGatewayToClosedOrigin(config, limiter) };
+  gateways.atOnce = { up: await startGateway({ ...config, origin: origin.url }, own), down: await startGatewayToClosedOrigin(config, own) };
 });
 afterAll(async () => {
   agent.destroy();
-  await downGateway.close();
-  await gateway.close();
+  for (const { up, down } of Object.values(gateways)) {
+    await down?.close();
+    await up?.close();
+  }
   await origin.close();
 });
 
@@ -61,9 +67,10 @@ function reply(outgoing: http.ClientRequest, incoming: http.IncomingMessage): Ga
   };
 }
 
-function send(path: string, { ip, headers = {} }: { ip: string; headers?: Record<string, string> }): Promise<GatewayReply> {
+function send(mode: keyof typeof gateways, path: string, { ip, headers = {} }: { ip: string; headers?: Record<string, string> }): Promise<GatewayReply> {
   const forwardedFor = headers["x-forwarded-for"] ? `${headers["x-forwarded-for"]}, ${ip}` : ip;
-  const url = `${originDown ? downGateway.url : gateway.url}${path}`;
+  const { up, down } = gateways[mode];
+  const url = `${originDown ? down!.url : up!.url}${path}`;
   return new Promise((resolve, reject) => {
     const outgoing = http.request(url, { agent, headers: { ...headers, "x-forwarded-for": forwardedFor } }, (incoming) => resolve(reply(outgoing, incoming)));
     outgoing.on("error", reject);
@@ -72,8 +79,7 @@ function send(path: string, { ip, headers = {} }: { ip: string; headers?: Record
 }
 
 const ok: http.RequestListener = (_req, res) => res.end("ok");
-const driver: GatewayDriver = {
-  send,
+const driver: Omit<GatewayDriver, "send"> = {
   origin: {
     hits: () => hits,
     ok: () => {
@@ -108,4 +114,5 @@ const driver: GatewayDriver = {
   limiter,
 };
 
-gatewayConformance("Node", () => ({ ...driver, logs: gateway.logs }));
+gatewayConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
+gatewayConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));

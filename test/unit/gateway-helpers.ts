@@ -30,6 +30,24 @@ export async function startOrigin(handler: http.RequestListener): Promise<Runnin
   };
 }
 
+/**
+ * A Limiter of the caller's own (kind "own"), deciding through `store`: what a user passes
+ * when their store is neither of Spillway's. The Node edge decides such a store's requests as
+ * they come (it gathers only the memory store's to the end of a turn).
+ */
+export function ownStore(store: Limiter): Limiter {
+  return {
+    kind: "own",
+    check: (key, policies, options) => store.check(key, policies, options),
+    acquire: (key, policies, options) => store.acquire(key, policies, options),
+    peek: (key, policies) => store.peek(key, policies),
+    reset: (key, policies) => store.reset(key, policies),
+    release: (key, policies, leaseId) => store.release(key, policies, leaseId),
+    extend: (key, policies, leaseId, leaseMs) => store.extend(key, policies, leaseId, leaseMs),
+    health: () => store.health(),
+  };
+}
+
 export interface GatewayUnderTest extends Running {
   limiter: Limiter;
   logs: Record<string, unknown>[];

@@ -1,10 +1,13 @@
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
+import type { Policy } from "../../src/core/types.js";
+import type { Limiter } from "../../src/limiter.js";
 import type { GatewayRequestEvent, OriginEvent } from "../../src/observe/observer.js";
 import { createNodeGateway } from "../../src/node/gateway.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { type Running, rawExchange, startOrigin } from "./gateway-helpers.js";
+import { type Running, deferred, ownStore, rawExchange, startOrigin, waitFor } from "./gateway-helpers.js";
 
 // What `spillway serve` answers on its node:http gateway edge (plain request targets), beyond
 // what the other gateway tests already hold for every edge.
@@ -55,5 +58,62 @@ describe("spillway serve's node:http gateway edge", () => {
     ]);
     expect(originTimes.map((event) => event.route)).toEqual(["0", "0"]);
     for (const event of originTimes) expect(event.durationMs).toBeGreaterThanOrEqual(0);
+  });
+});
+
+describe("a client that goes away while its request is decided", () => {
+  let origin: Running;
+  let server: RunningServer;
+  let originHits = 0;
+  const requests: GatewayRequestEvent[] = [];
+  const memory = new MemoryStore();
+  const checksStarted: { key: string; policies: readonly Policy[] }[] = [];
+  let held: ReturnType<typeof deferred<void>> | undefined;
+
+  beforeAll(async () => {
+    origin = await startOrigin((_req, res) => {
+      originHits++;
+      res.end("ok");
+    });
+    const config = parseConfig({
+      origin: origin.url,
+      policies: [{ name: "one-at-a-time", algorithm: "concurrency", limit: 1, lease: "1h" }],
+      routes: [{ match: { path: "/api/*" }, key: "ip", policies: ["one-at-a-time"] }],
+    });
+    // The caller's own store, whose decision the test holds back (as a slow store would).
+    const limiter: Limiter = {
+      ...ownStore(memory),
+      async check(key, policies, options) {
+        checksStarted.push({ key, policies });
+        const decision = await memory.check(key, policies, options);
+        await held?.promise;
+        return decision;
+      },
+    };
+    const fallback = createNodeGateway({ config, limiter, observer: { gatewayRequest: (event) => requests.push(event) }, log: () => {} });
+    server = await startServer({ config, limiter, port: 0, fallback, token: "t", drainTimeoutMs: 100 });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await origin?.close();
+  });
+
+  it("is not forwarded, and the lease it was granted is released", async () => {
+    held = deferred();
+    const socket = net.connect(server.port, "127.0.0.1", () => socket.write(`GET /api/a HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`));
+    await waitFor(() => checksStarted.length === 1);
+    socket.destroy();
+    // The server sees the close before the decision is let through.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    held.resolve(undefined);
+    held = undefined;
+    await waitFor(() => requests.length === 1);
+    expect(requests).toEqual([{ route: "0", status: 499 }]);
+    expect(originHits).toBe(0);
+    // Limit 1: the next request is admitted only if the gone client's lease was released.
+    const { key, policies } = checksStarted[0]!;
+    await waitFor(async () => (await memory.peek(key, policies)).remaining === 1);
+    expect((await fetch(`${server.url}/api/b`)).status).toBe(200);
+    expect(originHits).toBe(1);
   });
 });
