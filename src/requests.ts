@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
 import type { CheckMode, Policy } from "./core/types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./core/validation.js";
-import { MAX_KEY_BYTES } from "./wire.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "./wire.js";
 
 /** Reserve mode only computes a slot, so it may look far ahead. */
 export const MAX_RESERVE_WAIT_MS = 86_400_000;
@@ -14,6 +14,7 @@ const encoder = new TextEncoder();
 
 const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).check(
   z.superRefine((value: string, ctx) => {
+    if (value.length > 0 && keyFitsBytes(value)) return; // most keys fit without being encoded
     const bytes = encoder.encode(value).length;
     if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
   }),

@@ -21,8 +21,9 @@ const CLIENT_GONE = new Error("the client closed the request before its body end
  * a web Request's text() decodes: UTF-8, a leading byte order mark dropped.
  */
 function boundedText(req: IncomingMessage, maxBytes: number): Promise<string> {
-  const declared = req.headers["content-length"];
-  if (declared !== undefined && req.headers["transfer-encoding"] === undefined && Number(declared) > maxBytes) return Promise.reject(new BodyTooLargeError(maxBytes));
+  // From rawHeaders: `req.headers` would build an object of every field for these two.
+  const declared = rawField(req.rawHeaders, "content-length");
+  if (declared !== undefined && rawField(req.rawHeaders, "transfer-encoding") === undefined && Number(declared) > maxBytes) return Promise.reject(new BodyTooLargeError(maxBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let bytes = 0;
@@ -60,14 +61,19 @@ export class NodeApiEdge {
   handle(req: IncomingMessage, res: ServerResponse, route: ApiRoute): void {
     const refusal = authRefusal(this.#tokenOf(), rawField(req.rawHeaders, "authorization"));
     if (refusal) return write(res, problemAnswer(refusal.problem, refusal.headers));
-    boundedText(req, MAX_BODY_BYTES)
-      .then((text) => answerApi(this.#service, route, parseJsonBody(text)))
-      .then(
-        (answer) => write(res, answer),
-        (error: unknown) => {
-          if (error !== CLIENT_GONE) write(res, problemAnswer(loggedProblem(error)));
-        },
-      );
+    const fail = (error: unknown) => {
+      if (error !== CLIENT_GONE) write(res, problemAnswer(loggedProblem(error)));
+    };
+    // Two reactions, not a chain that resolves one promise with another (two more turns).
+    boundedText(req, MAX_BODY_BYTES).then((text) => {
+      let answered: Promise<ApiAnswer>;
+      try {
+        answered = answerApi(this.#service, route, parseJsonBody(text));
+      } catch (error) {
+        return fail(error);
+      }
+      answered.then((answer) => write(res, answer), fail);
+    }, fail);
   }
 }
 
