@@ -34,7 +34,7 @@ export class NodeGatewayEdge {
   /** Set when a turn's requests are decided together at its end. */
   readonly #turn: TurnQueue<Exchange> | undefined;
 
-  constructor(core: GatewayCore, options: { maxSockets?: number; decideAtTurnEnd?: boolean } = {}) {
+  constructor(core: GatewayCore, options: { maxSockets?: number } = {}) {
     this.#core = core;
     const origin = core.gateway.origin;
     const secure = origin.protocol === "https:";
@@ -44,8 +44,7 @@ export class NodeGatewayEdge {
     const { hostname, port, protocol } = urlToHttpOptions(origin);
     this.#originOptions = { hostname, port, protocol };
     this.#basePath = originBasePath(origin);
-    const atTurnEnd = options.decideAtTurnEnd ?? core.limiter.kind === "memory";
-    this.#turn = atTurnEnd ? new TurnQueue((exchange) => this.#start(exchange)) : undefined;
+    this.#turn = core.limiter.kind === "memory" ? new TurnQueue((exchange) => this.#start(exchange)) : undefined;
   }
 
   /** Serves one request whose canonical path the server already computed (and found not Spillway's). */
