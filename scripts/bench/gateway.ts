@@ -8,6 +8,7 @@
 // BENCH_SERVE_BIN runs another build of the CLI (default bin/spillway.mjs).
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRedis } from "../redis-server.js";
@@ -239,7 +240,32 @@ http {
   return { label, url: `http://127.0.0.1:${PORTS.nginx}`, child: start("nginx", ["-p", dir, "-c", join(dir, "nginx.conf"), "-g", "daemon off;"]) };
 }
 
+/**
+ * Refuses to start when one of the bench's ports already answers: a server left running there
+ * (an origin, say) would be measured in place of the one this run starts, whose own start fails.
+ */
+async function takenPorts(): Promise<number[]> {
+  const taken: number[] = [];
+  for (const port of Object.values(PORTS)) {
+    const answered = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, "127.0.0.1", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (answered) taken.push(port);
+  }
+  return taken;
+}
+
 async function main(): Promise<void> {
+  const taken = await takenPorts();
+  if (taken.length > 0) {
+    console.error(`bench:gateway: something already listens on 127.0.0.1 port ${taken.join(", ")} (a server left running?); nothing was measured`);
+    process.exitCode = 1;
+    return;
+  }
   const configPath = await writeConfig();
   const origin = start("node", ["examples/origin/server.mjs", String(PORTS.origin)]);
   await waitForHttp(`${ORIGIN_URL}/api/hello`);
