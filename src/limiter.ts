@@ -66,12 +66,15 @@ export class StoreFaultError extends Error {
  * admit (and say so) only when every policy of the stack is `failMode: "open"`;
  * otherwise rethrow, which the HTTP layer answers with 503.
  */
-export async function applyFailMode(policies: readonly Policy[], run: () => Promise<Decision>): Promise<Decision> {
+export function applyFailMode(policies: readonly Policy[], run: () => Promise<Decision>): Promise<Decision> {
+  // One reaction, not an async function's await: this runs for every decision.
+  let running: Promise<Decision>;
   try {
-    return await run();
+    running = run();
   } catch (error) {
-    return failOpenOrRethrow(policies, error);
+    running = Promise.reject(error);
   }
+  return running.catch((error: unknown) => failOpenOrRethrow(policies, error));
 }
 
 /**

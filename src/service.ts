@@ -1,7 +1,7 @@
 import type { SpillwayConfig } from "./config.js";
 import { stackLeaseMs } from "./core/concurrency.js";
 import type { AcquireResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
-import { type Limiter, applyFailMode, failOpenOrRethrow, mayFailOpen, newLeaseId } from "./limiter.js";
+import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
 import { type CheckRequest, parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 
 /** A decision with the policies it was made against (the headers need their periods). */
@@ -28,26 +28,16 @@ export class SpillwayService {
     this.config = config;
   }
 
-  /** One promise reaction (not async functions awaiting each other): this runs for every decision. */
+  /** Promise reactions, not async functions awaiting each other: this runs for every decision. */
   check(body: unknown): Promise<Checked> {
     let request: CheckRequest;
-    let checked: Promise<Decision>;
     try {
       request = parseCheck(body, this.config.catalog);
     } catch (error) {
       return Promise.reject(error);
     }
     const { policies, cost } = request;
-    try {
-      checked = this.limiter.check(request.key, policies, request);
-    } catch (error) {
-      checked = Promise.reject(error);
-    }
-    // applyFailMode's rule on a store error: failed open, or the error again.
-    return checked.then(
-      (decision) => ({ decision, policies, cost }),
-      (error: unknown) => ({ decision: failOpenOrRethrow(policies, error), policies, cost }),
-    );
+    return applyFailMode(policies, () => this.limiter.check(request.key, policies, request)).then((decision) => ({ decision, policies, cost }));
   }
 
   async peek(body: unknown): Promise<Checked> {

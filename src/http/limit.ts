@@ -5,7 +5,7 @@ import { sleep } from "../core/sleep.js";
 import type { Decision, Policy } from "../core/types.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../wire.js";
 import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
-import { type Limiter, failOpenOrRethrow } from "../limiter.js";
+import { type Limiter, applyFailMode } from "../limiter.js";
 
 /** How one route (or one rateLimit() middleware) limits. */
 export interface LimitPlan {
@@ -120,26 +120,13 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
   const { policies } = plan;
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
   const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
-  let checked: Promise<Decision>;
-  try {
-    checked = limiter.check(key, policies, options);
-  } catch (error) {
-    checked = Promise.reject(error);
-  }
-  // One reaction per request, not an async function's awaits: this runs for every limited request.
-  return checked.then(
+  // Promise reactions, not an async function's awaits: this runs for every limited request.
+  return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
     (decision) => outcomeOf(limiter, key, plan, context, decision),
-    (error: unknown) => {
-      let decision: Decision;
-      try {
-        // applyFailMode's rule, inlined: its wrapper costs an async call per request.
-        decision = failOpenOrRethrow(policies, error);
-      } catch (failure) {
-        if (!plan.dryRun) throw failure;
-        context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
-        return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" } };
-      }
-      return outcomeOf(limiter, key, plan, context, decision);
+    (failure: unknown) => {
+      if (!plan.dryRun) throw failure;
+      context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
+      return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" } };
     },
   );
 }

@@ -73,12 +73,7 @@ export class NodeApiEdge {
       if (res.headersSent) res.destroy();
       else write(res, problemAnswer(loggedProblem(error)));
     };
-    let refusal: ReturnType<typeof authRefusal>;
-    try {
-      refusal = authRefusal(this.#tokenOf(), rawField(req.rawHeaders, "authorization"));
-    } catch (error) {
-      return fail(error);
-    }
+    const refusal = authRefusal(this.#tokenOf(), rawField(req.rawHeaders, "authorization"));
     if (refusal) return write(res, problemAnswer(refusal.problem, refusal.headers));
     // Two reactions, not a chain that resolves one promise with another (two more turns).
     boundedText(req, MAX_BODY_BYTES).then((text) => {
