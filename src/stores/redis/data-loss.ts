@@ -69,7 +69,8 @@ export class DataLossGuard {
       for (const node of client.nodes()) this.watch(node);
       client.on("+node", (node: Redis) => this.watch(node));
       client.on("-node", () => this.unverify());
-      client.on("refresh", () => this.verifySoon());
+      // Not from inside the Cluster's own slot refresh: once it has settled.
+      client.on("refresh", () => setTimeout(() => this.verifySoon(), 0));
     } else this.watch(client as Redis);
     // A client that quit stops the checks (and lets go of the client).
     client.on("end", () => {
