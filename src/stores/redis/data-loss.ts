@@ -183,17 +183,17 @@ export class DataLossGuard {
   }
 }
 
-const guards = new WeakMap<RedisClient, Map<string, DataLossGuard>>();
+const guards = new WeakMap<RedisClient, DataLossGuard>();
 
 /**
- * The guard of a client and key prefix, shared by every store on them: one set of listeners
- * and one timer per client, however many stores are made on it (per request, even).
+ * The guard of a client, shared by every store on it: one set of listeners and one timer per
+ * client, however many stores are made on it (per request, even, or one per key prefix). The
+ * data of one server is lost all at once, so one marker per server tells for every prefix; it
+ * is written under the first store's prefix.
  */
 export function dataLossGuardFor(options: DataLossGuardOptions): DataLossGuard {
-  let byPrefix = guards.get(options.client);
-  if (!byPrefix) guards.set(options.client, (byPrefix = new Map()));
-  let guard = byPrefix.get(options.keyPrefix);
-  if (!guard) byPrefix.set(options.keyPrefix, (guard = new DataLossGuard(options)));
+  let guard = guards.get(options.client);
+  if (!guard) guards.set(options.client, (guard = new DataLossGuard(options)));
   return guard;
 }
 
