@@ -99,6 +99,7 @@ export class NodeUpgradeEdge {
     response.arrayBuffer().then(
       (body) => {
         fields["content-length"] = String(body.byteLength);
+        fields.connection = "close";
         socket.end(Buffer.concat([headOf(response.status, http.STATUS_CODES[response.status] ?? "", fields), Buffer.from(body)]));
       },
       () => socket.destroy(),
