@@ -192,7 +192,7 @@ export class NodeUpgradeEdge {
 
 /**
  * Lets `edge` take the server's WebSocket upgrades, where node:http can be told which upgrades
- * to take (shouldUpgradeCallback, Node 22.21 and 24.9 on): on older Node every request with an
+ * to take (shouldUpgradeCallback, Node 24.9 on): on older Node every request with an
  * Upgrade field would go to the 'upgrade' event, so upgrades stay plain requests there.
  */
 export function serveUpgrades(server: Server, edge: NodeUpgradeEdge): boolean {
