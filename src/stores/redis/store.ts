@@ -65,6 +65,7 @@ export interface RedisStoreOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
+const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0 } as const;
 export const DEFAULT_POLL_INTERVAL_MS = 250;
 
 /**
@@ -146,7 +147,12 @@ export class RedisStore implements Limiter {
     return true;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.decide(key, policies, options, false);
+  }
+
+  /** A check, or a peek (`peek`: reports, starts no block: check.lua's mode "peek"). */
+  private async decide(key: string, policies: readonly Policy[], options: CheckOptions, peek: boolean): Promise<Decision> {
     // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
     policies = storePolicies(policies);
     const stack = stackOf(policies);
@@ -163,13 +169,15 @@ export class RedisStore implements Limiter {
       ? [options.cost, options.mode, options.maxWaitMs, leaseId]
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
-        : [options.cost];
+        : peek
+          ? [0, "peek"]
+          : [options.cost];
     const reply = (await this.run("check", key, stack, args)) as string;
     return decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
-    return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+    return this.decide(key, policies, PEEK, true);
   }
 
   async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
