@@ -31,7 +31,7 @@ const policyInput = (name: string) =>
 
 const stepInput = fc.record({
   gapMs: fc.constantFrom(0, 0, 1, 7, 99, 100, 250, 333, 1000, 2500),
-  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend"),
+  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit"),
   use: fc.option(fc.subarray(LABELS, { minLength: 1 }), { nil: undefined }),
   key: fc.constantFrom("k", "k", "k", "other"),
   cost: fc.integer({ min: 0, max: 4 }),
@@ -68,6 +68,13 @@ const scenarioInput = fc
             return { ...base, op: "acquire", as: step.lease, leaseMs: step.leaseMs };
           case "release":
             return { ...base, op: "release", lease: step.lease };
+          case "debit": {
+            // A stack with a concurrency policy refuses debits (a ValidationError before any store call).
+            const stacked = (base.use ?? labels).map((label) => policies[labels.indexOf(label)]!);
+            if (stacked.some((policy) => policy.algorithm === "concurrency")) return { ...base, op: "peek" };
+            // Past the limit, often: the whole point of a debit.
+            return { ...base, op: "debit", cost: step.cost * 3 };
+          }
           default: {
             // Extending needs a concurrency policy in the stack (see the report: the stores
             // disagree on the leaseMs they answer without one).

@@ -3,6 +3,7 @@ import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
+import { assertDebitCost, assertDebitable } from "../../core/debit.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
@@ -171,6 +172,13 @@ export class RedisStore implements Limiter {
     return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
   }
 
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    return decodeDecision((await this.run("debit", key, stackOf(policies), [cost])) as string, policies, "");
+  }
+
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     policies = storePolicies(policies);
     await this.run("reset", key, stackOf(policies), []);
@@ -229,8 +237,8 @@ export class RedisStore implements Limiter {
     for (let i = 0; i < names.length; i++) keys[i] = base + names[i];
     // The waiter keys, and the channel that wakes waiters, go only to scripts that may touch
     // them (every key and argument costs Redis time): a check touches waiters only for a stack
-    // with a concurrency policy, extend never.
-    const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
+    // with a concurrency policy, extend and debit never.
+    const waiters = name !== "extend" && name !== "debit" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
