@@ -174,7 +174,7 @@ export class MemoryStore implements Limiter {
       const freshAtMs = freshAt(entry);
       if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
       // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
-      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) entry.policies.delete(name);
+      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) this.keys.forget(entry, name);
     }
     this.pinnedUntilMs = 0;
   }

@@ -18,6 +18,7 @@ describe("the memory store under one domain key", () => {
     nowMs += 2000;
     store.sweep();
     expect(store.size).toBe(1);
+    expect(store.states).toBe(1);
     const key = (store as unknown as { keys: { get(key: string): { local: { state: { states: Map<string, unknown> } } } } }).keys.get("rls/d");
     expect([...key.local.state.states.keys()]).toEqual(["r.day"]);
     expect((await store.peek("rls/d", [perDay])).remaining).toBe(4);
