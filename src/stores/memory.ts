@@ -173,6 +173,8 @@ export class MemoryStore implements Limiter {
       if (entry.local.queue.size > 0) continue;
       const freshAtMs = freshAt(entry);
       if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
+      // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
+      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) this.keys.forget(entry, name);
     }
     this.pinnedUntilMs = 0;
   }

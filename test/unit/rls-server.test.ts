@@ -18,8 +18,10 @@ const config = parseRlsConfig([parseRlsText("slow.yaml", "domain: slow\ndescript
 /** A store that answers after `delayMs`: a stalled network, seen from Spillway. */
 class DelayedStore extends ForwardingLimiter {
   checks = 0;
-  constructor(private readonly delayMs: number) {
+  private readonly delayMs: number;
+  constructor(delayMs: number) {
     super(new MemoryStore());
+    this.delayMs = delayMs;
   }
   override async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     this.checks++;
