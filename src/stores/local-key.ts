@@ -97,7 +97,7 @@ export class LocalKey {
     const dropped: string[] = [];
     for (const [name, stored] of this.state.states) {
       const policy = policyOf(name);
-      if (policy && algorithmOf(policy).freshAtMs(stored.state as never, policy) <= nowMs) dropped.push(name);
+      if (policy && storedFreshAtMs(stored, policy) <= nowMs) dropped.push(name);
     }
     for (const name of dropped) this.state.states.delete(name);
     return dropped;
