@@ -61,6 +61,8 @@ export class DataLossGuard {
   private resetCount = 0;
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly watched = new WeakSet<Redis>();
+  /** What the last failed connection attempt said (NOAUTH, ECONNREFUSED …), until one succeeds. */
+  lastConnectionError: string | undefined;
 
   constructor(options: DataLossGuardOptions) {
     this.options = options;
@@ -113,7 +115,12 @@ export class DataLossGuard {
     this.watched.add(node);
     // Synchronous with the disconnect: no grant passes beforeGrant once the socket is gone.
     node.on("close", () => this.unverify());
-    node.on("ready", () => this.verifySoon());
+    node.on("ready", () => {
+      this.lastConnectionError = undefined;
+      this.verifySoon();
+    });
+    // Kept for health: a refused AUTH leaves the client "connecting" with no other trace.
+    node.on("error", (error: Error) => (this.lastConnectionError = error.message));
   }
 
   private unverify(): void {
