@@ -19,6 +19,9 @@ const FRESH_SEARCH = 8;
  */
 const PINNED_RECHECK_MS = 100;
 
+/** The most policies a stack holds (resolvePolicies): a key with more states is fed inline names. */
+const MAX_STACK_POLICIES = 16;
+
 export interface MemoryStoreOptions {
   /**
    * How many (key, policy) states are held at most (default DEFAULT_MEMORY_MAX_KEYS): a key
@@ -170,6 +173,8 @@ export class MemoryStore implements Limiter {
       if (entry.local.queue.size > 0) continue;
       const freshAtMs = freshAt(entry);
       if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
+      // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
+      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) this.keys.forget(entry, name);
     }
     this.pinnedUntilMs = 0;
   }
@@ -206,7 +211,11 @@ export class MemoryStore implements Limiter {
   /** Frees room for `needed` new states of `current` (a key held already, or none yet) and its stack. */
   private makeRoom(needed: number, current: KeyEntry | undefined, stack: readonly Policy[]): void {
     if (needed > this.maxKeys) throw new StoreFaultError(`the memory store holds at most ${this.maxKeys} (key, policy) states, and this request needs ${needed} new ones; raise maxKeys (--memory-max-keys)`);
+    // A key used with more policies than any one stack holds is being fed ever new (inline)
+    // names: it pays with its own states first, so it cannot push every other key out.
+    const ownFirst = current !== undefined && current.policies.size >= MAX_STACK_POLICIES;
     while (this.keys.states + needed > this.maxKeys) {
+      if (ownFirst && this.evictStateOf(current, stack)) continue;
       if (this.evictKey(current)) continue;
       if (current && this.evictStateOf(current, stack)) continue;
       throw this.fullError();
