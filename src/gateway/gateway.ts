@@ -54,7 +54,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease, extra } = step;
     // A WebSocket upgrade where this runtime can relay one (workerd); elsewhere a plain request.
-    const upgrade = isWebSocketUpgrade(request.method, request.headers) && canRelayWebSockets();
+    const upgrade = canRelayWebSockets() && isWebSocketUpgrade(request.method, request.headers);
     let origin: OriginAnswer;
     try {
       const wait = new OriginWait(request.signal, step.timeoutMs);

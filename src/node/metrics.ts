@@ -71,6 +71,19 @@ export class PrometheusObserver implements SpillwayObserver {
         this.set({ store: limiter.kind }, health.ok ? 1 : 0);
       },
     });
+    if (limiter.storeResets) {
+      const storeResets = () => limiter.storeResets!();
+      new Counter({
+        name: "spillway_store_resets_total",
+        help: "Times the store lost its data (Redis restarted empty, FLUSHALL, a failover): concurrency leases are fenced for one lease length after each.",
+        labelNames: ["store"],
+        registers,
+        collect() {
+          this.reset();
+          this.inc({ store: limiter.kind }, storeResets());
+        },
+      });
+    }
     if (limiter.leaseCounts) {
       // Only a store that can count its leases in place reports them (the memory store).
       const leaseCounts = () => limiter.leaseCounts!();

@@ -104,12 +104,13 @@ type NodeServer = ReturnType<typeof createServer>;
 
 async function closeServer(server: NodeServer, options: ServerOptions, gateway: NodeGateway | undefined): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // A proxied WebSocket has no end to wait for.
-  gateway?.upgrades?.closeAll();
+  // A proxied WebSocket has no end to wait for: cut now, its lease released before the store closes.
+  const switchedClosed = gateway?.upgrades?.closeAll();
   // Idle keep-alive sockets would hold close() open forever; busy ones finish their request.
   (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
   const timer = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), options.drainTimeoutMs ?? 10_000);
   await closed;
   clearTimeout(timer);
+  await switchedClosed;
   await options.limiter.close?.();
 }

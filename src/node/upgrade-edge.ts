@@ -30,6 +30,8 @@ export class NodeUpgradeEdge {
   readonly #basePath: string;
   /** Client sockets past their 101, cut when the server closes (they never "finish"). */
   readonly #switched = new Set<Duplex>();
+  /** Lease releases under way, which a closing server waits for before it closes the store. */
+  readonly #releasing = new Set<Promise<void>>();
 
   constructor(core: GatewayCore) {
     this.#core = core;
@@ -66,9 +68,18 @@ export class NodeUpgradeEdge {
     }
   }
 
-  /** Cuts every proxied WebSocket (the server is closing). */
-  closeAll(): void {
-    for (const socket of this.#switched) socket.destroy();
+  /** Cuts every proxied WebSocket (the server is closing); resolves once their leases are released. */
+  async closeAll(): Promise<void> {
+    await Promise.all(
+      [...this.#switched].map(
+        (socket) =>
+          new Promise<void>((resolve) => {
+            socket.once("close", () => resolve());
+            socket.destroy();
+          }),
+      ),
+    );
+    await Promise.all(this.#releasing);
   }
 
   #take(facts: UpgradeFacts, step: GatewayStep, head: Buffer): void {
@@ -114,7 +125,12 @@ export class NodeUpgradeEdge {
       return this.#report(step.route, 499);
     }
     // However the exchange ends (refused, timed out, switched and later closed), the client's socket closes.
-    if (lease) socket.once("close", () => void lease.release());
+    if (lease)
+      socket.once("close", () => {
+        const releasing = lease.release();
+        this.#releasing.add(releasing);
+        void releasing.finally(() => this.#releasing.delete(releasing));
+      });
     const core = this.#core;
     const timing = step.route !== undefined && core.observer?.originDuration ? performance.now() : undefined;
     const outgoing = this.#client.request({

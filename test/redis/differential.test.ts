@@ -11,6 +11,9 @@ import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/r
 const LABELS = ["p0", "p1", "p2"];
 const LEASES = ["l0", "l1", "l2", "l3"];
 
+/** Penalty boxes on about half the rate policies (a field left undefined is dropped by JSON). */
+const blockInput = fc.option(fc.constantFrom(1000, 2500), { nil: undefined });
+
 const policyInput = (name: string) =>
   fc.oneof(
     fc.record({
@@ -19,12 +22,14 @@ const policyInput = (name: string) =>
       limit: fc.integer({ min: 1, max: 5 }),
       period: fc.constantFrom(1, 7, 100, 250, 1000, 3000),
       burst: fc.integer({ min: 1, max: 6 }),
+      block: blockInput,
     }),
     fc.record({
       name: fc.constant(name),
       algorithm: fc.constantFrom("fixed-window", "sliding-window", "sliding-log"),
       limit: fc.integer({ min: 1, max: 5 }),
       period: fc.constantFrom(1, 7, 100, 250, 1000, 3000),
+      block: blockInput,
     }),
     fc.record({ name: fc.constant(name), algorithm: fc.constant("concurrency"), limit: fc.integer({ min: 1, max: 3 }), lease: fc.constantFrom(50, 300, 1000) }),
   );

@@ -5,7 +5,8 @@ import { createNodeGateway } from "../../src/node/gateway.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { type WsOrigin, startWsOrigin } from "../conformance/ws-origin.js";
-import { type GatewayUnderTest, request, startGateway } from "./gateway-helpers.js";
+import type { Limiter } from "../../src/limiter.js";
+import { type GatewayUnderTest, ownStore, request, startGateway } from "./gateway-helpers.js";
 
 // What only the Node edge does with upgrades (the shared cases are the gateway table's): which
 // upgrades it takes, request targets the plain-request edge would hand to Hono, server
@@ -87,15 +88,26 @@ describe("Node gateway: WebSocket upgrades", () => {
     }
   });
 
-  it("cuts open WebSockets when the server closes, rather than waiting for them", async () => {
+  it("cuts open WebSockets when the server closes, rather than waiting for them, and releases their leases before closing the store", async () => {
     const config2 = parseConfig({ ...config, origin: origin.url });
-    const limiter = new MemoryStore();
+    const memory = new MemoryStore();
+    const events: string[] = [];
+    const limiter: Limiter = {
+      ...ownStore(memory),
+      release: async (key, policies, leaseId) => {
+        const released = await memory.release(key, policies, leaseId);
+        events.push(`released ${released.released}`);
+        return released;
+      },
+      close: async () => void events.push("store closed"),
+    };
     const fallback = createNodeGateway({ config: config2, limiter, log: () => {} });
     const server = await startServer({ config: config2, limiter, port: 0, fallback, drainTimeoutMs: 60_000 });
     const ws = await open(server.port, "/slot/echo", { "x-user": "closing" });
     const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
     await server.close(); // would wait out the 60 s drain if the socket were left to finish
     expect(await closed).toBe(1006);
+    expect(events).toEqual(["released true", "store closed"]);
   });
 });
 
