@@ -29,6 +29,7 @@ export interface RemoteLimiter extends Limiter {
   readonly resolvesPolicyNames: true;
   check(key: string, policy: PolicyRef, options: CheckOptions): Promise<Decision>;
   peek(key: string, policy: PolicyRef): Promise<Decision>;
+  debit(key: string, policy: PolicyRef, cost: number): Promise<Decision>;
   reset(key: string, policy: PolicyRef): Promise<void>;
   acquire(key: string, policy: PolicyRef, options: AcquireOptions): Promise<AcquireResult>;
   release(key: string, policy: PolicyRef, leaseId: string): Promise<ReleaseResult>;

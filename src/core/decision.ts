@@ -10,6 +10,8 @@ export interface DecideInput extends CheckOptions {
   leaseMs?: number;
   /** Names of concurrency policies with FIFO waiters queued: nobody may pass them. */
   queuedPolicies?: ReadonlySet<string>;
+  /** A peek (Limiter.peek, or the answer of a debit): reports the state, changes nothing. */
+  peek?: boolean;
 }
 
 /** A state to write back (with the time it becomes fresh, for expiry), or null to delete. */

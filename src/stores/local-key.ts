@@ -7,6 +7,8 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 import { newLeaseId } from "../limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
 
+const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;
+
 export type Persist = (changes: Map<string, StateChange>) => void;
 
 /**
@@ -32,7 +34,8 @@ export class LocalKey {
     );
   }
 
-  check(policies: readonly Policy[], options: CheckOptions): Decision {
+  /** `peek`: a peek (reports, starts no block). */
+  check(policies: readonly Policy[], options: CheckOptions & { peek?: boolean }): Decision {
     const nowMs = this.clockMs();
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
     // Nobody queued (the usual case): skip building an empty set for every check.
@@ -43,7 +46,14 @@ export class LocalKey {
   }
 
   peek(policies: readonly Policy[]): Decision {
-    return this.check(policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+    return this.check(policies, PEEK);
+  }
+
+  /** Consumes `cost` even past the limit; answers the state after it. */
+  debit(policies: readonly Policy[], cost: number): Decision {
+    const { decision, changes } = this.state.debit(policies, this.clockMs(), cost);
+    this.persist(changes);
+    return decision;
   }
 
   reset(policies: readonly Policy[]): void {

@@ -4,6 +4,7 @@ import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
+import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey } from "./local-key.js";
 
 /** How many keys a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
@@ -72,6 +73,13 @@ export class MemoryStore implements Limiter {
     const found = this.keys.get(key);
     if (!found) return new LocalKey([], () => {}, this.clockMs).peek(policies);
     return this.use(found, policies).peek(policies);
+  }
+
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    return this.entry(key, policies).debit(policies, cost);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

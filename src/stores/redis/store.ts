@@ -3,7 +3,8 @@ import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
-import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { assertDebitCost, assertDebitable } from "../../core/debit.js";
+import { type Limiter, type StoreHealth, StoreFaultError, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
@@ -169,6 +170,13 @@ export class RedisStore implements Limiter {
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
     return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+  }
+
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    throw new StoreFaultError("debit is not on the Redis store yet");
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
