@@ -75,6 +75,7 @@ class JsonUsage implements UsageReader {
 
   finish(): UsageResult {
     if (this.#bytes > this.#maxBytes) return { found: false, reason: `the answer is over ${this.#maxBytes} bytes` };
+    if (this.#bytes === 0) return { found: false }; // HEAD, 204: no body, nothing wrong
     const body = new Uint8Array(this.#bytes);
     let at = 0;
     for (const chunk of this.#chunks) {
