@@ -19,7 +19,16 @@ export interface CountedAnswer {
   tap?: BodyTap;
 }
 
+/** Encodings an edge that sees an answer's raw bytes decodes for its tap (node:zlib has them all). */
+export const TAP_DECODINGS = ["gzip", "x-gzip", "deflate", "br"] as const;
+export type TapDecoding = (typeof TAP_DECODINGS)[number];
+
+/** How an edge sees an answer's body: see AnswerCount.answered. */
+export type BodyBytes = "decoded" | "raw" | "raw-undecodable";
+
 export interface BodyTap {
+  /** Set when the chunks are encoded so: the edge decodes them before `push`. */
+  readonly encoding?: TapDecoding;
   push(chunk: Uint8Array): void;
   /** The body ended, broke off or was cancelled: what was read decides the cost. */
   end(): void;
@@ -64,29 +73,36 @@ export class AnswerCount {
 
   /**
    * `header` reads the answer's fields; `defer` keeps a body's debit alive past the answer
-   * (a Worker's waitUntil).
+   * (a Worker's waitUntil). `body`: how the edge sees the bytes: decoded by its fetch (the
+   * Worker's, undici's: Content-Encoding stays but the bytes are plain), or as the origin
+   * encoded them, which the edge decodes for the tap (node:http) or cannot.
    */
-  answered(status: number, header: (name: string) => string | null, defer: (promise: Promise<unknown>) => void): CountedAnswer {
+  answered(status: number, header: (name: string) => string | null, defer: (promise: Promise<unknown>) => void, body: BodyBytes = "decoded"): CountedAnswer {
     const { counting, settle, before, field, warnings } = this.#context;
     if (counting.count && !statusMatches(counting.count, status)) return { extra: before };
     const source = counting.cost;
     if (this.#context.requestCost !== undefined) return { extra: settle(this.#context.requestCost) };
     if (source.from === "responseHeader") return { extra: settle(costFromHeader(header(source.name), source.name, source.bounds, field, warnings)) };
     if (source.from !== "responseJson") return { extra: settle(1) };
-    const reader = usageReader(source.path, header("content-type"), header("content-encoding"));
-    return { extra: before, tap: new UsageTap(reader, source.bounds, field, warnings, (cost) => defer(settle(cost))) };
+    const encoding = body === "decoded" ? undefined : header("content-encoding")?.trim().toLowerCase();
+    const decoding = body === "raw" ? TAP_DECODINGS.find((name) => name === encoding) : undefined;
+    // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
+    const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
+    return { extra: before, tap: new UsageTap(reader, source.bounds, field, warnings, (cost) => defer(settle(cost)), decoding) };
   }
 }
 
 /** Feeds a body to its usage reader and debits once, when it ends. */
 class UsageTap implements BodyTap {
+  readonly encoding?: TapDecoding;
   #reader: UsageReader | undefined;
   readonly #bounds: CostBounds;
   readonly #field: string;
   readonly #warnings: UsageWarnings;
   readonly #debit: (cost: number) => void;
 
-  constructor(reader: UsageReader, bounds: CostBounds, field: string, warnings: UsageWarnings, debit: (cost: number) => void) {
+  constructor(reader: UsageReader, bounds: CostBounds, field: string, warnings: UsageWarnings, debit: (cost: number) => void, encoding: TapDecoding | undefined) {
+    if (encoding) this.encoding = encoding;
     this.#reader = reader;
     this.#bounds = bounds;
     this.#field = field;

@@ -78,7 +78,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
    */
   async function counted(origin: OriginAnswer, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease } = step;
-    const answer = step.count!.answered(origin.status, (name) => originHeader(origin.headers, name), defer);
+    const answer = step.count!.answered(origin.status, (name) => originHeader(origin.headers, name), defer, origin.encodedBody ? "raw-undecodable" : "decoded");
     const extra = answer.extra instanceof Promise ? await answer.extra : answer.extra;
     const tap = answer.tap;
     let body = origin.body;

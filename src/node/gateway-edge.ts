@@ -7,6 +7,7 @@ import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/orig
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { BodyTap } from "../gateway/answer-count.js";
+import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
@@ -190,7 +191,7 @@ export class NodeGatewayEdge {
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly);
+    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw");
     if (counted?.extra instanceof Promise) {
       // The head waits for its debit (answer-count.ts); a body cut meanwhile cuts the answer.
       incoming.once("error", () => res.destroy());
@@ -225,9 +226,10 @@ export class NodeGatewayEdge {
     incoming.pipe(res);
     if (tap) {
       // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
-      incoming.on("data", (chunk: Buffer) => tap.push(chunk));
-      incoming.once("end", () => tap.end());
-      incoming.once("close", () => tap.end());
+      const reading = decodingTap(tap);
+      incoming.on("data", (chunk: Buffer) => reading.push(chunk));
+      incoming.once("end", () => reading.end());
+      incoming.once("close", () => reading.end());
     }
   }
 }
