@@ -14,6 +14,8 @@ export interface PolicySpec {
   burst?: number;
   lease?: string | number;
   failMode?: "open" | "closed";
+  /** Penalty box: a denial keeps the key refused this long (`15m`, 1 s … 1 d; not for concurrency). */
+  block?: string | number;
 }
 
 /** One policy: a name the server's config defines, an inline policy object (README "Algorithms"), or an already validated Policy. */
@@ -50,6 +52,7 @@ export function policyToSpec(policy: Policy): PolicySpec {
   if (policy.algorithm === "concurrency") spec.lease = policy.leaseMs;
   else spec.period = policy.periodMs;
   if (policy.algorithm === "gcra" || policy.algorithm === "token-bucket") spec.burst = policy.burst;
+  if (policy.blockMs !== undefined) spec.block = policy.blockMs;
   return spec;
 }
 

@@ -1,5 +1,6 @@
-import { type StoredState, algorithmOf, liveState, wrapState } from "./algorithms.js";
-import { type DecideOutput, type StateChange, decide } from "./decision.js";
+import { EPSILON_MS } from "./algorithm.js";
+import { type StoredState, algorithmOf, liveBlockMs, liveState } from "./algorithms.js";
+import { type DecideOutput, type StateChange, decide, stateChange } from "./decision.js";
 import type { Policy } from "./types.js";
 import { ValidationError, describeValue } from "./validation.js";
 
@@ -22,6 +23,11 @@ export function assertDebitable(policies: readonly Policy[]): void {
   }
 }
 
+/** Whether a cost whose earliest slot is `earliestMs` (null: never) does not fit at nowMs. */
+function overdraws(earliestMs: number | null, nowMs: number): boolean {
+  return earliestMs === null || earliestMs - nowMs > EPSILON_MS;
+}
+
 /** A debit's cost is a request's: an integer 0 … 1e9 (a store called from plain JavaScript may be handed anything). */
 export function assertDebitCost(cost: number): void {
   if (!Number.isInteger(cost) || cost < 0 || cost > MAX_COST) throw new ValidationError("cost", `must be an integer from 0 to ${MAX_COST}, got ${describeValue(cost)}`);
@@ -33,8 +39,10 @@ export function assertDebitCost(cost: number): void {
  * algorithm's own `admit` at nowMs does it (GCRA moves its tat on, a token bucket goes
  * negative, a window counts past its limit, a sliding log records the entry in its bucket
  * grid, so its state stays at most 65 entries), and since every algorithm is monotone,
- * later requests wait until the debt is repaid. The decision answers the state after the
- * debit as a peek would: `allowed` says whether a cost-1 request would be admitted now.
+ * later requests wait until the debt is repaid. A debit that overdraws a policy with `block`
+ * (the cost did not fit: as a check it would have been refused) starts the block. The decision
+ * answers the state after the debit as a peek would: `allowed` says whether a cost-1 request
+ * would be admitted now.
  *
  * @example debit([perMinute], (name) => states.get(name), Date.now(), 120)
  */
@@ -45,8 +53,14 @@ export function debit(policies: readonly Policy[], read: (policyName: string) =>
   if (cost > 0) {
     for (const policy of policies) {
       const algorithm = algorithmOf(policy);
-      const state = algorithm.admit(liveState(read(policy.name), policy, nowMs), policy, nowMs, nowMs, cost, undefined);
-      changes.set(policy.name, { stored: wrapState(policy, state), freshAtMs: algorithm.freshAtMs(state, policy) });
+      const stored = read(policy.name);
+      const live = liveState(stored, policy, nowMs);
+      let blockedUntilMs = policy.blockMs === undefined ? undefined : liveBlockMs(stored, policy, nowMs);
+      if (policy.blockMs !== undefined && blockedUntilMs === undefined && overdraws(algorithm.earliestMs(live, policy, nowMs, cost), nowMs)) {
+        // A debit this policy would have refused as a check starts its block, as that denial would have.
+        blockedUntilMs = nowMs + policy.blockMs;
+      }
+      changes.set(policy.name, stateChange(policy, algorithm.admit(live, policy, nowMs, nowMs, cost, undefined), blockedUntilMs));
     }
   }
   const readAfter = (name: string) => {

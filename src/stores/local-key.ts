@@ -1,5 +1,5 @@
 import type { StoredState } from "../core/algorithms.js";
-import { algorithmOf } from "../core/algorithms.js";
+import { storedFreshAtMs } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
@@ -85,7 +85,7 @@ export class LocalKey {
     return this.state.lastFreshAtMs((name, stored) => {
       const policy = policyOf(name);
       // A state whose policy we no longer know keeps the latest time it could matter.
-      return policy ? algorithmOf(policy).freshAtMs(stored.state as never, policy) : Number.MAX_SAFE_INTEGER;
+      return policy ? storedFreshAtMs(stored, policy) : Number.MAX_SAFE_INTEGER;
     });
   }
 

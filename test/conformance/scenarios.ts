@@ -208,6 +208,7 @@ export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () =
 }
 
 import { SCENARIOS as RATE_SCENARIOS } from "./scenario-table.js";
+import { BLOCK_SCENARIOS } from "./scenario-table-block.js";
 import { DEBIT_SCENARIOS } from "./scenario-table-debit.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS];

@@ -4,7 +4,7 @@ import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
-import { type Limiter, type StoreHealth, StoreFaultError, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
@@ -65,6 +65,7 @@ export interface RedisStoreOptions {
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
+const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0 } as const;
 export const DEFAULT_POLL_INTERVAL_MS = 250;
 
 /**
@@ -146,7 +147,12 @@ export class RedisStore implements Limiter {
     return true;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.decide(key, policies, options, false);
+  }
+
+  /** A check, or a peek (`peek`: reports, starts no block: check.lua's mode "peek"). */
+  private async decide(key: string, policies: readonly Policy[], options: CheckOptions, peek: boolean): Promise<Decision> {
     // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
     policies = storePolicies(policies);
     const stack = stackOf(policies);
@@ -163,20 +169,22 @@ export class RedisStore implements Limiter {
       ? [options.cost, options.mode, options.maxWaitMs, leaseId]
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
-        : [options.cost];
+        : peek
+          ? [0, "peek"]
+          : [options.cost];
     const reply = (await this.run("check", key, stack, args)) as string;
     return decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
-    return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+    return this.decide(key, policies, PEEK, true);
   }
 
   async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
-    throw new StoreFaultError("debit is not on the Redis store yet");
+    return decodeDecision((await this.run("debit", key, stackOf(policies), [cost])) as string, policies, "");
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
@@ -237,8 +245,8 @@ export class RedisStore implements Limiter {
     for (let i = 0; i < names.length; i++) keys[i] = base + names[i];
     // The waiter keys, and the channel that wakes waiters, go only to scripts that may touch
     // them (every key and argument costs Redis time): a check touches waiters only for a stack
-    // with a concurrency policy, extend never.
-    const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
+    // with a concurrency policy, extend and debit never.
+    const waiters = name !== "extend" && name !== "debit" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
