@@ -45,6 +45,8 @@ export interface OriginAnswer {
    * fetch decodes them and keeps Content-Encoding. Read by the usage reader (answer-count.ts).
    */
   encodedBody?: boolean;
+  /** workerd's fetch: the origin's WebSocket, after a 101 to an upgrade (gateway/websocket-relay.ts). */
+  webSocket?: WebSocket | null;
 }
 
 /** Sends a request to the origin: global `fetch` on Workers, a node:http client on Node. */

@@ -1,6 +1,8 @@
 import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { gatewayCountingConformance } from "../conformance/gateway-counting-table.js";
+import { gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
+import { workerWebSocketDriver } from "./gateway-websocket-driver.js";
 
 // The gateway conformance table on the Worker: decisions in the real Durable Objects, the
 // client address in CF-Connecting-IP, the origin a stand-in behind fetchOrigin.
@@ -115,3 +117,6 @@ const driver: GatewayDriver = {
 
 gatewayConformance("Worker", () => driver);
 gatewayCountingConformance("Worker", () => driver);
+
+const webSockets = workerWebSocketDriver();
+gatewayWebSocketConformance("Worker", () => webSockets);
