@@ -48,6 +48,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
     (peeked): CountedOutcome | Promise<CountedOutcome> => {
       const headers = fieldsOf(peeked, rated, plan);
       if (!peeked.allowed) {
+        if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context);
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers) };
         delete headers["Retry-After"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
@@ -67,6 +68,21 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => Promise.resolve({ [DRY_RUN_HEADER]: "error" }) };
     },
   );
+}
+
+/**
+ * A peek never starts a `block`, but a refusal by a policy with one must: the refusal is
+ * recorded as a check (cost 1), which the policy refuses too and which starts the block.
+ * Should the key have refilled between the two calls, the check admits (and consumed its unit):
+ * the request then goes on, counted as that one unit, and its answer debits nothing more.
+ */
+function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext): Promise<CountedOutcome> {
+  return applyFailMode(rated, () => limiter.check(key, rated, { cost: 1, mode: "reject", maxWaitMs: 0 })).then((decision): CountedOutcome => {
+    const headers = fieldsOf(decision, rated, plan);
+    if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+    context.log({ event: "count-refill-race", route: context.label, key });
+    return { admitted: true, headers, settle: () => Promise.resolve(headers) };
+  });
 }
 
 /** The RateLimit fields of a peek or a debit, marked as limitRequest marks its own. */

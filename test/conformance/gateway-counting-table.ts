@@ -17,6 +17,8 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
   }
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The `r` of one policy in a RateLimit field. */
 function remainingOf(field: string | null, policy: string): number | undefined {
   const match = new RegExp(`"${policy}";r=(\\d+)`).exec(field ?? "");
@@ -176,6 +178,28 @@ export function gatewayCountingConformance(runtime: string, driverOf: () => Gate
         events.end();
         expect(await rest).toMatch(/"total_tokens":25\}\}\n\ndata: \[DONE\]\n\n$/);
         await waitFor(async () => (await remaining(user, BUDGET)) === 75);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
+    it("block: the refusal that follows counted failures starts a block that outlasts the window", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      gw.counting.answer(401, {}, "wrong password");
+      try {
+        expect([(await gw.send("/login-block/a", as(user))).status, (await gw.send("/login-block/a", as(user))).status]).toEqual([401, 401]);
+        const hits = gw.origin.hits();
+        const refused = await gw.send("/login-block/a", as(user));
+        expect(refused.status).toBe(429);
+        // The block's hour, not the window's second.
+        expect(Number(refused.header("retry-after"))).toBeGreaterThan(3000);
+        await sleep(1100);
+        // The window has refilled; the block holds.
+        const blocked = await gw.send("/login-block/a", as(user));
+        expect(blocked.status).toBe(429);
+        expect(Number(blocked.header("retry-after"))).toBeGreaterThan(3000);
+        expect(gw.origin.hits()).toBe(hits);
       } finally {
         gw.origin.ok();
       }

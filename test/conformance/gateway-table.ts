@@ -67,6 +67,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "slot", algorithm: "concurrency", limit: 1, lease: "30s" },
     // Counting what the origin answers (gateway-counting-table.ts).
     { name: "budget", algorithm: "fixed-window", limit: 100, period: "1h" },
+    { name: "strikes", algorithm: "fixed-window", limit: 2, period: "1s", block: "1h" },
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -81,6 +82,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/tokens-header/*" }, key: "header:x-user", policies: ["budget"], cost: { responseHeader: "x-usage-tokens", max: 60 } },
     { match: { path: "/tokens-json/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     { match: { path: "/cost-request/*" }, key: "header:x-user", policies: ["budget"], cost: { requestHeader: "x-cost" } },
+    { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
   ],
   deny: { ips: ["203.0.113.0/24"], keys: ["banned"] },
   allow: { ips: ["198.51.100.7"], keys: ["vip"] },
