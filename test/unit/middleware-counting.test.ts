@@ -94,6 +94,26 @@ describe("rateLimit(): count and cost on Hono", () => {
     expect(logs).toMatchObject([{ event: "cost-invalid", option: "cost.response", value: "NaN", cost: 1 }]);
   });
 
+  it("dry run: a key past its limit still reaches the handler, reported in headers and logs, and is still debited", async () => {
+    const logs: Record<string, unknown>[] = [];
+    const { app, hits } = appWith(options({ count: [401], dryRun: true, log: (entry) => logs.push(entry) }), (c) => c.text("no", 401));
+    const replies = [];
+    for (let i = 0; i < 5; i++) replies.push(await get(app, "hy"));
+    expect(replies.map((response) => response.status)).toEqual([401, 401, 401, 401, 401]);
+    expect(hits()).toBe(5);
+    expect(replies.map((response) => response.headers.get("spillway-dry-run"))).toEqual(["allowed", "allowed", "allowed", "denied", "denied"]);
+    expect(replies.map((response) => response.headers.get("retry-after"))).toEqual([null, null, null, null, null]);
+    expect(logs.filter((entry) => entry.event === "dry-run-deny")).toHaveLength(2);
+  });
+
+  it("block: the refusal after counted failures starts the policy's block", async () => {
+    const { app } = appWith(options({ policies: { name: "strikes", algorithm: "fixed-window", limit: 1, period: "1h", block: "1d" }, count: [401] }), (c) => c.text("no", 401));
+    expect((await get(app, "ivy")).status).toBe(401);
+    const refused = await get(app, "ivy");
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(3600);
+  });
+
   it("count with a request cost debits that cost on counted answers only", async () => {
     const { app } = appWith(options({ policies: budget, count: [429], cost: { request: () => 10 } }), (c) => c.text(c.req.header("x-busy") ? "busy" : "ok", c.req.header("x-busy") ? 429 : 200));
     expect(remainingOf(await get(app, "gi"))).toBe(100);
