@@ -59,7 +59,7 @@ export function requestCostOf(source: CostSource, headers: HeaderLookup, field: 
 
 function costFromHeader(text: string | null, name: string, bounds: CostBounds, field: string, warnings: UsageWarnings): number {
   const read = headerCost(text, bounds);
-  if (read.present && !read.usable) warnings.warn(field, { header: name, value: String(text).slice(0, 64), cost: read.cost });
+  if (read.present && !read.usable) warnings.warn(field, { route: field, header: name, value: String(text).slice(0, 64), cost: read.cost });
   return read.cost;
 }
 
@@ -121,8 +121,8 @@ class UsageTap implements BodyTap {
     const result = reader.finish();
     const { cost, usable } = boundedCost(result.found ? result.value : undefined, this.#bounds);
     // An absent value is an answer without usage (an error body); one that is there but no count is the origin's fault: logged.
-    if (result.found && !usable) this.#warnings.warn(this.#field, { value: describe(result.value), cost });
-    else if (!result.found && result.reason) this.#warnings.warn(this.#field, { reason: result.reason, cost });
+    if (result.found && !usable) this.#warnings.warn(this.#field, { route: this.#field, value: describe(result.value), cost });
+    else if (!result.found && result.reason) this.#warnings.warn(this.#field, { route: this.#field, reason: result.reason, cost });
     this.#debit(cost);
   }
 }

@@ -48,19 +48,13 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
     (peeked): CountedOutcome | Promise<CountedOutcome> => {
       const headers = fieldsOf(peeked, rated, plan);
       if (!peeked.allowed) {
-        if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context);
+        if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers) };
         delete headers["Retry-After"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
         context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
       }
-      const settle = settler(limiter, key, rated, plan, { ...context, key }, headers);
-      if (leased.length === 0) return { admitted: true, headers, settle };
-      return limitRequest(limiter, key, { ...plan, policies: leased }, context).then((outcome): CountedOutcome => {
-        if (!outcome.admitted) return outcome;
-        const both = joinFields(headers, outcome.headers);
-        return { admitted: true, headers: both, lease: outcome.lease, settle: (cost) => settle(cost).then((after) => joinFields(after, outcome.headers)) };
-      });
+      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, { ...context, key }, headers) }, limiter, key, leased, plan, context);
     },
     (failure: unknown) => {
       if (!plan.dryRun) throw failure;
@@ -68,6 +62,16 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => Promise.resolve({ [DRY_RUN_HEADER]: "error" }) };
     },
   );
+}
+
+/** Concurrency policies take their lease as always (limitRequest), once the rate policies let the request in; their fields join. */
+function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, leased: readonly Policy[], plan: LimitPlan, context: LimitContext): CountedOutcome | Promise<CountedOutcome> {
+  if (!outcome.admitted || leased.length === 0) return outcome;
+  const { headers, settle } = outcome;
+  return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
+    if (!leasing.admitted) return leasing;
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost) => settle(cost).then((after) => joinFields(after, leasing.headers)) };
+  });
 }
 
 /**

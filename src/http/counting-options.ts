@@ -1,6 +1,6 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { describeValue } from "../core/validation.js";
-import { DEFAULT_MISSING_COST, MAX_COST, STATUS_LIST_FORM, parseStatusList, statusMatches } from "./counting.js";
+import { DEFAULT_MISSING_COST, MAX_COST, STATUS_LIST_FORM, UsageWarnings, parseStatusList, statusMatches } from "./counting.js";
 import type { LimitPlan, LogFn } from "./limit.js";
 
 /**
@@ -37,6 +37,8 @@ export interface CountingPlan<Res, Req> {
   responseCost?: (response: Res, request: Req) => number | Promise<number>;
   /** Peek before, debit after: `count` is set or the cost comes from the response. */
   afterAnswer: boolean;
+  /** A cost function's unusable answers, logged once a minute. */
+  warnings: UsageWarnings;
 }
 
 function fail(option: string, message: string): never {
@@ -46,10 +48,10 @@ function fail(option: string, message: string): never {
 const COST_FORM = "an integer from 0 to 1000000000, { request: (req) => number } or { response: (res, req) => number }";
 
 /** Validates `count` and `cost` (undefined when neither is set); `statusOf` reads the runtime's response status. */
-export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknown }, plan: LimitPlan, statusOf: (response: Res) => number): CountingPlan<Res, Req> | undefined {
+export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknown }, plan: LimitPlan, statusOf: (response: Res) => number, log: LogFn): CountingPlan<Res, Req> | undefined {
   const { count, cost } = options;
   if (count === undefined && cost === undefined) return undefined;
-  const result: CountingPlan<Res, Req> = { afterAnswer: false };
+  const result: CountingPlan<Res, Req> = { afterAnswer: false, warnings: new UsageWarnings(log) };
   if (typeof count === "function") result.counted = count as (response: Res, request: Req) => boolean;
   else if (count !== undefined) {
     const parsed = parseStatusList(count);
@@ -77,11 +79,11 @@ export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknow
 }
 
 /**
- * A cost a function answered, checked: an integer from 0 to 1e9, else 1 (logged), never a
- * throw: the request or its answer has already gone its way.
+ * A cost a function answered, checked: an integer from 0 to 1e9, else 1, logged once a minute
+ * per option (as `usage-unusable`); never a throw: the request or its answer has gone its way.
  */
-export function checkedCost(value: unknown, option: string, log: LogFn, label: string): number {
+export function checkedCost(value: unknown, option: "cost.request" | "cost.response", warnings: UsageWarnings, label: string): number {
   if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_COST) return value;
-  log({ event: "cost-invalid", route: label, option, value: describeValue(value), cost: DEFAULT_MISSING_COST });
+  warnings.warn(option, { route: label, option, value: describeValue(value), cost: DEFAULT_MISSING_COST });
   return DEFAULT_MISSING_COST;
 }

@@ -67,8 +67,8 @@ export function headerCost(text: string | null | undefined, bounds: CostBounds):
 }
 
 /**
- * Logs a usage value that was there but unusable once per route and minute: an origin that
- * reports garbage on every answer must not flood the log.
+ * Logs a usage value that was there but unusable once per route (or middleware option) and
+ * minute: an origin that reports garbage on every answer must not flood the log.
  */
 export class UsageWarnings {
   readonly #lastMs = new Map<string, number>();
@@ -80,10 +80,11 @@ export class UsageWarnings {
     this.#intervalMs = intervalMs;
   }
 
-  warn(route: string, entry: Record<string, unknown>, nowMs = Date.now()): void {
-    const last = this.#lastMs.get(route);
+  /** `source`: what is warned about (a route's field, a middleware's option), one line a minute each. */
+  warn(source: string, entry: Record<string, unknown>, nowMs = Date.now()): void {
+    const last = this.#lastMs.get(source);
     if (last !== undefined && nowMs - last < this.#intervalMs) return;
-    this.#lastMs.set(route, nowMs);
-    this.#log({ event: "usage-unusable", route, ...entry });
+    this.#lastMs.set(source, nowMs);
+    this.#log({ event: "usage-unusable", ...entry });
   }
 }

@@ -63,9 +63,9 @@ function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLea
  */
 export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): MiddlewareHandler<E> {
   const plan = rateLimitPlan(options, "(c) => string");
-  const counting = countingPlan<Response, Context<E>>(options, plan, (res) => res.status);
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
+  const counting = countingPlan<Response, Context<E>>(options, plan, (res) => res.status, log);
   return async function spillwayRateLimit(c, next) {
     const key = await keyOf(c);
     const badKey = keyProblem(key);
@@ -87,7 +87,7 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
 
   /** A request with `count` or `cost` (counting-options.ts): checked at its cost, or peeked, then debited after the handler. */
   async function counted(counting: CountingPlan<Response, Context<E>>, c: Context<E>, next: () => Promise<void>, key: string, context: LimitContext): Promise<Response | void> {
-    const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(c), "cost.request", log, context.label) : undefined;
+    const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(c), "cost.request", counting.warnings, context.label) : undefined;
     if (!counting.afterAnswer) {
       const checked = await limitRequest(store, key, plan, { ...context, cost: requestCost });
       if (!checked.admitted) return checked.response;
@@ -98,7 +98,7 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     if (!outcome.admitted) return outcome.response;
     await nextHolding(next, outcome.lease);
     if (counting.counted && !counting.counted(c.res, c)) return withHeaders(c, outcome.headers, outcome.lease);
-    const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", log, context.label) : 1);
+    const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", counting.warnings, context.label) : 1);
     withHeaders(c, await outcome.settle(cost), outcome.lease);
   }
 }

@@ -93,9 +93,9 @@ function closeSignal(res: ServerResponse): AbortSignal {
  */
 export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: NodeRateLimitOptions<Req>): NodeMiddleware<Req> {
   const plan = rateLimitPlan(options, "(req) => string");
-  const counting = countingPlan<ServerResponse, Req>(options, plan, (res) => res.statusCode);
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
+  const counting = countingPlan<ServerResponse, Req>(options, plan, (res) => res.statusCode, log);
   // Only plans that can wait or hold a lease need to know when the response closes.
   const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
   const limit = (req: Req, key: string, context: LimitContext) => (counting ? countedLimit(counting, store, plan, req, key, context) : limitRequest(store, key, plan, context));
@@ -129,7 +129,7 @@ const isSettled = (outcome: LimitOutcome | CountedOutcome): outcome is CountedOu
 
 /** A request with `count` or `cost` (counting-options.ts): checked at a request's cost, or peeked. */
 async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, store: Limiter, plan: LimitPlan, req: Req, key: string, context: LimitContext): Promise<LimitOutcome | CountedOutcome> {
-  const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(req), "cost.request", context.log, context.label) : undefined;
+  const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(req), "cost.request", counting.warnings, context.label) : undefined;
   if (!counting.afterAnswer) return limitRequest(store, key, plan, { ...context, cost: requestCost });
   const outcome = await peekRequest(store, key, plan, context);
   if (outcome.admitted && requestCost !== undefined) {
@@ -153,7 +153,7 @@ function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome
     void Promise.resolve()
       .then(() => counting.responseCost!(res, req))
       .then(
-        (cost) => outcome.settle(checkedCost(cost, "cost.response", log, label)),
+        (cost) => outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label)),
         (error: unknown) => log({ event: "cost-failed", route: label, option: "cost.response", error: String(error) }),
       );
   });

@@ -77,7 +77,7 @@ export function nodeMiddlewareCountingSuite(host: string, mount: MountMiddleware
       const url = await serve({ policies: budget, log: (entry) => logs.push(entry), cost: { response: () => -5 } }, (_req, res) => void res.end("ok"));
       expect((await get(url, "ed")).status).toBe(200);
       await vi.waitFor(async () => expect(await remaining("ed", BUDGET)).toBe(99));
-      expect(logs).toMatchObject([{ event: "cost-invalid", option: "cost.response", value: "-5", cost: 1 }]);
+      expect(logs).toMatchObject([{ event: "usage-unusable", option: "cost.response", value: "-5", cost: 1 }]);
     });
   });
 }
