@@ -73,12 +73,30 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
       await lease?.release();
       return unrelayableStatus(gateway.origin, origin.status);
     }
+    if (step.count) return counted(origin, step, defer);
     if (!lease) return clientResponse(origin, extra);
     if (!origin.body) {
       await lease.release();
       return clientResponse(origin, extra);
     }
     return clientResponse(origin, extra, onBodyDone(origin.body, () => void lease.release()));
+  }
+
+  /**
+   * A counted route's answer (answer-count.ts): its head waits for a debit it can know now; a
+   * cost in the body is read by a tap the chunks pass through, and debited (waitUntil) at its end.
+   */
+  async function counted(origin: OriginAnswer, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
+    const { lease } = step;
+    const answer = step.count!.answered(origin.status, (name) => originHeader(origin.headers, name), defer, origin.encodedBody ? "raw-undecodable" : "decoded");
+    const extra = answer.extra instanceof Promise ? await answer.extra : answer.extra;
+    const tap = answer.tap;
+    let body = origin.body;
+    if (tap && body) body = onBodyDone(body, () => tap.end(), (chunk) => tap.push(chunk));
+    else tap?.end();
+    if (lease && body) body = onBodyDone(body, () => void lease.release());
+    else if (lease) await lease.release();
+    return clientResponse(origin, extra, body);
   }
 
   async function handle(c: Context, matched: { route?: string }): Promise<Response> {
