@@ -126,6 +126,7 @@ export class DataLossGuard {
     if (!this.periodic) {
       this.periodic = (client as Redis).duplicate();
       this.periodic.on("error", () => {}); // its trouble shows on the store's connection
+      if (this.periodic.status === "wait") this.periodic.connect().catch(() => {}); // lazyConnect
     }
     if (this.periodic.status === "ready") this.verifyNode("server", this.periodic).catch(() => {});
   }
