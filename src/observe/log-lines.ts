@@ -1,4 +1,4 @@
-import type { DecisionEvent, SpillwayObserver, StoreErrorEvent } from "./observer.js";
+import type { BlockEvent, DecisionEvent, SpillwayObserver, StoreErrorEvent } from "./observer.js";
 
 /**
  * One JSON log line, the same schema on both runtimes (Workers Logs on Cloudflare, stdout on
@@ -6,8 +6,9 @@ import type { DecisionEvent, SpillwayObserver, StoreErrorEvent } from "./observe
  * - `deny`: key, source, policies (the ones that refused), store, durationMs
  * - `fail-open`: key, source, policies (the stack), store, durationMs
  * - `store-error`: kind (`unavailable` | `fault`), operation, key, source, store, error
+ * - `block`: key, source, policy, store, blockedMs (a block that a denial or a debit started)
  */
-export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error"; time: string } & Record<string, unknown>;
+export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "block"; time: string } & Record<string, unknown>;
 
 /** Where log lines go: by default one line on stdout (console.log, which Workers Logs collects). */
 export type LogSink = (line: LogLine) => void;
@@ -30,6 +31,9 @@ export function logObserver(sink: LogSink = stdoutSink, options: { denials?: boo
       } else if (event.outcome === "failed_open") {
         sink({ spillway: true, event: "fail-open", time: new Date().toISOString(), key: event.key, source: event.source, policies: event.policies.map((policy) => policy.name), store: event.store, durationMs: round(event.durationMs) });
       }
+    },
+    block(event: BlockEvent) {
+      sink({ spillway: true, event: "block", time: new Date().toISOString(), key: event.key, source: event.source, policy: event.policy, store: event.store, blockedMs: event.blockedMs });
     },
     storeError(event: StoreErrorEvent) {
       const error = event.error instanceof Error ? `${event.error.name}: ${event.error.message}` : String(event.error);
