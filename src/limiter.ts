@@ -40,6 +40,11 @@ export interface Limiter {
    * a round trip (the memory store); undefined elsewhere. Read at scrape time, not per decision.
    */
   leaseCounts?(): Map<string, LeaseCount>;
+  /**
+   * Times the store noticed it lost its data (Redis restarted empty, FLUSHALL, a failover);
+   * undefined where it cannot happen or be told. Read at scrape time.
+   */
+  storeResets?(): number;
 }
 
 /** Leases held (their cost) and callers waiting for one, of one concurrency policy. */
@@ -118,11 +123,13 @@ export class ForwardingLimiter implements Limiter {
   readonly kind: string;
   readonly store: Limiter;
   readonly leaseCounts?: () => Map<string, LeaseCount>;
+  readonly storeResets?: () => number;
 
   constructor(store: Limiter) {
     this.store = store;
     this.kind = store.kind;
     if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
+    if (store.storeResets) this.storeResets = () => store.storeResets!();
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {

@@ -89,6 +89,20 @@ export class LocalKey {
     });
   }
 
+  /**
+   * Drops the states that are fresh again, answering their names: a key with many policies
+   * (a rate limit service domain holds one per counter) keeps only the live ones.
+   */
+  dropFreshStates(policyOf: (name: string) => Policy | undefined, nowMs: number): string[] {
+    const dropped: string[] = [];
+    for (const [name, stored] of this.state.states) {
+      const policy = policyOf(name);
+      if (policy && storedFreshAtMs(stored, policy) <= nowMs) dropped.push(name);
+    }
+    for (const name of dropped) this.state.states.delete(name);
+    return dropped;
+  }
+
   private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined): AcquireResult {
     const leaseId = newLeaseId();
     const { decision, changes } = this.state.check(policies, this.clockMs(), { cost: 1, mode: "reject", maxWaitMs: 0, leaseId, leaseMs });

@@ -14,6 +14,8 @@ import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseWaiters } from "./waiters.js";
+import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
+import { probeWrites } from "./nodes.js";
 
 /*
  * Two reply protocols for a check, chosen in RedisStore.check:
@@ -62,6 +64,8 @@ export interface RedisStoreOptions {
    * the event-loop turn and send them together (default true). See coalesce.ts.
    */
   coalesceWrites?: boolean;
+  /** How often the data-loss markers are read back (default 1000 ms; see data-loss.ts). */
+  dataCheckIntervalMs?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
@@ -109,6 +113,8 @@ export class RedisStore implements Limiter {
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
+  /** Notices a Redis that lost its data, and fences concurrency grants after it (data-loss.ts). */
+  private readonly dataLoss: DataLossGuard;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
   private connecting: Promise<void> | undefined;
 
@@ -130,6 +136,8 @@ export class RedisStore implements Limiter {
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
     if (options.coalesceWrites !== false) this.coalescer = this.runner.coalescer;
+    const dataCheckIntervalMs = positiveNumber("dataCheckIntervalMs", options.dataCheckIntervalMs ?? 1000, 10);
+    this.dataLoss = dataLossGuardFor({ client: this.client, keyPrefix: this.keyPrefix, store: this.kind, waitMs: Math.max(4 * this.timeoutMs, 250), checkIntervalMs: dataCheckIntervalMs, log: this.log });
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
@@ -163,6 +171,10 @@ export class RedisStore implements Limiter {
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
     const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
+    if (leaseId) {
+      const fencedMs = await this.leaseFenceMs(policies);
+      if (fencedMs > 0) return fencedDecision(await this.peek(key, policies), policies, fencedMs);
+    }
     // Arguments the script would not read are left out (every argument costs Redis time):
     // a plain check sends only its cost.
     const args = leaseId
@@ -199,8 +211,11 @@ export class RedisStore implements Limiter {
     const leaseArg = options.leaseMs ?? "";
     return this.waiters.acquire(
       {
-        attempt: async (waiterId, mayWait) =>
-          decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
+        attempt: async (waiterId, mayWait) => {
+          const fencedMs = await this.leaseFenceMs(policies);
+          if (fencedMs > 0) return mayWait ? { status: "queued", untilExpiryMs: fencedMs } : { status: "denied", retryAfterMs: fencedMs };
+          return decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs);
+        },
         leave: async (waiterId) => (await this.run("leave", key, stackOf(policies), [waiterId])) as number,
       },
       options.maxWaitMs,
@@ -218,18 +233,26 @@ export class RedisStore implements Limiter {
     return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 
+  /** Data losses detected since the store started (spillway_store_resets_total). */
+  storeResets(): number {
+    return this.dataLoss.resets;
+  }
+
+  /** A write to every server: a Redis that answers PING but refuses writes (OOM, READONLY) is not healthy. */
   async health(): Promise<StoreHealth> {
     try {
-      await withTimeout(this.client.ping(), Math.max(this.timeoutMs, 250), "PING");
+      await withTimeout(probeWrites(this.client, this.keyPrefix), Math.max(this.timeoutMs, 250), "health probe");
       return { ok: true, store: this.kind };
     } catch (error) {
-      return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}` };
+      const connection = this.client.status !== "ready" && this.dataLoss.lastConnectionError ? ` (connecting: ${this.dataLoss.lastConnectionError})` : "";
+      return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}${connection}` };
     }
   }
 
   async close(): Promise<void> {
     this.waiters.close();
     if (!this.ownsClient) return;
+    this.dataLoss.close();
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
 
@@ -291,6 +314,12 @@ export class RedisStore implements Limiter {
     if (this.client.status === "ready") return this.send(name, stack, keys, args);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
+  }
+
+  /** Before a lease is granted: waits for the data to be verified after a reconnect; >0 while fenced after a loss. */
+  private async leaseFenceMs(policies: readonly Policy[]): Promise<number> {
+    await this.dataLoss.beforeGrant();
+    return this.dataLoss.fencedMs(policies);
   }
 
   /** Logs changes of availability once, not once per call. */
