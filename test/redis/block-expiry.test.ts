@@ -42,6 +42,13 @@ describe("Redis: debit and block on the server clock", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await store.check("mallory", [policy], reject)).toMatchObject({ allowed: false, blockedMs: expect.any(Number) });
     expect(await admin.pexpiretime(key)).toBe(stored.blockedUntilMs);
+    // Another process (its own client) sees the same block.
+    const other = new RedisStore({ url: server.url, keyPrefix: "block:", timeoutMs: 2000 });
+    try {
+      expect(await other.peek("mallory", [policy])).toMatchObject({ allowed: false, remaining: 0, blockedMs: expect.any(Number) });
+    } finally {
+      await other.close();
+    }
     await store.reset("mallory", [policy]);
     expect(await admin.exists(key)).toBe(0);
     expect((await store.check("mallory", [policy], reject)).allowed).toBe(true);
