@@ -10,7 +10,7 @@ import { type GatewayFacts, GatewayCore, type GatewayStep, UNROUTED, refusal } f
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
-import { canRelayWebSockets, switchToRelay } from "./websocket-relay.js";
+import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -67,7 +67,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
       return badGateway(gateway.origin, error);
     }
     core.originAnswered(step, origin.status, () => originHeader(origin.headers, "retry-after"), defer);
-    if (origin.status === 101 && upgrade && origin.webSocket) return switchToRelay(origin, origin.webSocket, extra, lease, defer);
+    if (origin.status === 101 && upgrade && origin.webSocket) return switchWebSocket(origin, origin.webSocket, extra, lease, defer);
     if (isUnrelayableStatus(origin.status)) {
       void origin.body?.cancel().catch(() => {});
       await lease?.release();
