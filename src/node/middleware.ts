@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { defaultLog, limitRequest } from "../http/limit.js";
-import type { Problem } from "../http/problems.js";
+import { type Problem, problemFields } from "../http/problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "../http/rate-limit-plan.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
@@ -26,7 +26,7 @@ function send(res: ServerResponse, status: number, headers: Record<string, strin
 }
 
 function sendProblem(res: ServerResponse, body: Problem): void {
-  send(res, body.status, { "content-type": "application/problem+json" }, JSON.stringify(body));
+  send(res, body.status, { "content-type": "application/problem+json", ...problemFields(body) }, JSON.stringify(body));
 }
 
 /** A denial built by the shared engine (a web Response: the 429 problem) written to Node's response. */

@@ -3,7 +3,8 @@ import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
-import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type CallCounts, type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { CallQueue } from "../call-queue.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
@@ -50,8 +51,20 @@ export interface RedisStoreOptions {
   clockMs?: () => number;
   /** Client clock only: keys live this much longer than their state, to absorb clock skew (default 1000). */
   clientExpirySlackMs?: number;
-  /** Per-call timeout in ms (default 50): past it the call throws StoreUnavailableError. */
+  /**
+   * Per-call timeout in ms (default 50): past it the call throws StoreUnavailableError. It
+   * measures the store: from the command's write to its reply, never time spent queued here.
+   */
   timeoutMs?: number;
+  /**
+   * Calls in flight to Redis at most (default 256); past it calls wait their turn, FIFO (see
+   * docs/operations.md, "Overload and bursts"). `spillway serve --max-inflight N`.
+   */
+  maxInFlight?: number;
+  /** Calls waiting for a slot at most (default 20,000); one more is shed (OverloadedError, a 503 that never admits). */
+  maxQueued?: number;
+  /** How long a call may wait for a slot (default 5,000 ms); past it, it is shed. */
+  queueTimeoutMs?: number;
   /** Lease waiters retry at least this often, in case a wake-up message is lost (default 250). */
   pollIntervalMs?: number;
   /** Where availability changes are logged (default console.warn). */
@@ -104,6 +117,8 @@ export class RedisStore implements Limiter {
   private readonly waiters: LeaseWaiters;
   private readonly log: (line: string) => void;
   private readonly deadlines: Deadlines;
+  /** Bounds the calls in flight; the rest wait here, and the wait never counts against timeoutMs. */
+  private readonly calls: CallQueue;
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
@@ -128,7 +143,15 @@ export class RedisStore implements Limiter {
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
     if (options.coalesceWrites !== false) this.coalescer = this.runner.coalescer;
+    this.calls = new CallQueue({
+      maxInFlight: options.maxInFlight,
+      maxQueued: options.maxQueued,
+      queueTimeoutMs: options.queueTimeoutMs,
+      onShedding: (shedding, detail) => this.log(shedding ? `spillway: overloaded, shedding store calls with 503: ${detail}` : `spillway: no longer shedding: ${detail}`),
+    });
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
+      // Every call that took a slot ends here, once: its caller was told.
+      this.calls.done();
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
@@ -211,6 +234,11 @@ export class RedisStore implements Limiter {
     }
   }
 
+  /** Calls in flight, waiting for a slot, and shed so far (read by /metrics). */
+  callCounts(): CallCounts {
+    return this.calls.counts();
+  }
+
   async close(): Promise<void> {
     this.waiters.close();
     if (!this.ownsClient) return;
@@ -254,11 +282,25 @@ export class RedisStore implements Limiter {
     return this.send("single", stack, keys, args);
   }
 
-  /** One FCALL (or EVALSHA), bounded by timeoutMs, recovering from a missing library or script. */
+  /** One call: at once when a slot is free (the usual case), else when one frees up, FIFO (or shed). */
   private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.calls.tryTake()) return this.sendNow(name, stack, keys, args);
+    return this.calls.wait(() => this.sendNow(name, stack, keys, args));
+  }
+
+  /**
+   * One FCALL (or EVALSHA) on a slot taken, bounded by timeoutMs, recovering from a missing
+   * library or script. Always ends in deadlines.run, whose settlement gives the slot back.
+   */
+  private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
-    this.coalescer?.beforeSend();
-    const first = this.runner.send(name, stack.algorithms, keys, args);
+    let first: ReturnType<ScriptRunner["send"]>;
+    try {
+      this.coalescer?.beforeSend();
+      first = this.runner.send(name, stack.algorithms, keys, args);
+    } catch (error) {
+      return this.deadlines.run(Promise.reject(error), name);
+    }
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
     return this.deadlines.run(first.reply, name, (error) => this.runner.recover(error, name, stack.algorithms, keys, args));
   }
@@ -272,7 +314,7 @@ export class RedisStore implements Limiter {
   private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     this.connecting ??= settledConnection(this.client, this.timeoutMs).finally(() => (this.connecting = undefined));
     await this.connecting;
-    if (this.client.status === "ready") return this.send(name, stack, keys, args);
+    if (this.client.status === "ready") return this.sendNow(name, stack, keys, args);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
   }
