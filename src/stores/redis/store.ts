@@ -1,9 +1,8 @@
-import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
-import { type CallCounts, type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { CallQueue } from "../call-queue.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
@@ -13,7 +12,11 @@ import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
+import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
+import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, createClient, positiveNumber } from "./options.js";
+
+export { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, REDIS_CLIENT_OPTIONS, type RedisStoreOptions } from "./options.js";
 
 /*
  * Two reply protocols for a check, chosen in RedisStore.check:
@@ -33,64 +36,6 @@ import { LeaseWaiters } from "./waiters.js";
  * (README, "Redis mode"), so the protocol is chosen by it.
  */
 
-export interface RedisStoreOptions {
-  /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
-  client?: RedisClient;
-  /** Or a URL to connect to (`redis://host:6379/0`). */
-  url?: string;
-  /** Or the startup nodes of a Redis Cluster (`["redis://10.0.0.1:7000", ...]`). */
-  clusterNodes?: readonly (string | ClusterNode)[];
-  /** Prefix of every key (default "spillway:"); must not contain braces. */
-  keyPrefix?: string;
-  /**
-   * Whose clock decides (default "server": Redis's TIME, so many Node processes agree).
-   * "client" passes `clockMs()` in: for Redis services that forbid TIME in scripts, and tests.
-   */
-  clock?: "server" | "client";
-  /** The client clock (default Date.now); used only with `clock: "client"`. */
-  clockMs?: () => number;
-  /** Client clock only: keys live this much longer than their state, to absorb clock skew (default 1000). */
-  clientExpirySlackMs?: number;
-  /**
-   * Per-call timeout in ms (default 50): past it the call throws StoreUnavailableError. It
-   * measures the store: from the command's write to its reply, never time spent queued here.
-   */
-  timeoutMs?: number;
-  /**
-   * Calls in flight to Redis at most (default 256); past it calls wait their turn, FIFO (see
-   * docs/operations.md, "Overload and bursts"). `spillway serve --max-inflight N`.
-   */
-  maxInFlight?: number;
-  /** Calls waiting for a slot at most (default 20,000); one more is shed (OverloadedError, a 503 that never admits). */
-  maxQueued?: number;
-  /** How long a call may wait for a slot (default 5,000 ms); past it, it is shed. */
-  queueTimeoutMs?: number;
-  /** Lease waiters retry at least this often, in case a wake-up message is lost (default 250). */
-  pollIntervalMs?: number;
-  /** Where availability changes are logged (default console.warn). */
-  log?: (line: string) => void;
-  /**
-   * Under load (many commands in flight on a connection), hold further writes to the end of
-   * the event-loop turn and send them together (default true). See coalesce.ts.
-   */
-  coalesceWrites?: boolean;
-}
-
-export const DEFAULT_TIMEOUT_MS = 50;
-export const DEFAULT_POLL_INTERVAL_MS = 250;
-
-/**
- * ioredis settings for a limiter: fail fast instead of queueing while Redis is down (no
- * unbounded offline queue), never resend a command that already timed out for its caller
- * (it would consume quota nobody was told about), and reconnect quickly and forever.
- */
-export const REDIS_CLIENT_OPTIONS = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 0,
-  autoResendUnfulfilledCommands: false,
-  connectTimeout: 1000,
-  retryStrategy: (attempt: number) => Math.min(attempt * 50, 250),
-} satisfies RedisOptions;
 
 /**
  * The Redis store: every decision is one FCALL (Redis 7+; EVALSHA before) of Lua that
@@ -119,6 +64,8 @@ export class RedisStore implements Limiter {
   private readonly deadlines: Deadlines;
   /** Bounds the calls in flight; the rest wait here, and the wait never counts against timeoutMs. */
   private readonly calls: CallQueue;
+  /** Frees in the background the leases no caller holds (an unanswered release or acquire). */
+  private readonly undo: LeaseUndo;
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
@@ -149,6 +96,7 @@ export class RedisStore implements Limiter {
       queueTimeoutMs: options.queueTimeoutMs,
       onShedding: (shedding, detail) => this.log(shedding ? `spillway: overloaded, shedding store calls with 503: ${detail}` : `spillway: no longer shedding: ${detail}`),
     });
+    this.undo = new LeaseUndo({ log: this.log });
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       // Every call that took a slot ends here, once: its caller was told.
       this.calls.done();
@@ -186,7 +134,14 @@ export class RedisStore implements Limiter {
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
         : [options.cost];
-    const reply = (await this.run("check", key, stack, args)) as string;
+    let reply: string;
+    try {
+      reply = (await this.run("check", key, stack, args)) as string;
+    } catch (error) {
+      // Its caller gets an error, but the script may have run and granted the lease: free it.
+      if (leaseId) this.undoLease(key, stack, leaseId, stackLeaseMs(policies), error, false);
+      throw error;
+    }
     return decodeDecision(reply, policies, leaseId);
   }
 
@@ -204,11 +159,13 @@ export class RedisStore implements Limiter {
     // What the lease is granted for: the override, else the shortest lease of the stack.
     const grantedMs = options.leaseMs ?? (concurrencyPolicies(policies).length > 0 ? stackLeaseMs(policies) : 0);
     const leaseArg = options.leaseMs ?? "";
+    const stack = stackOf(policies);
     return this.waiters.acquire(
       {
         attempt: async (waiterId, mayWait) =>
-          decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
-        leave: async (waiterId) => (await this.run("leave", key, stackOf(policies), [waiterId])) as number,
+          decodeAcquireAttempt((await this.run("acquire", key, stack, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
+        leave: async (waiterId) => (await this.run("leave", key, stack, [waiterId])) as number,
+        abandon: (waiterId, error) => this.undoLease(key, stack, waiterId, grantedMs, error, true),
       },
       options.maxWaitMs,
     );
@@ -216,7 +173,14 @@ export class RedisStore implements Limiter {
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
     policies = storePolicies(policies);
-    return { released: (await this.run("release", key, stackOf(policies), [leaseId])) === 1 };
+    const stack = stackOf(policies);
+    try {
+      return { released: (await this.run("release", key, stack, [leaseId])) === 1 };
+    } catch (error) {
+      // The caller is told, and the lease is still freed as soon as Redis answers.
+      if (unanswered(error)) this.undo.add(`release of lease ${leaseId}`, () => this.run("release", key, stack, [leaseId]), stackLeaseMs(policies));
+      throw error;
+    }
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
@@ -234,6 +198,22 @@ export class RedisStore implements Limiter {
     }
   }
 
+  /**
+   * A call that may have granted lease `leaseId` failed for its caller: release the lease (and
+   * leave the waiter queue, for an acquire that `queued`), in the background until Redis
+   * answers. Not for a call shed before it was sent: nothing to undo, and more calls are the
+   * last thing an overload needs.
+   */
+  private undoLease(key: string, stack: Stack, leaseId: string, leaseMs: number, error: unknown, queued: boolean): void {
+    if (error instanceof OverloadedError) return;
+    const release = () => this.run("release", key, stack, [leaseId]);
+    const leaveThenRelease = async () => {
+      await this.run("leave", key, stack, [leaseId]);
+      return release();
+    };
+    this.undo.add(`release of lease ${leaseId} (its caller got an error)`, queued ? leaveThenRelease : release, leaseMs);
+  }
+
   /** Calls in flight, waiting for a slot, and shed so far (read by /metrics). */
   callCounts(): CallCounts {
     return this.calls.counts();
@@ -241,6 +221,7 @@ export class RedisStore implements Limiter {
 
   async close(): Promise<void> {
     this.waiters.close();
+    this.undo.close();
     if (!this.ownsClient) return;
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
@@ -327,19 +308,3 @@ export class RedisStore implements Limiter {
   }
 }
 
-function createClient(options: RedisStoreOptions): RedisClient {
-  if (options.clusterNodes) {
-    return new Cluster([...options.clusterNodes], {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: REDIS_CLIENT_OPTIONS.retryStrategy,
-      redisOptions: REDIS_CLIENT_OPTIONS,
-    });
-  }
-  if (!options.url) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
-  return new Redis(options.url, REDIS_CLIENT_OPTIONS);
-}
-
-function positiveNumber(name: string, value: number, min: number): number {
-  if (!Number.isFinite(value) || value < min) throw new TypeError(`${name} must be a number ≥ ${min}, got ${value}`);
-  return value;
-}
