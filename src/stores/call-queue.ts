@@ -5,14 +5,14 @@ export const DEFAULT_MAX_IN_FLIGHT = 256;
 /** Calls waiting for a slot at most; past it a call is shed. */
 export const DEFAULT_MAX_QUEUED = 20_000;
 /** Longest wait for a slot; past it a call is shed. */
-export const DEFAULT_QUEUE_TIMEOUT_MS = 5_000;
+export const DEFAULT_QUEUE_TIMEOUT_MS = 10_000;
 
 export interface CallQueueOptions {
   /** Calls in flight at most (default 256). */
   maxInFlight?: number;
   /** Calls waiting for a slot at most (default 20,000); one more is shed at once. */
   maxQueued?: number;
-  /** How long a call may wait for a slot (default 5,000 ms); past it, it is shed. */
+  /** How long a call may wait for a slot (default 10,000 ms); past it, it is shed. */
   queueTimeoutMs?: number;
   /** Told once when shedding starts (with why) and once when the queue has drained again. */
   onShedding?: (shedding: boolean, detail: string) => void;

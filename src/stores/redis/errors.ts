@@ -66,8 +66,8 @@ interface Waiting {
  *
  * The clock measures the store, not this process (a burst of thousands of requests parsed in
  * one long turn once made every decision "time out" against a healthy Redis):
- * - a call's timeoutMs starts when the turn of the event loop that sent it ends (setImmediate),
- *   which is when its command has been written (a coalesced write goes out then; coalesce.ts),
+ * - a call's timeoutMs starts when the turn of the event loop that sent it has ended and its
+ *   command has been written (a coalesced write goes out at the end of a turn; coalesce.ts),
  *   not when it was handed to ioredis;
  * - a call is rejected one turn after the timer fired, and only if it was due when the timer
  *   fired: the poll phase in between has read every answer that reached the socket by then,
@@ -92,11 +92,18 @@ export class Deadlines {
   /** How long past its write a call may wait at most while the store keeps answering others. */
   readonly capMs: number;
 
-  /** `settled` hears every outcome: undefined on a reply, the thrown error otherwise. */
-  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}) {
+  /** Calls `then` once the writes held now are out and answers true; false when none are held. */
+  private readonly afterHeldWrites: (then: () => void) => boolean;
+
+  /**
+   * `settled` hears every outcome: undefined on a reply, the thrown error otherwise.
+   * `afterHeldWrites`: the write coalescer's (coalesce.ts), when writes may be held.
+   */
+  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}, afterHeldWrites: (then: () => void) => boolean = () => false) {
     this.timeoutMs = timeoutMs;
     this.capMs = Math.max(1000, 20 * timeoutMs);
     this.settled = settled;
+    this.afterHeldWrites = afterHeldWrites;
   }
 
   /**
@@ -169,8 +176,13 @@ export class Deadlines {
     this.timer.unref?.();
   }
 
-  /** The turn that sent the unstamped calls has ended (their writes with it): their clocks start now. */
+  /** The turn that sent the unstamped calls has ended: their clocks start when their writes are out. */
   private readonly stamp = (): void => {
+    // Writes held to the end of a turn (coalesce.ts) go out in a check phase to come: start the clocks then.
+    if (!this.afterHeldWrites(this.stampNow)) this.stampNow();
+  };
+
+  private readonly stampNow = (): void => {
     this.stampPending = false;
     const deadlineMs = performance.now() + this.timeoutMs;
     for (let waiting = this.unstamped; waiting; waiting = waiting.next) waiting.deadlineMs = deadlineMs;

@@ -31,7 +31,7 @@ export interface RedisStoreOptions {
   maxInFlight?: number;
   /** Calls waiting for a slot at most (default 20,000); one more is shed (OverloadedError, a 503 that never admits). */
   maxQueued?: number;
-  /** How long a call may wait for a slot (default 5,000 ms); past it, it is shed. */
+  /** How long a call may wait for a slot (default 10,000 ms); past it, it is shed. */
   queueTimeoutMs?: number;
   /** Lease waiters retry at least this often, in case a wake-up message is lost (default 250). */
   pollIntervalMs?: number;

@@ -103,7 +103,7 @@ export class RedisStore implements Limiter {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
-    });
+    }, (then) => this.coalescer?.afterHeldWrites(then) ?? false);
   }
 
   /** Resolves true once connected (at most `timeoutMs` of waiting), false if not yet. */
