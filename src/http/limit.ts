@@ -38,6 +38,8 @@ export interface LimitContext {
   log: LogFn;
   /** Keeps a background promise alive (a Worker's waitUntil); default: let it run. */
   defer?: (promise: Promise<unknown>) => void;
+  /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
+  cost?: number;
 }
 
 /**
@@ -70,13 +72,20 @@ export function deferOf(c: Context): (promise: Promise<unknown>) => void {
 export function quotaExceededResponse(decision: Decision, headers: Record<string, string>, cost = 1): Response {
   const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
   const detail =
-    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")}); retry after ${headers["Retry-After"]} s`;
+    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")})${blockedUntil(decision)}; retry after ${headers["Retry-After"]} s`;
   const body = problem(429, detail, {
     type: QUOTA_EXCEEDED_TYPE,
     title: "Request cannot be satisfied as assigned quota has been exceeded",
     "violated-policies": violated,
   });
   return problemResponse(body, headers);
+}
+
+/** "; blocked until <ISO time>" while a block (policy `block`) refuses the key, else "". */
+function blockedUntil(decision: Decision): string {
+  let blockedMs: number | undefined;
+  for (const result of decision.policies) if (result.blockedMs !== undefined) blockedMs = Math.max(blockedMs ?? 0, result.blockedMs);
+  return blockedMs === undefined ? "" : `; blocked until ${new Date(Date.now() + blockedMs).toISOString()}`;
 }
 
 /**
@@ -119,7 +128,7 @@ function holdLease(limiter: Limiter, key: string, policies: readonly Policy[], d
 export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
   const { policies } = plan;
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
-  const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  const options = { cost: context.cost ?? 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
   // Promise reactions, not an async function's awaits: this runs for every limited request.
   return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
     (decision) => outcomeOf(limiter, key, plan, context, decision),
@@ -148,7 +157,7 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, context: Limi
     }
     return { admitted: true, headers, lease };
   }
-  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost) };
   if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
   return { admitted: true, headers, lease };
 }
@@ -162,9 +171,10 @@ async function waitForSlot(waitMs: number, headers: Record<string, string>, leas
 
 /**
  * Wraps a body so `onDone` runs exactly once when it ends, errors or is cancelled (the
- * client went away). Chunks pass through as they come: nothing is buffered.
+ * client went away), and `onChunk` sees each chunk. Chunks pass through as they come:
+ * nothing is buffered.
  */
-export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void): ReadableStream<Uint8Array> {
+export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void, onChunk?: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let done = false;
   const finish = () => {
@@ -181,6 +191,8 @@ export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void)
             controller.close();
             finish();
           } else {
+            // A tap (the usage reader) sees the chunk as it passes; it never holds it back.
+            onChunk?.(chunk.value);
             controller.enqueue(chunk.value);
           }
         } catch (error) {

@@ -4,6 +4,7 @@ import { UnknownPolicyError } from "../core/policy.js";
 import type { Decision } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { defaultStoreErrorLog, errorText } from "../observe/log-lines.js";
 import { OVERLOADED_TYPE, STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
 
 
@@ -100,10 +101,16 @@ export function errorResponse(error: unknown): Response {
   return problemResponse(loggedProblem(error));
 }
 
-/** problemFor, logged as onError logs: only what is not the user's fault. */
+/**
+ * problemFor, logged as onError logs: only what is not the user's fault. A store error is
+ * expected (the store is down or refuses writes): one JSON line, rate-limited per kind, no
+ * stack (defaultStoreErrorLog). Anything else is a bug, logged with its stack.
+ */
 export function loggedProblem(error: unknown): Problem {
   const body = problemFor(error);
-  if (error instanceof StoreFaultError || (body.status >= 500 && body.status !== 503)) console.error("spillway: store or internal error", error);
+  if (error instanceof StoreFaultError || error instanceof StoreUnavailableError) {
+    defaultStoreErrorLog.report(error instanceof StoreFaultError ? "fault" : "unavailable", { status: body.status, error: errorText(error) });
+  } else if (body.status >= 500 && body.status !== 503) console.error("spillway: internal error", error);
   // Shedding is logged where it starts and stops (once per episode), not once per request of a burst.
   else if (body.status === 503 && !(error instanceof OverloadedError)) console.warn(`spillway: ${body.detail}`);
   return body;

@@ -24,7 +24,7 @@ const RATE_CHECK: Omit<CheckOptions, "cost"> = { mode: "reject", maxWaitMs: 0 };
  *
  * - Deny cache: a store denial (cost c, retryAfterMs r) is repeated here for cost ≥ c
  *   until r has passed since the call was sent. Rate algorithms are monotone, so the store
- *   would deny too.
+ *   would deny too. A block (policy `block`) is repeated for every cost until it ends.
  * - Token batches (`share > 0`, fixed-window, sliding-window, token-bucket): one store call
  *   admits a cost of b units, which are then admitted here one request at a time until the
  *   store's window (or refill interval) ends. Every unit admitted here was debited in the
@@ -66,16 +66,31 @@ export class LocalCache extends ForwardingLimiter {
     }
   }
 
+  /**
+   * A debit always goes to the store (it must land there, past the limit if need be); the
+   * deny cache learns from its answer: a policy with `local` that a cost-1 request would now
+   * be denied by is denied here too, until the store's retry time has passed.
+   */
+  override async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    const sentAtMs = this.clockMs();
+    const decision = await this.store.debit(key, policies, cost);
+    const receivedAtMs = this.clockMs();
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i]!;
+      const part = decision.policies[i];
+      if (!policy.local || !part || part.allowed || part.retryAfterMs === null) continue;
+      const alone: Decision = { ...part, waitMs: 0, policies: [part] };
+      this.entryOf(key, policy).denied = { decision: alone, cost: 1, untilMs: sentAtMs + part.retryAfterMs, receivedAtMs };
+    }
+    return decision;
+  }
 
   /** Resets the store, and this cache's entries for the key. Other caches keep theirs until they end. */
   override async reset(key: string, policies: readonly Policy[]): Promise<void> {
     await this.store.reset(key, policies);
     for (const policy of storePolicies(policies)) this.entries.delete(entryKey(key, policy));
   }
-
-
-
-
 
   override async close(): Promise<void> {
     this.entries.clear();
@@ -147,7 +162,12 @@ export class LocalCache extends ForwardingLimiter {
   }
 
   private remember(entry: HotKey, decision: Decision, cost: number, sentAtMs: number): Decision {
-    if (!decision.allowed && decision.retryAfterMs !== null) {
+    if (decision.allowed) return decision;
+    const blockedMs = decision.policies[0]?.blockedMs;
+    if (blockedMs !== undefined) {
+      // A block refuses every request, whatever its cost, until it ends.
+      entry.denied = { decision, cost: 1, untilMs: sentAtMs + blockedMs, receivedAtMs: this.clockMs() };
+    } else if (decision.retryAfterMs !== null) {
       entry.denied = { decision, cost, untilMs: sentAtMs + decision.retryAfterMs, receivedAtMs: this.clockMs() };
     }
     return decision;

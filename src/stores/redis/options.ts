@@ -42,6 +42,8 @@ export interface RedisStoreOptions {
    * the event-loop turn and send them together (default true). See coalesce.ts.
    */
   coalesceWrites?: boolean;
+  /** How often the data-loss markers are read back (default 1000 ms; see data-loss.ts). */
+  dataCheckIntervalMs?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
