@@ -4,8 +4,15 @@
 // Node's own type stripping (Node 22.18+/23.6+, on by default), with bin/ts-hooks.mjs
 // mapping their `.js` import specifiers to `.ts`, so an edit is live without a rebuild and no
 // stale dist/ is ever what a test or `npm run serve` measured. A checkout on a Node without type
-// stripping runs dist/ too (built by `npm install`'s prepare, or `npm run build`).
+// stripping runs dist/ too (built by `npm run build`).
 import { existsSync } from "node:fs";
+
+// The one line an older Node gets, before any module that needs a newer one is loaded.
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < 22 || (major === 22 && minor < 12)) {
+  console.error(`spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath})`);
+  process.exit(1);
+}
 
 const fromSources =
   process.features.typescript &&

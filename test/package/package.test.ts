@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
-// The package as a user gets it: `npm pack` (which builds dist/ through `prepare`), the tarball
+// The package as a user gets it: `npm pack` (which builds dist/ through `prepack`), the tarball
 // installed into an empty project with its dependencies from the registry, then used there with
 // plain Node, with TypeScript and through the `spillway` command. Nothing here reads src/.
 
@@ -48,9 +48,8 @@ let redis: RedisServer | undefined;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "spillway-package-"));
   redis = await startRedis();
-  const packed = JSON.parse(await sh("npm", ["pack", "--json", "--pack-destination", work], root)) as { filename: string; files: { path: string }[] }[];
-  tarball = join(work, packed[0]!.filename);
-  packedFiles = packed[0]!.files.map((file) => file.path);
+  tarball = inject("tarball");
+  packedFiles = inject("packedFiles");
 
   consumer = join(work, "consumer");
   mkdirSync(consumer);

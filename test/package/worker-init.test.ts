@@ -2,9 +2,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
-import { bundleWorker, packInto, scaffoldWorker, wrangler } from "../../scripts/bench/worker-scaffold.js";
+import { bundleWorker, scaffoldWorker, wrangler } from "../../scripts/bench/worker-scaffold.js";
 
 // `npx spillway init` as a user runs it: from the installed tarball, into a new project whose
 // own `npm install` brings wrangler; then that project's bundle, its config check, and its
@@ -16,7 +16,7 @@ let configText: string;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "spillway-init-"));
-  project = await scaffoldWorker(work, await packInto(work));
+  project = await scaffoldWorker(work, inject("tarball"));
   configText = readFileSync(join(project, "spillway.config.json"), "utf8");
 }, 300_000);
 
