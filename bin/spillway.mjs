@@ -30,4 +30,6 @@ if (fromSources) {
   console.error("spillway: dist/ is missing: run `npm run build` first");
   process.exit(1);
 }
-process.exitCode = await cli.main(process.argv.slice(2));
+const code = await cli.main(process.argv.slice(2));
+// A failed command exits now, whatever it left behind (a client reconnecting, a timer).
+if (code !== 0) process.exit(code);
