@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { defaultLog, limitRequest } from "../http/limit.js";
 import type { Problem } from "../http/problems.js";
+import { spelled } from "./header-names.js";
 import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "../http/rate-limit-plan.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
@@ -20,7 +21,7 @@ export type NodeMiddleware<Req extends IncomingMessage = IncomingMessage> = (req
 
 function send(res: ServerResponse, status: number, headers: Record<string, string> | Headers, body: string | null): void {
   res.statusCode = status;
-  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(name, value));
+  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(spelled(name), value));
   else for (const name in headers) res.setHeader(name, headers[name]!);
   res.end(body ?? undefined);
 }
