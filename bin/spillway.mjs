@@ -7,9 +7,10 @@
 // stripping runs dist/ too (built by `npm run build`).
 import { existsSync } from "node:fs";
 
-// The one line an older Node gets, before any module that needs a newer one is loaded.
+// The one line an older Node gets, before any module that needs a newer one is loaded. `init`
+// only writes files, and the project it writes pins its own Node: it runs on an older one too.
 const [major, minor] = process.versions.node.split(".").map(Number);
-if (major < 22 || (major === 22 && minor < 12)) {
+if ((major < 22 || (major === 22 && minor < 12)) && process.argv[2] !== "init") {
   console.error(`spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath})`);
   process.exit(1);
 }

@@ -99,7 +99,7 @@ function init(argv: string[]): Promise<number> {
     if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
     const dir = argv[0]!;
     const files = await initProject(dir);
-    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start`);
+    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start   (its npm scripts run on the Node it pins, whatever node is on your PATH)`);
   });
 }
 

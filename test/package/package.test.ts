@@ -74,6 +74,13 @@ describe("the packed tarball", () => {
     expect(packedFiles.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
   });
 
+  it("installs without install scripts, and says where it comes from and the Node it needs", () => {
+    const installed = JSON.parse(readFileSync(join(consumer, "node_modules", "spillway", "package.json"), "utf8")) as Record<string, Record<string, string> | undefined>;
+    for (const script of ["preinstall", "install", "postinstall", "prepare"]) expect(installed.scripts?.[script], script).toBeUndefined();
+    expect(installed.repository?.url).toMatch(/^git\+https:\/\/github\.com\//);
+    expect(installed.engines?.node).toBe(">=22.12");
+  });
+
   it("passes publint and Are the Types Wrong (ESM only: require() of ESM is the CommonJS story)", async () => {
     await node([bin("publint"), "run", tarball, "--strict"], work);
     await node([bin("attw"), tarball, "--profile", "esm-only", "--no-definitely-typed", "--format", "ascii"], work);
@@ -102,27 +109,6 @@ describe("installed into an empty project", () => {
     const workerPath = String(result.workerPath);
     expect(workerPath).toMatch(/node_modules\/spillway\/dist\/worker\/index\.js$/);
     expect(existsSync(fileURLToPath(new URL(workerPath, "file:///")).replace(/\.js$/, ".d.ts"))).toBe(true);
-  });
-
-  it("runs the README's library snippet as written, with the answers its comments give", async () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Library entry points"));
-    const snippet = /```js\n([\s\S]*?)```/.exec(section)![1]!;
-    writeFileSync(join(consumer, "app.mjs"), snippet);
-    const printed = (await node(["app.mjs"], consumer)).trim().split("\n");
-    const promised = [...snippet.matchAll(/^\/\/ (\d{3} "[^"]+";r=\d+)/gm)].map((match) => match[1]);
-    expect(promised).toHaveLength(3);
-    // Statuses and remaining as promised; t (seconds to reset) may tick over under load.
-    expect(printed.map((line) => /^\d{3} "[^"]+";r=\d+/.exec(line)?.[0])).toEqual(promised);
-  });
-
-  it("runs the README's RedisStore snippet as written (but for Redis's address)", async () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Redis mode (Node)"));
-    const snippet = /```ts\n(import \{ parsePolicy[\s\S]*?)```/.exec(section)![1]!;
-    // Node strips the types of the consumer's own .mts file (never of files under node_modules).
-    writeFileSync(join(consumer, "redis-snippet.mts"), snippet.replace("redis://127.0.0.1:6379", redis!.url));
-    expect((await node(["redis-snippet.mts"], consumer)).trim()).toBe(/console\.log\(.*\); \/\/ (.*)$/m.exec(snippet)![1]);
   });
 
   it.each([
