@@ -32,5 +32,6 @@ if (fromSources) {
   process.exit(1);
 }
 const code = await cli.main(process.argv.slice(2));
-// A failed command exits now, whatever it left behind (a client reconnecting, a timer).
-if (code !== 0) process.exit(code);
+// Done (a failure, or serve after its graceful shutdown): exit now, whatever is still pending
+// (a Redis client's reconnection, a DNS lookup in flight). stdout and stderr are synchronous here.
+process.exit(code);

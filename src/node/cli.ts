@@ -33,6 +33,9 @@ export async function main(argv: string[]): Promise<number> {
 /** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
 async function serve(argv: string[]): Promise<number> {
   let limiter: Limiter | undefined;
+  // Listening for signals from the start: one that comes while the store connects, or just as
+  // "listening" is printed, still stops the server (gracefully, once it has started).
+  const stopSignal = untilStopSignal();
   try {
     const args = parseServeArgs(argv, process.env);
     const config = parseConfigText(await readConfig(args.configPath), args.configPath);
@@ -46,7 +49,7 @@ async function serve(argv: string[]): Promise<number> {
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
-    await untilStopSignal();
+    await stopSignal;
     console.log("spillway: shutting down (letting in-flight requests finish)");
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;

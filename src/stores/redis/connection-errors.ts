@@ -53,7 +53,11 @@ function hintFor(error: Error, url: string | undefined): string {
   const tls = url?.startsWith("rediss:");
   if (code === "ECONNREFUSED") return "is redis-server running there, on that port?";
   if (code === "ENOTFOUND" || code === "EAI_AGAIN") return "no such host: check the host name in the URL";
-  if (code === "ETIMEDOUT" || /timed? ?out/i.test(error.message)) return "nothing answered: check the host, the port and any firewall between";
+  if (code === "ETIMEDOUT" || /timed? ?out/i.test(error.message)) {
+    // A server without TLS never answers a TLS handshake: the connect times out.
+    if (tls) return "no TLS handshake: if this server does not speak TLS, use redis:// instead of rediss://; else check the host, the port and any firewall between";
+    return "nothing answered: check the host, the port and any firewall between";
+  }
   if (/ssl|tls|certificate|wrong version number|EPROTO/i.test(`${code ?? ""} ${error.message}`) || (tls && code === "ECONNRESET")) {
     return tls ? "the TLS handshake failed: if this server does not speak TLS, use redis:// instead of rediss://" : "a TLS error: check the server's certificate";
   }
