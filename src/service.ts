@@ -1,6 +1,6 @@
 import type { SpillwayConfig } from "./config.js";
 import { stackLeaseMs } from "./core/concurrency.js";
-import type { AcquireResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+import type { AcquireResult, CheckMode, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
 import { type CheckRequest, parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 
@@ -10,6 +10,8 @@ export interface Checked {
   policies: Policy[];
   /** What the request asked for (1 for a peek), named when it can never be admitted. */
   cost: number;
+  /** A debit (`mode: "debit"`): answered 200 whatever the state after it. */
+  debit?: boolean;
 }
 
 export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
@@ -37,7 +39,12 @@ export class SpillwayService {
       return Promise.reject(error);
     }
     const { policies, cost } = request;
-    return applyFailMode(policies, () => this.limiter.check(request.key, policies, request)).then((decision) => ({ decision, policies, cost }));
+    if (request.mode === "debit") {
+      // Failing open loses the debit (nothing could record it) and says so: failedOpen.
+      return applyFailMode(policies, () => this.limiter.debit(request.key, policies, cost)).then((decision) => ({ decision, policies, cost, debit: true }));
+    }
+    const options = request as CheckRequest & { mode: CheckMode };
+    return applyFailMode(policies, () => this.limiter.check(request.key, policies, options)).then((decision) => ({ decision, policies, cost }));
   }
 
   async peek(body: unknown): Promise<Checked> {

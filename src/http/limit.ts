@@ -38,6 +38,8 @@ export interface LimitContext {
   log: LogFn;
   /** Keeps a background promise alive (a Worker's waitUntil); default: let it run. */
   defer?: (promise: Promise<unknown>) => void;
+  /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
+  cost?: number;
 }
 
 /**
@@ -119,7 +121,7 @@ function holdLease(limiter: Limiter, key: string, policies: readonly Policy[], d
 export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
   const { policies } = plan;
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
-  const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  const options = { cost: context.cost ?? 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
   // Promise reactions, not an async function's awaits: this runs for every limited request.
   return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
     (decision) => outcomeOf(limiter, key, plan, context, decision),
@@ -148,7 +150,7 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, context: Limi
     }
     return { admitted: true, headers, lease };
   }
-  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost) };
   if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
   return { admitted: true, headers, lease };
 }
@@ -162,9 +164,10 @@ async function waitForSlot(waitMs: number, headers: Record<string, string>, leas
 
 /**
  * Wraps a body so `onDone` runs exactly once when it ends, errors or is cancelled (the
- * client went away). Chunks pass through as they come: nothing is buffered.
+ * client went away), and `onChunk` sees each chunk. Chunks pass through as they come:
+ * nothing is buffered.
  */
-export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void): ReadableStream<Uint8Array> {
+export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void, onChunk?: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let done = false;
   const finish = () => {
@@ -181,6 +184,8 @@ export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void)
             controller.close();
             finish();
           } else {
+            // A tap (the usage reader) sees the chunk as it passes; it never holds it back.
+            onChunk?.(chunk.value);
             controller.enqueue(chunk.value);
           }
         } catch (error) {

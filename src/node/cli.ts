@@ -1,10 +1,12 @@
 import { readFile } from "node:fs/promises";
-import { parseConfigText } from "../config.js";
+import { parseConfig, parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "./gateway.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
+import { loadRlsConfig } from "./rls-files.js";
+import { prepareRls, serveRls } from "./rls-serve.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { startServer } from "./server.js";
 import type { Limiter } from "../limiter.js";
@@ -38,19 +40,24 @@ async function serve(argv: string[]): Promise<number> {
   const stopSignal = untilStopSignal();
   try {
     const args = parseServeArgs(argv, process.env);
-    const config = parseConfigText(await readConfig(args.configPath), args.configPath);
+    // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
+    const config = args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] });
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
+    const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
     const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer });
     const server = await listening(startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes }), "--port", args.port, args.hostname);
     const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
+    const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
+    if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await stopSignal;
     console.log("spillway: shutting down (letting in-flight requests finish)");
+    await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
   } catch (error) {
@@ -88,11 +95,17 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
 /** `spillway check --config FILE`: the same validation as serve and the Worker, nothing started. */
 function check(argv: string[]): Promise<number> {
   return exitCodeOf(async () => {
-    const configPath = parseCheckArgs(argv);
-    const config = parseConfigText(await readConfig(configPath), configPath);
-    const gateway = parseGatewayConfig(config);
-    const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
-    console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+    const { configPath, rlsConfigPath } = parseCheckArgs(argv);
+    if (configPath) {
+      const config = parseConfigText(await readConfig(configPath), configPath);
+      const gateway = parseGatewayConfig(config);
+      const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
+      console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+    }
+    if (rlsConfigPath) {
+      const rls = await loadRlsConfig(rlsConfigPath);
+      console.log(`spillway: ${rlsConfigPath} is valid (${rls.domains.size} domain(s): ${[...rls.domains.keys()].join(", ")})`);
+    }
   });
 }
 

@@ -1,12 +1,16 @@
 import { spelled } from "./header-names.js";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
+import type { Duplex } from "node:stream";
 import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
+import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
+import type { BodyTap } from "../gateway/answer-count.js";
+import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
@@ -155,6 +159,8 @@ export class NodeGatewayEdge {
       originDone();
       this.#relay(exchange, step, incoming);
     });
+    // A 101 to a request that did not ask to upgrade never comes as a 'response' (upgrade.ts).
+    outgoing.on("upgrade", switchedUnasked);
     if (!clock) {
       outgoing.end();
       return;
@@ -181,24 +187,38 @@ export class NodeGatewayEdge {
   #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
     const { req, res } = exchange;
     const status = incoming.statusCode ?? 0;
-    // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
+    // A 101 comes as an upgrade (switchedUnasked); any other status out of range is a broken origin.
     if (status < 200 || status > 599) {
       incoming.destroy();
       void step.lease?.release();
-      this.#answer(exchange, badGateway(this.#core.gateway.origin, new Error(`the origin answered with status ${status}`)), step.route);
+      this.#answer(exchange, badGateway(this.#core.gateway.origin, new UnrelayableStatusError(status)), step.route);
       return;
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    const origin = originFields(raw);
-    const fields = origin instanceof Headers ? answerHeaders(origin, step.extra) : addExtraFields(origin, step.extra);
+    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw");
+    if (counted?.extra instanceof Promise) {
+      // The head waits for its debit (answer-count.ts); a body cut meanwhile cuts the answer.
+      incoming.once("error", () => res.destroy());
+      counted.extra.then((extra) => this.#send(exchange, step, incoming, extra, counted.tap), () => res.destroy());
+    } else this.#send(exchange, step, incoming, counted ? (counted.extra as Record<string, string>) : step.extra, counted?.tap);
+  }
+
+  /** Writes the answer's head, the core's fields added, and streams its body (through a counted route's tap). */
+  #send(exchange: Exchange, step: Forward, incoming: IncomingMessage, extra: Record<string, string>, tap: BodyTap | undefined): void {
+    const { req, res } = exchange;
+    const status = incoming.statusCode!;
+    const origin = originFields(incoming.rawHeaders);
+    const fields = origin instanceof Headers ? answerHeaders(origin, extra) : addExtraFields(origin, extra);
     this.#report(step.route, status);
     if (res.destroyed) {
+      tap?.end();
       incoming.destroy();
       return;
     }
     res.writeHead(status, incoming.statusMessage, fields instanceof Headers ? flatFields(fields) : fields);
     if (req.method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
+      tap?.end();
       incoming.resume();
       res.end();
       return;
@@ -209,7 +229,25 @@ export class NodeGatewayEdge {
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
+    if (tap) {
+      // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
+      const reading = decodingTap(tap);
+      incoming.on("data", (chunk: Buffer) => reading.push(chunk));
+      incoming.once("end", () => reading.end());
+      incoming.once("close", () => reading.end());
+    }
   }
+}
+
+/**
+ * An origin's 101 to a plain request: node:http hands it over as an upgrade, never as a
+ * 'response', and without this listener would drop the socket and leave the request waiting
+ * forever. The origin's socket is closed, and the request fails as an unreachable origin
+ * does (a 502, the lease released), with the reason. One shared function: no cost per request.
+ */
+export function switchedUnasked(this: http.ClientRequest, incoming: IncomingMessage, originSocket: Duplex): void {
+  originSocket.destroy();
+  this.emit("error", new UnrelayableStatusError(incoming.statusCode ?? 101));
 }
 
 /** Whether the request's body goes to the origin (a GET's or HEAD's never does). */
@@ -307,7 +345,7 @@ class Exchange implements HeaderLookup, GatewayFacts {
  * (rare beyond keep-alive and close), and without Host for a request (`request`). An answer
  * with several Set-Cookie lines gets undefined: one string cannot keep them apart.
  */
-function endToEndFields(raw: readonly string[], request: boolean): Record<string, string> | undefined {
+export function endToEndFields(raw: readonly string[], request: boolean): Record<string, string> | undefined {
   const fields = newFieldRecord();
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {

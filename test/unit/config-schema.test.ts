@@ -35,6 +35,9 @@ const valid: Array<[string, unknown]> = [
   ["lists and feedback", { ...gateway, trustProxy: ["10.0.0.0/8"], allow: { ips: ["127.0.0.1"], keys: ["vip"] }, deny: { ips: [], keys: ["bad"] }, originFeedback: true, originTimeoutMs: 1000 }],
   ["an origin without routes", { origin: "http://127.0.0.1:8788" }],
   ["every key source", { ...gateway, routes: ["ip", "ip/64", "path", "header:x-key", "query:user", "const:all"].map((key) => ({ ...route, key })) }],
+  // Counting what the origin answers (count, cost).
+  ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
+  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }].map((cost) => ({ ...route, cost })) }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -73,6 +76,12 @@ const invalid: Array<[string, unknown]> = [
   ["a misspelled allow field", { ...gateway, allow: { ip: ["127.0.0.1"] } }],
   ["originFeedback not a boolean", { ...gateway, originFeedback: 1 }],
   ["not an object", []],
+  ["a status class 6xx", { ...gateway, routes: [{ ...route, count: { status: ["6xx"] } }] }],
+  ["an empty status list", { ...gateway, routes: [{ ...route, count: { status: [] } }] }],
+  ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
+  ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
+  ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
+  ["count with delay", { ...gateway, routes: [{ ...route, count: { status: [401] }, onLimit: "delay", maxDelayMs: 100 }] }],
 ];
 
 describe("spillway.schema.json", () => {
