@@ -65,11 +65,11 @@ afterAll(async () => {
 });
 
 describe("the packed tarball", () => {
-  it("holds the build, the command and the documents; no sources, tests, benchmarks or CI", () => {
+  it("holds the build, the command, the gRPC protos and the documents; no sources, tests, benchmarks or CI", () => {
     for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua"]) {
       expect(packedFiles).toContain(file);
     }
-    const stray = packedFiles.filter((file) => !/^(dist|bin)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|spillway\.schema\.json)$/.test(file));
+    const stray = packedFiles.filter((file) => !/^(dist|bin|proto)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|spillway\.schema\.json)$/.test(file));
     expect(stray).toEqual([]);
     expect(packedFiles.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
   });
@@ -126,7 +126,7 @@ describe("installed into an empty project", () => {
       }),
     );
     await node([join(root, "node_modules", "typescript", "bin", "tsc"), "-p", join(dir, "tsconfig.json")], consumer);
-  });
+  }, 180_000);
 
   it("`spillway serve --store memory` answers /v1/check, and stops on SIGTERM", async () => {
     writeFileSync(join(consumer, "spillway.config.json"), JSON.stringify({ policies: [{ name: "demo", limit: 1, period: "1m" }] }));
