@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { allSnippets, comparable, installedPackages, isWorkerModule, promisedOutput, type Snippet, snippetName, tooNewSyntax } from "./snippets.js";
+import { allSnippets, comparable, documentPaths, installedPackages, isWorkerModule, promisedOutput, type Snippet, snippetName, tooNewSyntax } from "./snippets.js";
 
 // Every fenced block of README.md and docs/*.md, tested as written (test/package/snippets.ts says
 // how each is classified). The consumer is an empty project with only what the documents tell a
