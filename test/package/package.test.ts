@@ -148,6 +148,31 @@ describe("installed into an empty project", () => {
     const code = exited ? server.exitCode : await new Promise<number | null>((resolve) => server.once("exit", (exitCode) => resolve(exitCode)));
     expect(code).toBe(0);
   });
+
+  // npm runs a command through a shell, and passes a SIGTERM to that shell only: the server
+  // must stop anyway (it notices that its parent went away), not live on as an orphan.
+  it.each([
+    ["npx spillway serve", "npx", ["spillway", "serve"]],
+    ["npm run serve", "npm", ["run", "serve", "--"]],
+  ])("SIGTERM to `%s` stops the server", async (_how, command, args) => {
+    const manifest = JSON.parse(readFileSync(join(consumer, "package.json"), "utf8")) as Record<string, unknown>;
+    writeFileSync(join(consumer, "package.json"), JSON.stringify({ ...manifest, scripts: { serve: "spillway serve" } }));
+    writeFileSync(join(consumer, "spillway.config.json"), JSON.stringify({ policies: [{ name: "demo", limit: 1, period: "1m" }] }));
+    const npm = spawn(command, [...args, "--config", "spillway.config.json", "--store", "memory", "--port", "0"], {
+      cwd: consumer,
+      env: { ...process.env, SPILLWAY_TOKEN: "package-test" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const url = await listeningUrl(npm);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    npm.kill("SIGTERM");
+    let answering = true;
+    for (let tries = 0; tries < 100 && answering; tries++) {
+      answering = await fetch(`${url}/healthz`).then(() => true, () => false);
+      if (answering) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(answering, `${url} still answers 10 s after SIGTERM`).toBe(false);
+  }, 60_000);
 });
 
 /** The URL `spillway serve` prints once listening; its output is kept for the failure message. */

@@ -73,7 +73,8 @@ describe("a Worker project from spillway init, on the machine's global Node", ()
     expect(manifest.devDependencies.node).toMatch(/^\d+\.\d+\.\d+$/);
     expect(manifest.engines.node).toBe(">=22.12");
     expect(readFileSync(join(project, "wrangler.toml"), "utf8")).toMatch(/^minify = true$/m);
-    const { gzipBytes } = await bundleWorker(project);
+    const { bytes, gzipBytes } = await bundleWorker(project);
+    console.info(`spillway init's Worker, as generated: ${(bytes / 1024).toFixed(1)} KiB, ${(gzipBytes / 1024).toFixed(1)} KiB gzip`);
     expect(gzipBytes).toBeLessThanOrEqual(60 * 1024);
   });
 
