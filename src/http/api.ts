@@ -132,5 +132,11 @@ export function createApi({ service, tokenOf }: ApiOptions): Hono {
     api.use(route, auth);
     api.post(route, async (c) => toResponse(await answerApi(service, route, await jsonBody(c.req.raw))));
   }
+  // Runtime overrides (docs/overrides.md): rare admin calls, served by the app on both runtimes.
+  const admin = service.overrideAdmin;
+  api.use("/overrides", auth);
+  api.put("/overrides", async (c) => toResponse(json(await admin.put(await jsonBody(c.req.raw)))));
+  api.delete("/overrides", async (c) => toResponse(json(await admin.delete(await jsonBody(c.req.raw)))));
+  api.get("/overrides", async (c) => toResponse(json(await admin.list(c.req.query()))));
   return api;
 }

@@ -1,13 +1,13 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { type HeldLease, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
-import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "./rate-limit-plan.js";
+import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "./rate-limit-plan.js";
 
 export type { PolicyInput } from "./rate-limit-plan.js";
 
 export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOptions {
   /**
-   * The key a request is counted under. Return undefined (or "") when the request carries
+   * The key a request is counted under (an array is a composite key, joined as `a|b`). Return undefined (or "") when the request carries
    * none: it is answered 400, never counted under one empty key shared by everybody.
    */
   key: (c: Context<E>) => RateLimitKey | Promise<RateLimitKey>;
@@ -49,12 +49,11 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
   return async function spillwayRateLimit(c, next) {
-    const key = await keyOf(c);
-    const badKey = keyProblem(key);
-    if (badKey) return problemResponse(badKey);
+    const key = requestKey(await keyOf(c));
+    if (typeof key !== "string") return problemResponse(key);
     let outcome: Awaited<ReturnType<typeof limitRequest>>;
     try {
-      outcome = await limitRequest(store, key as string, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
+      outcome = await limitRequest(store, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
     } catch (error) {
       const failure = storeFailureProblem(error, log, c.req.routePath);
       if (failure) return problemResponse(failure);

@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { parseConfigText } from "../config.js";
+import { parseConfigText, withDryRunEnv } from "../config.js";
+import { overridesFor } from "../overrides/overrides.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "./gateway.js";
@@ -28,13 +29,15 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     const args = parseServeArgs(rest, process.env);
-    const config = parseConfigText(await readConfig(args.configPath), args.configPath);
+    const config = withDryRunEnv(parseConfigText(await readConfig(args.configPath), args.configPath), process.env.SPILLWAY_DRY_RUN);
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
-    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer });
-    const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes });
+    // One overrides cache for the API and the gateway, over the store's runtime table.
+    const overrides = overridesFor(config, limiter);
+    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer, overrides });
+    const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides });
     const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");

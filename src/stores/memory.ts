@@ -5,6 +5,7 @@ import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
 import { LocalKey } from "./local-key.js";
+import { MemoryOverrideTable } from "../overrides/table.js";
 
 /** How many keys a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -45,6 +46,8 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   readonly kind = "memory";
   readonly maxKeys: number;
+  /** Runtime overrides (PUT /v1/overrides) live in the store: this one's own table. */
+  readonly overrides = new MemoryOverrideTable();
   private readonly keys = new KeyTable();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;

@@ -13,6 +13,7 @@ import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseWaiters } from "./waiters.js";
+import { RedisOverrideTable } from "./overrides.js";
 
 /*
  * Two reply protocols for a check, chosen in RedisStore.check:
@@ -107,6 +108,7 @@ export class RedisStore implements Limiter {
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
+  #overrides: RedisOverrideTable | undefined;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
   private connecting: Promise<void> | undefined;
 
@@ -133,6 +135,11 @@ export class RedisStore implements Limiter {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
     });
+  }
+
+  /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (src/overrides/redis.ts). */
+  get overrides(): RedisOverrideTable {
+    return (this.#overrides ??= new RedisOverrideTable(this.client, this.keyPrefix));
   }
 
   /** Resolves true once connected (at most `timeoutMs` of waiting), false if not yet. */
