@@ -34,7 +34,12 @@ const valid: Array<[string, unknown]> = [
   ["hot keys", { policies: [{ name: "w", algorithm: "fixed-window", limit: 100, period: "1s", local: { share: 0.1 } }, { ...gcra, local: { share: 0 } }] }],
   ["lists and feedback", { ...gateway, trustProxy: ["10.0.0.0/8"], allow: { ips: ["127.0.0.1"], keys: ["vip"] }, deny: { ips: [], keys: ["bad"] }, originFeedback: true, originTimeoutMs: 1000 }],
   ["an origin without routes", { origin: "http://127.0.0.1:8788" }],
-  ["every key source", { ...gateway, routes: ["ip", "ip/64", "path", "header:x-key", "query:user", "const:all"].map((key) => ({ ...route, key })) }],
+  ["every key source", { ...gateway, routes: ["ip", "ip/64", "path", "header:x-key", "query:user", "const:all", "host", "method", "cookie:sid", "cf:country", "cf:asn", "cf:colo"].map((key) => ({ ...route, key })) }],
+  // h/customer: plans, composite keys, overrides, dryRun.
+  ["a plan route", { ...gateway, routes: [{ ...route, match: { path: "/api/*", host: "*.example.com", headers: { "x-plan": "pro", "x-tier": ["a", "b"], "x-beta": true } } }, route] }],
+  ["a composite key", { ...gateway, routes: [{ ...route, key: ["header:x-api-key", "ip/56"], fallbackKey: ["ip", "cf:country"] }] }],
+  ["overrides", { policies: [gcra], overrides: [{ policy: "per-minute", key: "acme-*", limit: 6000, burst: 600, period: "1m" }, { policy: "per-minute", key: "x", period: 1000, expiresAt: "2999-01-01T00:00:00Z" }], overridesTtl: "2s" }],
+  ["a global dryRun", { ...gateway, dryRun: true }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -73,6 +78,17 @@ const invalid: Array<[string, unknown]> = [
   ["a misspelled allow field", { ...gateway, allow: { ip: ["127.0.0.1"] } }],
   ["originFeedback not a boolean", { ...gateway, originFeedback: 1 }],
   ["not an object", []],
+  ["a host with a port", { ...gateway, routes: [{ ...route, match: { path: "/a", host: 5 } }] }],
+  ["a header match of false", { ...gateway, routes: [{ ...route, match: { path: "/a", headers: { "x-plan": false } } }] }],
+  ["an empty composite key", { ...gateway, routes: [{ ...route, key: [] }] }],
+  ["a bad composite part", { ...gateway, routes: [{ ...route, key: ["ip", "cf:city"] }] }],
+  ["a composite naming one source twice", { ...gateway, routes: [{ ...route, key: ["ip", "ip"] }] }],
+  ["a misspelled override field", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", limt: 5 }] }],
+  ["an override that changes nothing", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a" }] }],
+  ["an override with a zero limit", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", limit: 0 }] }],
+  ["overrides not an array", { policies: [gcra], overrides: {} }],
+  ["an overridesTtl in words", { policies: [gcra], overridesTtl: "soon" }],
+  ["dryRun not a boolean", { dryRun: "yes" }],
 ];
 
 describe("spillway.schema.json", () => {
