@@ -13,7 +13,7 @@ import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } fr
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
 import { type CfProperties, type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
 import { matchesRequest, normalHost } from "./match.js";
-import type { Overrides } from "../overrides/overrides.js";
+import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 
@@ -112,7 +112,7 @@ export interface GatewayCoreOptions {
   limiter: Limiter;
   log?: LogFn;
   observer?: SpillwayObserver;
-  /** Per-key limits (config `overrides` and the store's runtime table), shared with the /v1 API. */
+  /** Per-key limits, shared with the /v1 API (default: the config's and the store's runtime table, overridesFor). */
   overrides?: Overrides;
   /** Every route in dry-run (SPILLWAY_DRY_RUN on a Worker, read with its env). */
   dryRun?: boolean;
@@ -139,12 +139,14 @@ export class GatewayCore {
     this.log = options.log ?? defaultLog;
     this.observer = options.observer;
     const { observer, limiter } = options;
+    // Default: the config's overrides, and the store's runtime table when it has one.
+    const routeOverrides = options.overrides ?? overridesFor(options.config, limiter);
     this.#preparedOf = new Map(
       parsed.routes.map((route) => {
         const label = routeLabel(route);
         // Each route decides through its own observed limiter, so decisions carry the route.
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
-        const overrides = options.overrides && !options.overrides.none ? options.overrides : undefined;
+        const overrides = routeOverrides.none ? undefined : routeOverrides;
         const dryRun = route.dryRun || options.dryRun === true;
         const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) };
         return [route, { label, limiter: routeLimiter, plan }];

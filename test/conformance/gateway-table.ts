@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Limiter } from "../../src/limiter.js";
+import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
 // gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
@@ -53,6 +54,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "spaced", algorithm: "gcra", limit: 5, period: "1s", burst: 1 },
     { name: "big", algorithm: "fixed-window", limit: 10_000, period: "1h" },
     { name: "slot", algorithm: "concurrency", limit: 1, lease: "30s" },
+    ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -61,7 +63,9 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/slot/*" }, key: "header:x-user", policies: ["slot"] },
     { match: { path: "/v6/*" }, key: "ip/64", policies: ["big"] },
     { match: { path: "/proxied/*" }, key: "ip", policies: ["three"] },
+    ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
   ],
+  overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)
   deny: { ips: ["203.0.113.0/24"], keys: ["banned"] },
   allow: { ips: ["198.51.100.7"], keys: ["vip"] },
   trustProxy: ["10.255.0.0/16"],

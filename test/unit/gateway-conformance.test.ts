@@ -1,6 +1,7 @@
 import http from "node:http";
 import { afterAll, beforeAll } from "vitest";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { type GatewayUnderTest, type Running, ownStore, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
 
@@ -116,3 +117,4 @@ const driver: Omit<GatewayDriver, "send"> = {
 
 gatewayConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));
+gatewayPlansConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));

@@ -1,3 +1,4 @@
+import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
 
@@ -73,3 +74,4 @@ const driver: GatewayDriver = {
 };
 
 gatewayConformance("Worker", () => driver);
+gatewayPlansConformance("Worker", () => driver);
