@@ -3,11 +3,10 @@ import { type PolicyCatalog, UnknownPolicyError } from "../core/policy.js";
 import { ValidationError, describeValue, parseWith } from "../core/validation.js";
 import { StoreUnavailableError } from "../limiter.js";
 import type { Overrides } from "./overrides.js";
-import { overrideView, parseOverride } from "./parse.js";
+import { type OverrideView, overrideView, parseOverride } from "./parse.js";
 import { type OverrideTable, overridesPage } from "./table.js";
 
-/** A listed override: `period` in ms, `expiresAt` an ISO date (overrideView). */
-export type OverrideView = Record<string, unknown>;
+export type { OverrideView } from "./parse.js";
 
 const deleteBody = z.strictObject({ policy: z.string({ error: "must be a policy name from the config" }), key: z.string({ error: "must be the override's key" }) });
 const listQuery = z.strictObject({ policy: z.optional(z.string()), cursor: z.optional(z.string()) });

@@ -118,9 +118,21 @@ export function applyOverride(base: Policy, override: Override): Policy {
   return { ...base, limit, burst, periodMs: override.periodMs ?? base.periodMs };
 }
 
+/** An override as the API answers and lists it: `period` in ms, `expiresAt` as an ISO date. */
+export interface OverrideView {
+  policy: string;
+  key: string;
+  limit?: number;
+  burst?: number;
+  /** ms. */
+  period?: number;
+  /** ISO 8601. */
+  expiresAt?: string;
+}
+
 /** An override as the API lists it: `period` in ms, `expiresAt` as an ISO date. */
-export function overrideView(override: Override): Record<string, unknown> {
-  const view: Record<string, unknown> = { policy: override.policy, key: override.key };
+export function overrideView(override: Override): OverrideView {
+  const view: OverrideView = { policy: override.policy, key: override.key };
   if (override.limit !== undefined) view.limit = override.limit;
   if (override.burst !== undefined) view.burst = override.burst;
   if (override.periodMs !== undefined) view.period = override.periodMs;
