@@ -12,7 +12,13 @@ export default defineConfig({
       {
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.test.toml" } })],
         // workerd's first test in a file pays for starting the runtime: allow for it.
-        test: { name: "worker", include: ["test/worker/**/*.test.ts", "test/conformance/durable-object.test.ts"], testTimeout: 30_000 },
+        // globalSetup runs in Node: the gateway table's WebSocket origin (workerd cannot listen on a port).
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts", "test/conformance/durable-object.test.ts"],
+          globalSetup: ["test/worker/ws-origin-setup.ts"],
+          testTimeout: 30_000,
+        },
       },
       {
         test: {

@@ -1,8 +1,9 @@
 import { type GatewayFields, configFileSchema } from "./config-schema.js";
-import { type PolicyCatalog, parsePolicyList } from "./core/policy.js";
+import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
 import { type Override, parseOverrideList } from "./overrides/parse.js";
+import { findDuplicateKey } from "./core/json-duplicates.js";
 
 /**
  * A validated `spillway.config.json` (one schema for the Worker and Node): its policies, and
@@ -60,13 +61,33 @@ export function withDryRunEnv(config: SpillwayConfig, value: string | undefined)
   throw new ValidationError("SPILLWAY_DRY_RUN", `must be "1" or "true" (every route in dry-run), or "0", "false" or empty, got ${describeValue(value)}`);
 }
 
-/** Parses config file text; a JSON syntax error is a ValidationError naming the file. */
+/**
+ * Parses config file text, the one way every config file is read (`spillway serve`, `check`,
+ * the build of an `init` project): a UTF-8 byte order mark is skipped, a JSON syntax error is
+ * a ValidationError naming the file, and a field written twice in one object is refused by
+ * name (`policies.per-minute.limit: appears twice`): JSON.parse would keep the last one.
+ */
 export function parseConfigText(text: string, fileName: string): SpillwayConfig {
+  // Editors on Windows write a BOM; it is no part of the JSON (and invisible in an error).
+  const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(json);
   } catch (error) {
     throw new ValidationError(fileName, `is not valid JSON (${(error as Error).message})`);
   }
+  const duplicate = findDuplicateKey(json);
+  if (duplicate) throw new ValidationError(fieldOf(duplicate, value), "appears twice: set each field once (JSON keeps the last one silently)");
   return parseConfig(value);
+}
+
+/** A path as config errors spell it: a policy by its name when it has a valid one (`policies.per-minute.limit`). */
+function fieldOf(path: readonly (string | number)[], config: unknown): string {
+  const parts = path.map(String);
+  if (path[0] === "policies" && typeof path[1] === "number") {
+    const policies = (config as { policies?: unknown }).policies;
+    const name = Array.isArray(policies) ? (policies[path[1]] as { name?: unknown } | null)?.name : undefined;
+    if (typeof name === "string" && POLICY_NAME_PATTERN.test(name)) parts[1] = name;
+  }
+  return parts.join(".");
 }

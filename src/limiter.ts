@@ -17,8 +17,16 @@ export interface StoreHealth {
 export interface Limiter {
   readonly kind: string;
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision>;
-  /** A cost-0 check: nothing is consumed. */
+  /** A cost-0 check: nothing is consumed, and no block starts. */
   peek(key: string, policies: readonly Policy[]): Promise<Decision>;
+  /**
+   * Consumes `cost` (0 … 1e9) from every policy of the stack even past its limit, atomically:
+   * for work that already happened (the origin answered). The state may go into debt that
+   * later requests wait out. Answers the state after the debit as a peek sees it (`allowed`:
+   * a cost-1 request would be admitted now). A stack with a concurrency policy is refused
+   * with a ValidationError naming `mode` (a lease is released, not spent).
+   */
+  debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[]): Promise<void>;
   /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;
@@ -32,6 +40,11 @@ export interface Limiter {
    * a round trip (the memory store); undefined elsewhere. Read at scrape time, not per decision.
    */
   leaseCounts?(): Map<string, LeaseCount>;
+  /**
+   * Times the store noticed it lost its data (Redis restarted empty, FLUSHALL, a failover);
+   * undefined where it cannot happen or be told. Read at scrape time.
+   */
+  storeResets?(): number;
 }
 
 /** Leases held (their cost) and callers waiting for one, of one concurrency policy. */
@@ -110,11 +123,13 @@ export class ForwardingLimiter implements Limiter {
   readonly kind: string;
   readonly store: Limiter;
   readonly leaseCounts?: () => Map<string, LeaseCount>;
+  readonly storeResets?: () => number;
 
   constructor(store: Limiter) {
     this.store = store;
     this.kind = store.kind;
     if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
+    if (store.storeResets) this.storeResets = () => store.storeResets!();
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
@@ -123,6 +138,10 @@ export class ForwardingLimiter implements Limiter {
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
     return this.store.peek(key, policies);
+  }
+
+  debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    return this.store.debit(key, policies, cost);
   }
 
   reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { assertDebitable } from "./core/debit.js";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
 import type { CheckMode, Policy } from "./core/types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./core/validation.js";
@@ -25,7 +26,7 @@ const checkBody = z.strictObject({
   key,
   policy: z.unknown(),
   cost: z._default(integerIn(0, 1e9), 1),
-  mode: z._default(z.enum(["reject", "reserve"], { error: 'must be "reject" or "reserve"' }), "reject"),
+  mode: z._default(z.enum(["reject", "reserve", "debit"], { error: 'must be "reject", "reserve" or "debit"' }), "reject"),
   maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
 });
 const keyAndPolicy = z.strictObject({ key, policy: z.unknown() });
@@ -42,7 +43,8 @@ export interface CheckRequest {
   key: string;
   policies: Policy[];
   cost: number;
-  mode: CheckMode;
+  /** "debit": consume cost even past the limit (SPEC §2), answered 200 with the state after it. */
+  mode: CheckMode | "debit";
   maxWaitMs: number;
 }
 export interface KeyRequest {
@@ -80,7 +82,9 @@ function requireConcurrency(policies: Policy[]): Policy[] {
 /** Body of POST /v1/check (and the RPC `check`). */
 export function parseCheck(body: unknown, catalog: PolicyCatalog): CheckRequest {
   const parsed = parseWith(checkBody, object(body), "");
-  return { key: parsed.key, policies: requirePolicy(object(body), catalog), cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
+  const policies = requirePolicy(object(body), catalog);
+  if (parsed.mode === "debit") assertDebitable(policies);
+  return { key: parsed.key, policies, cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
 }
 
 /** Body of POST /v1/peek and /v1/reset. */

@@ -1,6 +1,6 @@
 import type { SpillwayConfig } from "./config.js";
 import { stackLeaseMs } from "./core/concurrency.js";
-import type { AcquireResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+import type { AcquireResult, CheckMode, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
 import { type CheckRequest, parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 import { type Overrides, overridesFor } from "./overrides/overrides.js";
@@ -12,6 +12,8 @@ export interface Checked {
   policies: Policy[];
   /** What the request asked for (1 for a peek), named when it can never be admitted. */
   cost: number;
+  /** A debit (`mode: "debit"`): answered 200 whatever the state after it. */
+  debit?: boolean;
 }
 
 export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
@@ -49,7 +51,15 @@ export class SpillwayService {
       return Promise.reject(error);
     }
     const { cost } = request;
-    const decide = (policies: readonly Policy[]) => applyFailMode(policies, () => this.limiter.check(request.key, policies, request)).then((decision) => ({ decision, policies: policies as Policy[], cost }));
+    const decide = (policies: readonly Policy[]): Promise<Checked> => {
+      const stack = policies as Policy[];
+      if (request.mode === "debit") {
+        // Failing open loses the debit (nothing could record it) and says so: failedOpen.
+        return applyFailMode(policies, () => this.limiter.debit(request.key, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
+      }
+      const options = request as CheckRequest & { mode: CheckMode };
+      return applyFailMode(policies, () => this.limiter.check(request.key, policies, options)).then((decision) => ({ decision, policies: stack, cost }));
+    };
     if (!this.#resolver) return decide(request.policies);
     // Overrides resolve between the request and the store: the algorithms see ordinary policies.
     const resolved = this.#resolver.resolve(request.policies, request.key);

@@ -37,6 +37,7 @@ function audited(store: Limiter): { limiter: Limiter; violations: () => number }
     kind: store.kind,
     check: (key, policies, options) => store.check(key, policies, options),
     peek: (key, policies) => store.peek(key, policies),
+    debit: (key, policies, cost) => store.debit(key, policies, cost),
     reset: (key, policies) => store.reset(key, policies),
     release: (key, policies, leaseId) => store.release(key, policies, leaseId),
     extend: (key, policies, leaseId, leaseMs) => store.extend(key, policies, leaseId, leaseMs),

@@ -85,6 +85,10 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
     async peek(key, policy) {
       return asDecision(await call("POST", "v1/peek", { key, policy: policyToWire(policy) }, [200]));
     },
+    async debit(key, policy, cost) {
+      // A debit answers 200 with the state after it, whether or not the key is now over.
+      return asDecision(await call("POST", "v1/check", { key, policy: policyToWire(policy), cost, mode: "debit" }, [200]));
+    },
     async reset(key, policy) {
       await call("POST", "v1/reset", { key, policy: policyToWire(policy) }, [200, 204]);
     },
@@ -113,7 +117,7 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
 
 /** The service binding's RPC surface (README "Calling it from other Workers"): the HTTP API's bodies as arguments, its answers as results. */
 export interface SpillwayBinding {
-  check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"]; maxWaitMs?: number }): Promise<Decision>;
+  check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"] | "debit"; maxWaitMs?: number }): Promise<Decision>;
   peek(request: { key: string; policy: WirePolicy }): Promise<Decision>;
   reset(request: { key: string; policy: WirePolicy }): Promise<void>;
   acquire(request: { key: string; policy: WirePolicy; maxWaitMs?: number; leaseMs?: number }): Promise<AcquireResult>;
@@ -147,6 +151,7 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
     resolvesPolicyNames: true,
     check: (key, policy, check) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), ...checkBody(check) }))),
     peek: (key, policy) => rpc(async () => asDecision(await binding.peek({ key, policy: policyToWire(policy) }))),
+    debit: (key, policy, cost) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), cost, mode: "debit" }))),
     reset: (key, policy) => rpc(() => binding.reset({ key, policy: policyToWire(policy) })),
     acquire: (key, policy, acquire) => rpc(async () => asAcquireResult(await binding.acquire({ key, policy: policyToWire(policy), ...acquireBody(acquire) }))),
     release: (key, policy, leaseId) => rpc(async () => asShape<ReleaseResult>(await binding.release({ key, policy: policyToWire(policy), leaseId }), "released")),

@@ -14,6 +14,8 @@ export interface PolicySpec {
   burst?: number;
   lease?: string | number;
   failMode?: "open" | "closed";
+  /** Penalty box: a denial keeps the key refused this long (`15m`, 1 s … 1 d; not for concurrency). */
+  block?: string | number;
 }
 
 /** One policy: a name the server's config defines, an inline policy object (README "Algorithms"), or an already validated Policy. */
@@ -29,6 +31,7 @@ export interface RemoteLimiter extends Limiter {
   readonly resolvesPolicyNames: true;
   check(key: string, policy: PolicyRef, options: CheckOptions): Promise<Decision>;
   peek(key: string, policy: PolicyRef): Promise<Decision>;
+  debit(key: string, policy: PolicyRef, cost: number): Promise<Decision>;
   reset(key: string, policy: PolicyRef): Promise<void>;
   acquire(key: string, policy: PolicyRef, options: AcquireOptions): Promise<AcquireResult>;
   release(key: string, policy: PolicyRef, leaseId: string): Promise<ReleaseResult>;
@@ -49,6 +52,7 @@ export function policyToSpec(policy: Policy): PolicySpec {
   if (policy.algorithm === "concurrency") spec.lease = policy.leaseMs;
   else spec.period = policy.periodMs;
   if (policy.algorithm === "gcra" || policy.algorithm === "token-bucket") spec.burst = policy.burst;
+  if (policy.blockMs !== undefined) spec.block = policy.blockMs;
   return spec;
 }
 

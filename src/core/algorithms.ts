@@ -7,14 +7,18 @@ import { slidingWindow, type SlidingWindowState } from "./sliding-window.js";
 import { tokenBucket, type TokenBucketState } from "./token-bucket.js";
 import type { AlgorithmName, Policy } from "./types.js";
 
-/** The state of one (key, policy) pair, tagged with the algorithm that wrote it. */
-export type StoredState =
+/**
+ * The state of one (key, policy) pair, tagged with the algorithm that wrote it, and the end
+ * of the block a denial started (policy `block`), while there is one.
+ */
+export type StoredState = (
   | { algorithm: "gcra"; state: GcraState }
   | { algorithm: "token-bucket"; state: TokenBucketState }
   | { algorithm: "fixed-window"; state: FixedWindowState }
   | { algorithm: "sliding-window"; state: SlidingWindowState }
   | { algorithm: "sliding-log"; state: SlidingLogState }
-  | { algorithm: "concurrency"; state: ConcurrencyState };
+  | { algorithm: "concurrency"; state: ConcurrencyState }
+) & { blockedUntilMs?: number };
 
 export type AnyState = StoredState["state"];
 
@@ -50,6 +54,25 @@ export function liveState(stored: StoredState | undefined, policy: Policy, nowMs
   return nowMs >= algorithmOf(policy).freshAtMs(stored.state, policy) ? undefined : stored.state;
 }
 
-export function wrapState(policy: Policy, state: AnyState): StoredState {
-  return { algorithm: policy.algorithm, state } as StoredState;
+/**
+ * The end of the block the policy holds on the key at nowMs, or undefined: none started, it
+ * ended, the policy has no `block` (any more), or the state is another algorithm's.
+ */
+export function liveBlockMs(stored: StoredState | undefined, policy: Policy, nowMs: number): number | undefined {
+  const untilMs = stored?.blockedUntilMs;
+  if (untilMs === undefined || policy.blockMs === undefined || stored!.algorithm !== policy.algorithm) return undefined;
+  return untilMs > nowMs ? untilMs : undefined;
+}
+
+/** A state to store, with the block to keep (undefined: none). */
+export function wrapState(policy: Policy, state: AnyState, blockedUntilMs?: number): StoredState {
+  const stored = { algorithm: policy.algorithm, state } as StoredState;
+  if (blockedUntilMs !== undefined) stored.blockedUntilMs = blockedUntilMs;
+  return stored;
+}
+
+/** When a stored state (its block included) is equivalent to none and may be dropped. */
+export function storedFreshAtMs(stored: StoredState, policy: Policy): number {
+  const freshAtMs = algorithmOf(policy).freshAtMs(stored.state, policy);
+  return stored.blockedUntilMs !== undefined && stored.blockedUntilMs > freshAtMs ? stored.blockedUntilMs : freshAtMs;
 }

@@ -1,5 +1,5 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
-import { type AnyState, type StoredState, algorithmOf, capacityOf, liveState, wrapState } from "./algorithms.js";
+import { type AnyState, type StoredState, algorithmOf, capacityOf, liveBlockMs, liveState, wrapState } from "./algorithms.js";
 import { stackLeaseMs } from "./concurrency.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
@@ -10,6 +10,8 @@ export interface DecideInput extends CheckOptions {
   leaseMs?: number;
   /** Names of concurrency policies with FIFO waiters queued: nobody may pass them. */
   queuedPolicies?: ReadonlySet<string>;
+  /** A peek (Limiter.peek, or the answer of a debit): reports the state, changes nothing. */
+  peek?: boolean;
 }
 
 /** A state to write back (with the time it becomes fresh, for expiry), or null to delete. */
@@ -24,9 +26,11 @@ export interface DecideOutput {
 interface Evaluated {
   policy: Policy;
   state: AnyState | undefined;
-  /** Earliest admission time of this request for this policy alone; null: never. */
+  /** Earliest admission time of this request for this policy alone (a block's end at the soonest); null: never. */
   earliestMs: number | null;
   blockedByQueue: boolean;
+  /** The end of the block this policy holds on the key (policy `block`), or undefined. */
+  blockedUntilMs: number | undefined;
 }
 
 /**
@@ -44,14 +48,17 @@ export function decide(
 ): DecideOutput {
   const probeCost = input.cost === 0 ? 1 : input.cost;
   const evaluated: Evaluated[] = policies.map((policy) => {
-    const state = liveState(read(policy.name), policy, nowMs);
+    const stored = read(policy.name);
+    const state = liveState(stored, policy, nowMs);
+    const blockedUntilMs = policy.blockMs === undefined ? undefined : liveBlockMs(stored, policy, nowMs);
     return {
       policy,
       state,
-      earliestMs: algorithmOf(policy).earliestMs(state, policy, nowMs, probeCost),
+      earliestMs: blockedEarliestMs(algorithmOf(policy).earliestMs(state, policy, nowMs, probeCost), blockedUntilMs),
       // Only a concurrency policy has waiters: a policy of another algorithm that happens to
       // share the name (a redefinition) is not held up by them.
       blockedByQueue: policy.algorithm === "concurrency" && (input.queuedPolicies?.has(policy.name) ?? false),
+      blockedUntilMs,
     };
   });
 
@@ -75,7 +82,12 @@ export function decide(
     if (slot.admit) {
       const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
       state = algorithm.admit(state, item.policy, nowMs, slot.atMs, input.cost, lease);
-      changes.set(item.policy.name, { stored: wrapState(item.policy, state), freshAtMs: algorithm.freshAtMs(state, item.policy) });
+      changes.set(item.policy.name, stateChange(item.policy, state, item.blockedUntilMs));
+    } else if (!slot.allowed && !input.peek && startsBlock(item, state, nowMs)) {
+      // This policy refused the request: its block starts now (a peek only reports).
+      item.blockedUntilMs = nowMs + item.policy.blockMs!;
+      item.earliestMs = blockedEarliestMs(item.earliestMs, item.blockedUntilMs);
+      changes.set(item.policy.name, stateChange(item.policy, state!, item.blockedUntilMs));
     }
     return policyDecision(item, state, slot.admit, nowMs);
   });
@@ -102,13 +114,14 @@ export function decide(
  */
 export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs: number, input: CheckOptions): Decision {
   if (policy.algorithm === "concurrency") throw new TypeError("decideOne decides no concurrency policy (leases): use decide");
+  if (policy.blockMs !== undefined) throw new TypeError("decideOne decides no policy with a block (its denials write state): use decide");
   const algorithm = algorithmOf(policy);
   const live = liveState(stored, policy, nowMs);
   const earliestMs = algorithm.earliestMs(live, policy, nowMs, input.cost === 0 ? 1 : input.cost);
   const never = earliestMs === null;
   const slot = slotOf(never, never || earliestMs < nowMs ? nowMs : earliestMs, nowMs, input);
   const state = slot.admit ? algorithm.admit(live, policy, nowMs, slot.atMs, input.cost, undefined) : live;
-  const result = policyDecision({ policy, earliestMs, blockedByQueue: false }, state, slot.admit, nowMs);
+  const result = policyDecision({ policy, earliestMs, blockedByQueue: false, blockedUntilMs: undefined }, state, slot.admit, nowMs);
   // decide's retry time for one policy: the policy's own is never below max(1, waitMs).
   const retryAfterMs = slot.allowed ? 0 : result.retryAfterMs;
   return topDecision(result, slot, retryAfterMs, [result]);
@@ -136,10 +149,10 @@ function slotOf(shut: boolean, earliestMs: number, nowMs: number, input: CheckOp
 }
 
 /** One policy's part of a decision, from its state after the request (admitted or not). */
-function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blockedByQueue">, state: AnyState | undefined, admit: boolean, nowMs: number): PolicyDecision {
+function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blockedByQueue" | "blockedUntilMs">, state: AnyState | undefined, admit: boolean, nowMs: number): PolicyDecision {
   const standing = algorithmOf(item.policy).standing(state, item.policy, nowMs);
   const allowedAlone = admit || (item.earliestMs !== null && item.earliestMs - nowMs <= EPSILON_MS && !item.blockedByQueue);
-  return {
+  const result: PolicyDecision = {
     policy: item.policy.name,
     allowed: allowedAlone,
     limit: capacityOf(item.policy),
@@ -147,11 +160,39 @@ function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blocked
     resetMs: ceilMs(standing.resetMs),
     retryAfterMs: allowedAlone ? 0 : policyRetryAfterMs(item, nowMs),
   };
+  if (item.blockedUntilMs !== undefined) {
+    // Blocked: nothing would pass now, and the key is not fresh before the block ends.
+    const blockedMs = ceilMs(item.blockedUntilMs - nowMs);
+    result.remaining = 0;
+    if (blockedMs > result.resetMs) result.resetMs = blockedMs;
+    result.blockedMs = blockedMs;
+  }
+  return result;
+}
+
+/** A policy's earliest slot, no sooner than its block's end. */
+function blockedEarliestMs(earliestMs: number | null, blockedUntilMs: number | undefined): number | null {
+  return earliestMs !== null && blockedUntilMs !== undefined && blockedUntilMs > earliestMs ? blockedUntilMs : earliestMs;
+}
+
+/**
+ * Whether a denied request starts this policy's block: the policy has `block`, none is under
+ * way, and the policy itself refused (a later slot, not "never": a cost above capacity is a
+ * caller's mistake, not a rate exceeded, and not queued waiters: concurrency has no block).
+ */
+function startsBlock(item: Evaluated, state: AnyState | undefined, nowMs: number): boolean {
+  return item.policy.blockMs !== undefined && item.blockedUntilMs === undefined && state !== undefined && item.earliestMs !== null && item.earliestMs - nowMs > EPSILON_MS;
+}
+
+/** The change that stores `state` (with the block to keep), fresh when both are. */
+export function stateChange(policy: Policy, state: AnyState, blockedUntilMs: number | undefined): StateChange {
+  const freshAtMs = algorithmOf(policy).freshAtMs(state, policy);
+  return { stored: wrapState(policy, state, blockedUntilMs), freshAtMs: blockedUntilMs !== undefined && blockedUntilMs > freshAtMs ? blockedUntilMs : freshAtMs };
 }
 
 /** The decision, its top level describing policy `top`. */
 function topDecision(top: PolicyDecision, slot: Slot, retryAfterMs: number | null, results: PolicyDecision[]): Decision {
-  return {
+  const decision: Decision = {
     allowed: slot.allowed,
     limit: top.limit,
     remaining: top.remaining,
@@ -161,6 +202,8 @@ function topDecision(top: PolicyDecision, slot: Slot, retryAfterMs: number | nul
     policy: top.policy,
     policies: results,
   };
+  if (top.blockedMs !== undefined) decision.blockedMs = top.blockedMs;
+  return decision;
 }
 
 /** A denied policy's own retry time; a queue ahead of it counts as at least 1 ms. */

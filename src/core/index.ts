@@ -7,6 +7,7 @@
  * const { decision } = new KeyState().check([perSecond], Date.now(), { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
 export { decide, type DecideInput, type DecideOutput, type StateChange } from "./decision.js";
+export { debit, assertDebitable } from "./debit.js";
 export { KeyState } from "./key-state.js";
 export { parsePolicy, parsePolicyList, resolvePolicies, UnknownPolicyError, type PolicyCatalog } from "./policy.js";
 export { parseDurationMs, MAX_DURATION_MS } from "./duration.js";

@@ -2,6 +2,7 @@ import type { StoredState } from "./algorithms.js";
 import { type ConcurrencyState, concurrencyPolicies, extendLease, releaseLease } from "./concurrency.js";
 import { lastUntilMs } from "./entries.js";
 import { type DecideInput, type DecideOutput, type StateChange, decide } from "./decision.js";
+import { debit } from "./debit.js";
 import type { Policy } from "./types.js";
 
 /**
@@ -20,6 +21,13 @@ export class KeyState {
 
   check(policies: readonly Policy[], nowMs: number, input: DecideInput): DecideOutput {
     const output = decide(policies, this.read, nowMs, input);
+    this.apply(output.changes);
+    return output;
+  }
+
+  /** Consumes `cost` even past the limit (see debit in debit.ts). */
+  debit(policies: readonly Policy[], nowMs: number, cost: number): DecideOutput {
+    const output = debit(policies, this.read, nowMs, cost);
     this.apply(output.changes);
     return output;
   }

@@ -8,6 +8,9 @@ export const MAX_LIMIT = 1e9;
 /** sliding-log's cap (the contract's): its state is bounded by its bucket grid, but an exact log of more is sliding-window's job. */
 export const MAX_SLIDING_LOG_LIMIT = 100_000;
 export const DEFAULT_LEASE_MS = 30_000;
+/** A penalty box lasts 1 s … 1 d (SPEC §1). */
+export const MIN_BLOCK_MS = 1000;
+export const MAX_BLOCK_MS = 86_400_000;
 
 /** A duration as written (`"10s"` or ms), resolved to ms. */
 export const durationSchema = z.pipe(
@@ -46,6 +49,7 @@ export const policySchema = z.strictObject(
     lease: z.optional(durationSchema),
     failMode: z._default(z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }), "closed"),
     local: z.optional(localSchema),
+    block: z.optional(durationSchema),
   },
   { error: "must be a policy object" },
 );
@@ -60,7 +64,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
   const raw = parseWith(policySchema, input, field);
   const at = (sub: string) => `${field}.${sub}`;
   // Errors quote durations as the user wrote them ("1s"), not as resolved (1000).
-  const written = input as { period?: unknown; lease?: unknown };
+  const written = input as { period?: unknown; lease?: unknown; block?: unknown };
   const isConcurrency = raw.algorithm === "concurrency";
   if (!isConcurrency && raw.period === undefined) {
     throw new ValidationError(at("period"), `is required for ${raw.algorithm}, got nothing`);
@@ -84,6 +88,12 @@ export function parsePolicy(input: unknown, field: string): Policy {
   if (raw.local && raw.local.share > 0 && !LEASABLE_ALGORITHMS.has(raw.algorithm)) {
     throw new ValidationError(at("local.share"), `must be 0 (the deny cache alone) for ${raw.algorithm}: it refills continuously, so a token batch spent after its debit could crowd a later span; token batches need fixed-window, sliding-window or token-bucket, got ${raw.local.share}`);
   }
+  if (raw.block !== undefined && isConcurrency) {
+    throw new ValidationError(at("block"), `is not for concurrency (a lease is held, not spent: there is no rate to exceed), got ${describeValue(written.block)}`);
+  }
+  if (raw.block !== undefined && (raw.block < MIN_BLOCK_MS || raw.block > MAX_BLOCK_MS)) {
+    throw new ValidationError(at("block"), `must be between 1s and 1d, got ${describeValue(written.block)}`);
+  }
   return {
     name: raw.name,
     algorithm: raw.algorithm,
@@ -93,6 +103,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
     leaseMs: raw.lease ?? DEFAULT_LEASE_MS,
     failMode: raw.failMode,
     ...(raw.local ? { local: { share: raw.local.share } } : {}),
+    ...(raw.block !== undefined ? { blockMs: raw.block } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { MAX_DURATION_MS } from "./duration.js";
-import { LEASABLE_ALGORITHMS, MAX_LIMIT, MAX_LOCAL_SHARE, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
+import { LEASABLE_ALGORITHMS, MAX_BLOCK_MS, MAX_LIMIT, MIN_BLOCK_MS, MAX_LOCAL_SHARE, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, describeValue } from "./validation.js";
 
@@ -69,7 +69,7 @@ function storePolicy(value: unknown, field: string): Policy {
 
 /** The first field of a resolved Policy (as parsePolicy answers it) that breaks its rule. */
 function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string; rule: string; value: unknown } | undefined {
-  const { name, algorithm, limit, periodMs, burst, leaseMs, failMode, local } = policy;
+  const { name, algorithm, limit, periodMs, burst, leaseMs, failMode, local, blockMs } = policy;
   if (typeof name !== "string" || !POLICY_NAME_PATTERN.test(name)) return { field: "name", rule: "must match [a-z0-9][a-z0-9._-]{0,63}", value: name };
   if (!ALGORITHMS.includes(algorithm as never)) return { field: "algorithm", rule: `must be one of ${ALGORITHMS.join(", ")}`, value: algorithm };
   const maxLimit = algorithm === "sliding-log" ? MAX_SLIDING_LOG_LIMIT : MAX_LIMIT;
@@ -79,6 +79,9 @@ function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string
   if (!integerIn(leaseMs, 1, MAX_DURATION_MS)) return { field: "leaseMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: leaseMs };
   if (failMode !== "open" && failMode !== "closed") return { field: "failMode", rule: 'must be "open" or "closed"', value: failMode };
   if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency)`, value: local };
+  if (blockMs !== undefined && (algorithm === "concurrency" || !integerIn(blockMs, MIN_BLOCK_MS, MAX_BLOCK_MS))) {
+    return { field: "blockMs", rule: `must be a whole number of ms from ${MIN_BLOCK_MS} to ${MAX_BLOCK_MS} (none for concurrency)`, value: blockMs };
+  }
   return undefined;
 }
 

@@ -22,6 +22,11 @@ export interface Policy {
    * `share` (0 … 0.5) is the most of the capacity one cache's outstanding batch may hold; 0 is the deny cache alone.
    */
   local?: { share: number };
+  /**
+   * Penalty box: a denial by this policy keeps the key refused for this long (1 s … 1 d), even
+   * after the window refills. Not for concurrency.
+   */
+  blockMs?: number;
 }
 
 /** One policy's part of a decision. Every time is an integer number of milliseconds. */
@@ -35,6 +40,8 @@ export interface PolicyDecision {
   resetMs: number;
   /** 0 when allowed; when denied, time until the same request would be admitted; null if never. */
   retryAfterMs: number | null;
+  /** Present while a block (policy `block`) refuses every request of the key: time until it ends. */
+  blockedMs?: number;
 }
 
 /** The answer to a check or peek (README "HTTP API"). */

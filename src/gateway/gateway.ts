@@ -11,6 +11,8 @@ import type { Overrides } from "../overrides/overrides.js";
 import { type GatewayFacts, GatewayCore, type GatewayStep, UNROUTED, refusal } from "./core.js";
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
+import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
+import { canRelayWebSockets, switchToRelay } from "./websocket-relay.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -57,10 +59,12 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
 
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease, extra } = step;
+    // A WebSocket upgrade where this runtime can relay one (workerd); elsewhere a plain request.
+    const upgrade = canRelayWebSockets() && isWebSocketUpgrade(request.method, request.headers);
     let origin: OriginAnswer;
     try {
       const wait = new OriginWait(request.signal, step.timeoutMs);
-      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, step.target), wait)));
+      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, step.target), wait, upgrade)));
     } catch (error) {
       await lease?.release();
       // A client that went away reads no answer; do not report its abort as an origin fault.
@@ -69,6 +73,12 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
       return badGateway(gateway.origin, error);
     }
     core.originAnswered(step, origin.status, () => originHeader(origin.headers, "retry-after"), defer);
+    if (origin.status === 101 && upgrade && origin.webSocket) return switchToRelay(origin, origin.webSocket, extra, lease, defer);
+    if (isUnrelayableStatus(origin.status)) {
+      void origin.body?.cancel().catch(() => {});
+      await lease?.release();
+      return unrelayableStatus(gateway.origin, origin.status);
+    }
     if (!lease) return clientResponse(origin, extra);
     if (!origin.body) {
       await lease.release();

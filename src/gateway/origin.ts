@@ -40,6 +40,8 @@ export interface OriginAnswer {
    */
   headers: Headers | Readonly<Record<string, string>>;
   body: ReadableStream<Uint8Array> | null;
+  /** workerd's fetch: the origin's WebSocket, after a 101 to an upgrade (gateway/websocket-relay.ts). */
+  webSocket?: WebSocket | null;
 }
 
 /** Sends a request to the origin: global `fetch` on Workers, a node:http client on Node. */

@@ -1,6 +1,7 @@
 import { problem, problemResponse } from "../http/problems.js";
 import type { FetchOrigin, OriginAnswer, OriginRequest } from "./origin.js";
 import { type OriginWait, cutWhenIdle } from "./origin-timeout.js";
+import { UnrelayableStatusError, asWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
 
 export type { FetchOrigin, OriginAnswer, OriginRequest } from "./origin.js";
 
@@ -65,13 +66,14 @@ export function originUrlFor(origin: URL, target: OriginTarget): string {
 /**
  * The request as the origin gets it: unchanged but for the hop-by-hop fields and Host
  * (the origin client sets it). The body is the client's stream, not read here; `wait` times
- * the origin and gives the request its signal.
+ * the origin and gives the request its signal. A WebSocket `upgrade` keeps its Upgrade (upgrade.ts).
  */
-export function originRequest(request: Request, url: string, wait: OriginWait): OriginRequest {
+export function originRequest(request: Request, url: string, wait: OriginWait, upgrade = false): OriginRequest {
   // Method first: on Node, touching `body` materializes a full Request even for a GET.
   const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.body !== null;
   const body = hasBody ? wait.upload(request.body!) : null;
-  return new ForwardedRequest(url, request.method, forwardedFields(request.headers), body, wait.signal, wait.timeoutMs);
+  const fields = forwardedFields(request.headers);
+  return new ForwardedRequest(url, request.method, upgrade ? asWebSocketUpgrade(fields, true) : fields, body, wait.signal, wait.timeoutMs);
 }
 
 /** An OriginRequest whose Headers object is only built when read: the Node origin client never reads it. */
@@ -187,6 +189,7 @@ export function addExtraFields(headers: Record<string, string>, extra: Record<st
 
 /** The 502 for an origin that could not be reached (refused, reset, DNS, TLS). */
 export function badGateway(origin: URL, error: unknown): Response {
+  if (error instanceof UnrelayableStatusError) return unrelayableStatus(origin, error.status);
   const reason = error instanceof Error ? error.message : String(error);
   return problemResponse(problem(502, `the origin ${origin.host} could not be reached: ${reason}`));
 }

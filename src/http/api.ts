@@ -93,7 +93,8 @@ const json = (body: unknown, status = 200): ApiAnswer => ({ status, headers: { "
  */
 export function answerApi(service: SpillwayService, route: ApiRoute, body: unknown): Promise<ApiAnswer> {
   // /check, the hot path, in one reaction; the other routes as an async function.
-  if (route === "/check") return service.check(body).then((checked) => decisionAnswer(checked, service.config.legacyHeaders, 429));
+  // A debit answers 200 with the state after it, whether or not the key is now over its limit.
+  if (route === "/check") return service.check(body).then((checked) => decisionAnswer(checked, service.config.legacyHeaders, checked.debit ? 200 : 429));
   return answerOther(service, route, body);
 }
 

@@ -73,9 +73,12 @@ async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
 export function createApp({ service, tokenOf, fallback, observability }: AppOptions): Hono {
   const app = new Hono();
   app.onError(onError);
+  // 503 while the store is unreachable or refuses writes (out of memory, a read-only replica,
+  // auth): what every decision would meet. The store's probe decides (Limiter.health).
   app.get("/healthz", async (c) => {
-    const health = await service.limiter.health();
-    return c.json({ ok: health.ok, store: health.store, ...(health.detail ? { detail: health.detail } : {}) }, health.ok ? 200 : 503);
+    const health = await service.limiter.health().catch((error: unknown) => ({ ok: false, store: service.limiter.kind, detail: (error as Error).message }));
+    if (health.ok) return c.json({ ok: true, store: health.store }, 200, { "cache-control": "no-store" });
+    return c.json({ ok: false, store: health.store, error: health.detail ?? "the store is unhealthy" }, 503, { "cache-control": "no-store" });
   });
   app.route("/v1", createApi({ service, tokenOf }));
   if (observability) app.route("/", createObserveRoutes(observability, service.limiter, tokenOf));

@@ -4,6 +4,7 @@ import { UnknownPolicyError } from "../core/policy.js";
 import type { Decision } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { defaultStoreErrorLog, errorText } from "../observe/log-lines.js";
 import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
 
 
@@ -85,10 +86,16 @@ export function errorResponse(error: unknown): Response {
   return problemResponse(loggedProblem(error));
 }
 
-/** problemFor, logged as onError logs: only what is not the user's fault. */
+/**
+ * problemFor, logged as onError logs: only what is not the user's fault. A store error is
+ * expected (the store is down or refuses writes): one JSON line, rate-limited per kind, no
+ * stack (defaultStoreErrorLog). Anything else is a bug, logged with its stack.
+ */
 export function loggedProblem(error: unknown): Problem {
   const body = problemFor(error);
-  if (error instanceof StoreFaultError || (body.status >= 500 && body.status !== 503)) console.error("spillway: store or internal error", error);
+  if (error instanceof StoreFaultError || error instanceof StoreUnavailableError) {
+    defaultStoreErrorLog.report(error instanceof StoreFaultError ? "fault" : "unavailable", { status: body.status, error: errorText(error) });
+  } else if (body.status >= 500 && body.status !== 503) console.error("spillway: internal error", error);
   else if (body.status === 503) console.warn(`spillway: ${body.detail}`);
   return body;
 }

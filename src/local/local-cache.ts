@@ -66,16 +66,31 @@ export class LocalCache extends ForwardingLimiter {
     }
   }
 
+  /**
+   * A debit always goes to the store (it must land there, past the limit if need be); the
+   * deny cache learns from its answer: a policy with `local` that a cost-1 request would now
+   * be denied by is denied here too, until the store's retry time has passed.
+   */
+  override async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    const sentAtMs = this.clockMs();
+    const decision = await this.store.debit(key, policies, cost);
+    const receivedAtMs = this.clockMs();
+    for (let i = 0; i < policies.length; i++) {
+      const policy = policies[i]!;
+      const part = decision.policies[i];
+      if (!policy.local || !part || part.allowed || part.retryAfterMs === null) continue;
+      const alone: Decision = { ...part, waitMs: 0, policies: [part] };
+      this.entryOf(key, policy).denied = { decision: alone, cost: 1, untilMs: sentAtMs + part.retryAfterMs, receivedAtMs };
+    }
+    return decision;
+  }
 
   /** Resets the store, and this cache's entries for the key. Other caches keep theirs until they end. */
   override async reset(key: string, policies: readonly Policy[]): Promise<void> {
     await this.store.reset(key, policies);
     for (const policy of storePolicies(policies)) this.entries.delete(entryKey(key, policy));
   }
-
-
-
-
 
   override async close(): Promise<void> {
     this.entries.clear();

@@ -1,11 +1,13 @@
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
+import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls-args.js";
 
 export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string } | { kind: "redis-cluster"; urls: string[] };
 
 export interface ServeArgs {
-  configPath: string;
+  /** Optional only with --rls-config (a rate limit service alone needs no spillway.config.json). */
+  configPath?: string;
   port: number;
   hostname: string;
   store: StoreChoice;
@@ -13,6 +15,8 @@ export interface ServeArgs {
   metrics: boolean;
   /** --metrics-port: /metrics without the token on its own port (bound to --host). */
   metricsPort?: number;
+  /** --rls-port / --rls-config: Envoy's rate limit service beside the HTTP server. */
+  rls?: RlsArgs;
 }
 
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
@@ -20,6 +24,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
        spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --store memory [--memory-max-keys N]]
                       [--metrics-port N | --no-metrics]
+                      [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
+       spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
 
   --config FILE          spillway.config.json (policies, gateway routes)
   --port N               port to listen on (default 8787; 0 picks a free one)
@@ -31,6 +37,7 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
   --memory-max-keys N    keys the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS}); beyond it the
                          least recently used key is evicted and starts fresh
+${RLS_USAGE}
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
 
@@ -56,18 +63,21 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         "memory-max-keys": { type: "string" },
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
+        ...RLS_FLAG_OPTIONS,
       },
     }));
   } catch (error) {
     throw new ValidationError("arguments", (error as Error).message);
   }
-  if (!values.config) throw new ValidationError("--config", "is required: the path of spillway.config.json");
+  const rls = parseRlsArgs(values);
+  if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
   return {
-    configPath: values.config,
+    ...(values.config ? { configPath: values.config } : {}),
     port: parsePort(values.port),
     hostname: values.host ?? "127.0.0.1",
     store: parseStore(values, env),
     ...parseMetrics(values),
+    ...rls,
   };
 }
 
@@ -126,14 +136,14 @@ function checkRedisUrl(url: string, field: string): void {
   if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
 }
 
-/** Parses `spillway check` flags: `--config FILE`, required. */
-export function parseCheckArgs(argv: string[]): string {
+/** Parses `spillway check` flags: `--config FILE`, `--rls-config PATH`, or both. */
+export function parseCheckArgs(argv: string[]): { configPath?: string; rlsConfigPath?: string } {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { config: { type: "string" } } }));
+    ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { config: { type: "string" }, "rls-config": { type: "string" } } }));
   } catch (error) {
     throw new ValidationError("arguments", (error as Error).message);
   }
-  if (!values.config) throw new ValidationError("--config", "is required: the path of spillway.config.json");
-  return values.config;
+  if (!values.config && !values["rls-config"]) throw new ValidationError("--config", "is required: the path of spillway.config.json (or --rls-config PATH)");
+  return { ...(values.config ? { configPath: values.config } : {}), ...(values["rls-config"] ? { rlsConfigPath: values["rls-config"] } : {}) };
 }

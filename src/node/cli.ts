@@ -1,11 +1,13 @@
 import { readFile } from "node:fs/promises";
-import { parseConfigText, withDryRunEnv } from "../config.js";
+import { parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
 import { overridesFor } from "../overrides/overrides.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "./gateway.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
+import { loadRlsConfig } from "./rls-files.js";
+import { prepareRls, serveRls } from "./rls-serve.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { startServer } from "./server.js";
 import { createStore } from "./stores.js";
@@ -29,9 +31,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     const args = parseServeArgs(rest, process.env);
-    const config = withDryRunEnv(parseConfigText(await readConfig(args.configPath), args.configPath), process.env.SPILLWAY_DRY_RUN);
+    // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
+    const config = withDryRunEnv(args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] }), process.env.SPILLWAY_DRY_RUN);
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
+    const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     const limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
     // One overrides cache for the API and the gateway, over the store's runtime table.
@@ -40,10 +44,13 @@ export async function main(argv: string[]): Promise<number> {
     const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides });
     const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
+    const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
+    if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await untilSignal();
     console.log("spillway: shutting down (letting in-flight requests finish)");
+    await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
   } catch (error) {
@@ -70,11 +77,17 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
 /** `spillway check --config FILE`: the same validation as serve and the Worker, nothing started. */
 function check(argv: string[]): Promise<number> {
   return exitCodeOf(async () => {
-    const configPath = parseCheckArgs(argv);
-    const config = parseConfigText(await readConfig(configPath), configPath);
-    const gateway = parseGatewayConfig(config);
-    const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
-    console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+    const { configPath, rlsConfigPath } = parseCheckArgs(argv);
+    if (configPath) {
+      const config = parseConfigText(await readConfig(configPath), configPath);
+      const gateway = parseGatewayConfig(config);
+      const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
+      console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+    }
+    if (rlsConfigPath) {
+      const rls = await loadRlsConfig(rlsConfigPath);
+      console.log(`spillway: ${rlsConfigPath} is valid (${rls.domains.size} domain(s): ${[...rls.domains.keys()].join(", ")})`);
+    }
   });
 }
 

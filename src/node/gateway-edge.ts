@@ -1,9 +1,11 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
+import type { Duplex } from "node:stream";
 import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
+import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
 import type { CanonicalPath } from "../http/path.js";
@@ -154,6 +156,8 @@ export class NodeGatewayEdge {
       originDone();
       this.#relay(exchange, step, incoming);
     });
+    // A 101 to a request that did not ask to upgrade never comes as a 'response' (upgrade.ts).
+    outgoing.on("upgrade", switchedUnasked);
     if (!clock) {
       outgoing.end();
       return;
@@ -180,11 +184,11 @@ export class NodeGatewayEdge {
   #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
     const { req, res } = exchange;
     const status = incoming.statusCode ?? 0;
-    // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
+    // A 101 comes as an upgrade (switchedUnasked); any other status out of range is a broken origin.
     if (status < 200 || status > 599) {
       incoming.destroy();
       void step.lease?.release();
-      this.#answer(exchange, badGateway(this.#core.gateway.origin, new Error(`the origin answered with status ${status}`)), step.route);
+      this.#answer(exchange, badGateway(this.#core.gateway.origin, new UnrelayableStatusError(status)), step.route);
       return;
     }
     const raw = incoming.rawHeaders;
@@ -209,6 +213,17 @@ export class NodeGatewayEdge {
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
   }
+}
+
+/**
+ * An origin's 101 to a plain request: node:http hands it over as an upgrade, never as a
+ * 'response', and without this listener would drop the socket and leave the request waiting
+ * forever. The origin's socket is closed, and the request fails as an unreachable origin
+ * does (a 502, the lease released), with the reason. One shared function: no cost per request.
+ */
+export function switchedUnasked(this: http.ClientRequest, incoming: IncomingMessage, originSocket: Duplex): void {
+  originSocket.destroy();
+  this.emit("error", new UnrelayableStatusError(incoming.statusCode ?? 101));
 }
 
 /** Whether the request's body goes to the origin (a GET's or HEAD's never does). */
@@ -306,7 +321,7 @@ class Exchange implements HeaderLookup, GatewayFacts {
  * (rare beyond keep-alive and close), and without Host for a request (`request`). An answer
  * with several Set-Cookie lines gets undefined: one string cannot keep them apart.
  */
-function endToEndFields(raw: readonly string[], request: boolean): Record<string, string> | undefined {
+export function endToEndFields(raw: readonly string[], request: boolean): Record<string, string> | undefined {
   const fields = newFieldRecord();
   let connection: string | undefined;
   for (let i = 0; i < raw.length; i += 2) {

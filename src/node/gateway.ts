@@ -10,7 +10,9 @@ import { cfParts } from "../gateway/keys.js";
 import { ValidationError } from "../core/validation.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import { createGatewayApp } from "../gateway/gateway.js";
-import { NodeGatewayEdge, originFields } from "./gateway-edge.js";
+import { NodeGatewayEdge, originFields, switchedUnasked } from "./gateway-edge.js";
+import { NodeUpgradeEdge } from "./upgrade-edge.js";
+import { UnrelayableStatusError, isUnrelayableStatus } from "../gateway/upgrade.js";
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
@@ -44,6 +46,7 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
       const secure = url.protocol === "https:";
       const outgoing = (secure ? https : http).request(url, { method: request.method, headers: request.headerFields, agent: agents[secure ? "https:" : "http:"], signal: request.signal });
       outgoing.on("error", reject);
+      outgoing.on("upgrade", switchedUnasked);
       outgoing.on("response", (incoming) => {
         // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. The
         // agent resets a socket's timeout when it goes back to the pool.
@@ -69,7 +72,7 @@ export function createNodeOriginFetch(options: { maxSockets?: number } = {}): Fe
 function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
   const status = incoming.statusCode ?? 0;
   // 101 only follows an Upgrade, which the gateway strips; anything else is a broken origin.
-  if (status < 200 || status > 599) throw new Error(`the origin answered with status ${status}`);
+  if (isUnrelayableStatus(status)) throw new UnrelayableStatusError(status);
   const statusText = incoming.statusMessage ?? "";
   const headers = originFields(incoming.rawHeaders);
   if (method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
@@ -102,9 +105,12 @@ export interface NodeGatewayOptions {
 export class NodeGateway {
   readonly app: Hono;
   readonly edge: NodeGatewayEdge | undefined;
-  constructor(app: Hono, edge: NodeGatewayEdge | undefined) {
+  /** WebSocket upgrades (upgrade-edge.ts); with a custom `fetchOrigin`, none: upgrades are then plain requests. */
+  readonly upgrades: NodeUpgradeEdge | undefined;
+  constructor(app: Hono, edge: NodeGatewayEdge | undefined, upgrades?: NodeUpgradeEdge) {
     this.app = app;
     this.edge = edge;
+    this.upgrades = upgrades;
   }
 }
 
@@ -133,5 +139,6 @@ export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | un
   const overrides = options.overrides ?? overridesFor(options.config, options.limiter);
   const core = new GatewayCore({ ...options, gateway, overrides });
   const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
-  return new NodeGateway(app, options.fetchOrigin ? undefined : new NodeGatewayEdge(core));
+  if (options.fetchOrigin) return new NodeGateway(app, undefined);
+  return new NodeGateway(app, new NodeGatewayEdge(core), new NodeUpgradeEdge(core));
 }

@@ -11,7 +11,7 @@ const ORIGIN_BUCKETS_S = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.
 /**
  * The Prometheus series of `spillway serve`, fed by the observer (see README "Metrics").
  * Labels are policies, outcomes, stores, routes and statuses, all bounded by the config:
- * never a key. Children are looked up once per label set and kept, so a decision costs a
+ * never a key, and never an inline policy's name (those share the label `inline`). Children are looked up once per label set and kept, so a decision costs a
  * Map lookup and an increment.
  */
 export class PrometheusObserver implements SpillwayObserver {
@@ -71,6 +71,19 @@ export class PrometheusObserver implements SpillwayObserver {
         this.set({ store: limiter.kind }, health.ok ? 1 : 0);
       },
     });
+    if (limiter.storeResets) {
+      const storeResets = () => limiter.storeResets!();
+      new Counter({
+        name: "spillway_store_resets_total",
+        help: "Times the store lost its data (Redis restarted empty, FLUSHALL, a failover): concurrency leases are fenced for one lease length after each.",
+        labelNames: ["store"],
+        registers,
+        collect() {
+          this.reset();
+          this.inc({ store: limiter.kind }, storeResets());
+        },
+      });
+    }
     if (limiter.leaseCounts) {
       // Only a store that can count its leases in place reports them (the memory store).
       const leaseCounts = () => limiter.leaseCounts!();
@@ -86,8 +99,13 @@ export class PrometheusObserver implements SpillwayObserver {
           registers,
           collect() {
             this.reset();
-            const counts = leaseCounts();
-            for (const policy of new Set([...concurrencyNames, ...counts.keys()])) this.set({ policy }, counts.get(policy)?.[field] ?? 0);
+            // Inline policies' leases add up under one label (stats.policyLabel): never a series per name.
+            const byLabel = new Map<string, number>(concurrencyNames.map((name) => [name, 0]));
+            for (const [policy, count] of leaseCounts()) {
+              const label = stats.policyLabel(policy);
+              byLabel.set(label, (byLabel.get(label) ?? 0) + count[field]);
+            }
+            for (const [policy, value] of byLabel) this.set({ policy }, value);
           },
         });
       }

@@ -11,6 +11,7 @@ import type { Overrides } from "../overrides/overrides.js";
 import { NodeApiEdge } from "./api-edge.js";
 import { serverListener } from "./dispatch.js";
 import { NodeGateway } from "./gateway.js";
+import { serveUpgrades } from "./upgrade-edge.js";
 
 export interface ServerOptions {
   config: SpillwayConfig;
@@ -95,10 +96,11 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(options.timeouts);
     const server = createServer(serverOptions, serverListener(app, gateway, hostname, new NodeApiEdge(service, tokenOf)));
+    if (gateway?.upgrades) serveUpgrades(server, gateway.upgrades);
     server.listen(options.port, hostname, () => {
       const info = server.address() as AddressInfo;
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      resolve({ port: info.port, url: `http://${host}:${info.port}`, close: () => closeServer(server, options) });
+      resolve({ port: info.port, url: `http://${host}:${info.port}`, close: () => closeServer(server, options, gateway) });
     });
     server.once("error", reject);
   });
@@ -106,12 +108,15 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
 
 type NodeServer = ReturnType<typeof createServer>;
 
-async function closeServer(server: NodeServer, options: ServerOptions): Promise<void> {
+async function closeServer(server: NodeServer, options: ServerOptions, gateway: NodeGateway | undefined): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // A proxied WebSocket has no end to wait for: cut now, its lease released before the store closes.
+  const switchedClosed = gateway?.upgrades?.closeAll();
   // Idle keep-alive sockets would hold close() open forever; busy ones finish their request.
   (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
   const timer = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), options.drainTimeoutMs ?? 10_000);
   await closed;
   clearTimeout(timer);
+  await switchedClosed;
   await options.limiter.close?.();
 }

@@ -30,6 +30,12 @@ export interface TopEntry {
 }
 
 const LATENCY_SAMPLES = 2048;
+/**
+ * The one label of every policy the config does not name (inline policies of /v1/check and
+ * the RPC): their names are the caller's to choose, so as labels or keys of the counts they
+ * would let any caller grow /metrics and /v1/stats without bound.
+ */
+export const INLINE_POLICY_LABEL = "inline";
 const emptyCounts = (): OutcomeCounts => ({ allowed: 0, denied: 0, failed_open: 0, error: 0 });
 
 export const toTopEntry = (hitter: HeavyHitter): TopEntry => ({
@@ -43,13 +49,15 @@ export const toTopEntry = (hitter: HeavyHitter): TopEntry => ({
 /**
  * Runtime-neutral live numbers for /v1/stats, /v1/top and the dashboard, per process (Node)
  * or isolate (Worker): counts per policy and outcome, recent store latencies, and the
- * denied keys in a fixed-size heavy-hitters sketch. Memory is bounded by the policies of
- * the config, LATENCY_SAMPLES and the sketch's capacity, never by the number of keys.
+ * denied keys in a fixed-size heavy-hitters sketch. Memory (and the size of a snapshot) is
+ * bounded by the policies of the config, LATENCY_SAMPLES and the sketch's capacity, never by
+ * the number of keys or of inline policy names (all counted as INLINE_POLICY_LABEL).
  */
 export class LiveStats implements SpillwayObserver {
   readonly deniedKeys: HeavyHitters;
   private readonly startedMs = Date.now();
   private readonly counts = new Map<string, OutcomeCounts>();
+  private readonly configured: ReadonlySet<string>;
   private readonly latencies = new Float64Array(LATENCY_SAMPLES);
   private latencyCount = 0;
   private readonly errors = { unavailable: 0, fault: 0 };
@@ -57,6 +65,7 @@ export class LiveStats implements SpillwayObserver {
 
   constructor(policyNames: readonly string[] = [], sketchCapacity = 100) {
     this.deniedKeys = new HeavyHitters(sketchCapacity);
+    this.configured = new Set(policyNames);
     for (const name of policyNames) this.counts.set(name, emptyCounts());
   }
 
@@ -69,8 +78,8 @@ export class LiveStats implements SpillwayObserver {
     else for (let i = 0; i < event.policies.length; i++) this.countsOf(event.policies[i]!.name)[event.outcome]++;
     if (event.outcome === "denied") {
       const nowMs = Date.now();
-      if (!event.results) this.deniedKeys.add(event.key, event.policy, nowMs);
-      else for (const result of event.results) if (!result.allowed) this.deniedKeys.add(event.key, result.policy, nowMs);
+      if (!event.results) this.deniedKeys.add(event.key, this.policyLabel(event.policy), nowMs);
+      else for (const result of event.results) if (!result.allowed) this.deniedKeys.add(event.key, this.policyLabel(result.policy), nowMs);
     }
   }
 
@@ -79,11 +88,19 @@ export class LiveStats implements SpillwayObserver {
     return this.counts;
   }
 
+  /** The name itself for a configured policy, else INLINE_POLICY_LABEL. */
+  policyLabel(policy: string): string {
+    return this.configured.has(policy) ? policy : INLINE_POLICY_LABEL;
+  }
+
   private countsOf(policy: string): OutcomeCounts {
-    let counts = this.counts.get(policy);
-    // Policy names come from the validated config, so this map stays as small as it is.
-    if (!counts) this.counts.set(policy, (counts = emptyCounts()));
-    return counts;
+    // Configured names are in the map from the start: only an inline policy misses, and every
+    // inline policy shares one entry, so the map holds the config's policies and one more.
+    const counts = this.counts.get(policy);
+    if (counts) return counts;
+    let inline = this.counts.get(INLINE_POLICY_LABEL);
+    if (!inline) this.counts.set(INLINE_POLICY_LABEL, (inline = emptyCounts()));
+    return inline;
   }
 
   storeError(event: StoreErrorEvent): void {

@@ -68,6 +68,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       }, (error: unknown) => failed("acquire", key, policies, startedMs, error));
     },
     peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
+    debit: (key, policies, cost) => watched("debit", key, limiter.debit(key, policies, cost)),
     reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),
     release: (key, policies, leaseId) => watched("release", key, limiter.release(key, policies, leaseId)),
     extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),

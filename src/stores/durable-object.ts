@@ -1,6 +1,7 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { sleep } from "../core/sleep.js";
 import { storePolicies } from "../core/store-policies.js";
+import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
 
 /**
@@ -10,6 +11,7 @@ import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limite
 export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   check(policies: Policy[], options: CheckOptions): Decision;
   peek(policies: Policy[]): Decision;
+  debit(policies: Policy[], cost: number): Decision;
   reset(policies: Policy[]): void;
   acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult>;
   release(policies: Policy[], leaseId: string): ReleaseResult;
@@ -84,6 +86,15 @@ export class DurableObjectStore implements Limiter {
   async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
     policies = storePolicies(policies);
     return this.call(key, (stub) => stub.peek([...policies]));
+  }
+
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    // Refused here: a ValidationError thrown in the object would reach us as a failed call.
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    // A retried debit may count twice if the first attempt landed: it errs on denying.
+    return this.call(key, (stub) => stub.debit([...policies], cost));
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -5,7 +5,10 @@ import type { LocalKey } from "./local-key.js";
 export interface KeyEntry {
   readonly key: string;
   readonly local: LocalKey;
-  /** The policies this key was used with, by name: what its states mean. */
+  /**
+   * The policies this key was used with, by name: what its states mean. Each is one (key,
+   * policy) state of the table's count: change it through KeyTable (remember, forget).
+   */
   readonly policies: Map<string, Policy>;
   older: KeyEntry | undefined;
   newer: KeyEntry | undefined;
@@ -16,15 +19,39 @@ export interface KeyEntry {
  * recently used. The list, not the Map's own order, gives the oldest key: V8 leaves a hole
  * for every deleted Map entry until it rehashes, and iteration walks over the holes, so
  * evicting from the front of a Map costs more with every eviction. Every operation here
- * is O(1).
+ * is O(1) (remember: O(policies)).
+ *
+ * It also counts the (key, policy) states it holds: a key's memory grows with the policies it
+ * is used with (inline policies of /v1/check have any name), so the store's bound is on states.
  */
 export class KeyTable {
   private readonly byKey = new Map<string, KeyEntry>();
   private oldest: KeyEntry | undefined;
   private newest: KeyEntry | undefined;
+  private stateCount = 0;
 
+  /** Keys held. */
   get size(): number {
     return this.byKey.size;
+  }
+
+  /** (key, policy) states held: the policies remembered over every key. */
+  get states(): number {
+    return this.stateCount;
+  }
+
+  /** Remembers what each policy of a stack means for this key (a policy as it is now wins). */
+  remember(entry: KeyEntry, policies: readonly Policy[]): void {
+    const known = entry.policies;
+    for (const policy of policies) {
+      if (!known.has(policy.name)) this.stateCount++;
+      known.set(policy.name, policy);
+    }
+  }
+
+  /** Forgets one state of a key (the caller drops the state itself). */
+  forget(entry: KeyEntry, policyName: string): void {
+    if (entry.policies.delete(policyName)) this.stateCount--;
   }
 
   get(key: string): KeyEntry | undefined {
@@ -49,11 +76,13 @@ export class KeyTable {
   delete(entry: KeyEntry): void {
     if (this.byKey.get(entry.key) !== entry) return;
     this.byKey.delete(entry.key);
+    this.stateCount -= entry.policies.size;
     this.unlink(entry);
   }
 
   clear(): void {
     this.byKey.clear();
+    this.stateCount = 0;
     this.oldest = this.newest = undefined;
   }
 

@@ -1,11 +1,13 @@
 import type { StoredState } from "../core/algorithms.js";
-import { algorithmOf } from "../core/algorithms.js";
+import { storedFreshAtMs } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { newLeaseId } from "../limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
+
+const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;
 
 export type Persist = (changes: Map<string, StateChange>) => void;
 
@@ -32,7 +34,8 @@ export class LocalKey {
     );
   }
 
-  check(policies: readonly Policy[], options: CheckOptions): Decision {
+  /** `peek`: a peek (reports, starts no block). */
+  check(policies: readonly Policy[], options: CheckOptions & { peek?: boolean }): Decision {
     const nowMs = this.clockMs();
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
     // Nobody queued (the usual case): skip building an empty set for every check.
@@ -43,7 +46,14 @@ export class LocalKey {
   }
 
   peek(policies: readonly Policy[]): Decision {
-    return this.check(policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+    return this.check(policies, PEEK);
+  }
+
+  /** Consumes `cost` even past the limit; answers the state after it. */
+  debit(policies: readonly Policy[], cost: number): Decision {
+    const { decision, changes } = this.state.debit(policies, this.clockMs(), cost);
+    this.persist(changes);
+    return decision;
   }
 
   reset(policies: readonly Policy[]): void {
@@ -75,8 +85,22 @@ export class LocalKey {
     return this.state.lastFreshAtMs((name, stored) => {
       const policy = policyOf(name);
       // A state whose policy we no longer know keeps the latest time it could matter.
-      return policy ? algorithmOf(policy).freshAtMs(stored.state as never, policy) : Number.MAX_SAFE_INTEGER;
+      return policy ? storedFreshAtMs(stored, policy) : Number.MAX_SAFE_INTEGER;
     });
+  }
+
+  /**
+   * Drops the states that are fresh again, answering their names: a key with many policies
+   * (a rate limit service domain holds one per counter) keeps only the live ones.
+   */
+  dropFreshStates(policyOf: (name: string) => Policy | undefined, nowMs: number): string[] {
+    const dropped: string[] = [];
+    for (const [name, stored] of this.state.states) {
+      const policy = policyOf(name);
+      if (policy && storedFreshAtMs(stored, policy) <= nowMs) dropped.push(name);
+    }
+    for (const name of dropped) this.state.states.delete(name);
+    return dropped;
   }
 
   private tryAcquire(policies: readonly Policy[], leaseMs: number | undefined): AcquireResult {

@@ -4,10 +4,11 @@ import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storePolicies } from "../core/store-policies.js";
+import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey } from "./local-key.js";
 import { MemoryOverrideTable } from "../overrides/table.js";
 
-/** How many keys a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
+/** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
 
 /** How many of the least recently used evictable keys are searched for a fresh one: bounded work per new key. */
@@ -19,10 +20,14 @@ const FRESH_SEARCH = 8;
  */
 const PINNED_RECHECK_MS = 100;
 
+/** The most policies a stack holds (resolvePolicies): a key with more states is fed inline names. */
+const MAX_STACK_POLICIES = 16;
+
 export interface MemoryStoreOptions {
   /**
-   * How many keys are held at most (default DEFAULT_MEMORY_MAX_KEYS). A new key beyond it
-   * evicts another, and an evicted key starts fresh.
+   * How many (key, policy) states are held at most (default DEFAULT_MEMORY_MAX_KEYS): a key
+   * used with three policies holds three. A new state beyond it evicts another key (or
+   * another state of the same key), and an evicted state starts fresh.
    */
   maxKeys?: number;
   /** How often idle keys are swept away (default 10 s). */
@@ -35,11 +40,13 @@ export interface MemoryStoreOptions {
  * In-process store: one LocalKey per key. Right for tests and for a single Node process;
  * nothing is shared between processes and nothing survives a restart.
  *
- * Bounded: at most `maxKeys` keys, so a flood of distinct keys cannot exhaust memory. A new
- * key beyond the bound evicts the least recently used key, or one of the few after it that
- * is already fresh (evicting it loses nothing). A key holding a lease or with waiters is
- * never evicted (its semaphore would forget who holds slots and over-admit); when every key
- * is such, a new key is refused with StoreFaultError, which never admits.
+ * Bounded: at most `maxKeys` (key, policy) states, so neither a flood of distinct keys nor
+ * one of distinct inline policy names can exhaust memory. A new state beyond the bound evicts
+ * the least recently used key, or one of the few after it that is already fresh (evicting it
+ * loses nothing); when no other key can go, states of the same key that the request does not
+ * use go instead. A lease or a waiter is never evicted (its semaphore would forget who holds
+ * slots and over-admit); when nothing else can go, the request is refused with
+ * StoreFaultError, which never admits.
  *
  * @example const limiter = new MemoryStore(); await limiter.check("user:1", [policy], { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
@@ -75,6 +82,13 @@ export class MemoryStore implements Limiter {
     const found = this.keys.get(key);
     if (!found) return new LocalKey([], () => {}, this.clockMs).peek(policies);
     return this.use(found, policies).peek(policies);
+  }
+
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    return this.entry(key, policies).debit(policies, cost);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
@@ -126,7 +140,12 @@ export class MemoryStore implements Limiter {
     return this.keys.size;
   }
 
-  /** Keys evicted to stay within maxKeys since the store was made (swept fresh keys are not counted). */
+  /** Number of (key, policy) states held: what maxKeys bounds. */
+  get states(): number {
+    return this.keys.states;
+  }
+
+  /** States evicted to stay within maxKeys since the store was made (swept fresh keys are not counted). */
   get evictions(): number {
     return this.evicted;
   }
@@ -157,6 +176,8 @@ export class MemoryStore implements Limiter {
       if (entry.local.queue.size > 0) continue;
       const freshAtMs = freshAt(entry);
       if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
+      // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
+      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) this.keys.forget(entry, name);
     }
     this.pinnedUntilMs = 0;
   }
@@ -176,18 +197,32 @@ export class MemoryStore implements Limiter {
     this.startSweeping();
     const found = this.keys.get(key);
     if (found) return this.use(found, policies);
-    if (this.keys.size >= this.maxKeys) this.makeRoom();
-    return this.remember(this.keys.add(key, new LocalKey([], () => {}, this.clockMs)), policies);
+    this.makeRoom(newStates(undefined, policies), undefined, policies);
+    const entry = this.keys.add(key, new LocalKey([], () => {}, this.clockMs));
+    this.keys.remember(entry, policies);
+    return entry.local;
   }
 
   private use(found: KeyEntry, policies: readonly Policy[]): LocalKey {
     this.keys.touch(found);
-    return this.remember(found, policies);
+    const needed = newStates(found, policies);
+    if (needed > 0) this.makeRoom(needed, found, policies);
+    this.keys.remember(found, policies);
+    return found.local;
   }
 
-  private remember(found: KeyEntry, policies: readonly Policy[]): LocalKey {
-    for (const policy of policies) found.policies.set(policy.name, policy);
-    return found.local;
+  /** Frees room for `needed` new states of `current` (a key held already, or none yet) and its stack. */
+  private makeRoom(needed: number, current: KeyEntry | undefined, stack: readonly Policy[]): void {
+    if (needed > this.maxKeys) throw new StoreFaultError(`the memory store holds at most ${this.maxKeys} (key, policy) states, and this request needs ${needed} new ones; raise maxKeys (--memory-max-keys)`);
+    // A key used with more policies than any one stack holds is being fed ever new (inline)
+    // names: it pays with its own states first, so it cannot push every other key out.
+    const ownFirst = current !== undefined && current.policies.size >= MAX_STACK_POLICIES;
+    while (this.keys.states + needed > this.maxKeys) {
+      if (ownFirst && this.evictStateOf(current, stack)) continue;
+      if (this.evictKey(current)) continue;
+      if (current && this.evictStateOf(current, stack)) continue;
+      throw this.fullError();
+    }
   }
 
   /**
@@ -197,15 +232,16 @@ export class MemoryStore implements Limiter {
    * Pinned keys met on the way move to the end (they are in use), so the next walk does
    * not meet them again.
    */
-  private makeRoom(): void {
+  private evictKey(current: KeyEntry | undefined): boolean {
     const nowMs = this.clockMs();
-    if (nowMs < this.pinnedUntilMs) throw this.fullError();
+    if (nowMs < this.pinnedUntilMs) return false;
     let victim: KeyEntry | undefined;
     let searched = 0;
     // Pinned keys moved to the end are met again at the end of the walk: stop before.
     let left = this.keys.size;
     for (const entry of this.keys.fromOldest()) {
       if (left-- === 0) break;
+      if (entry === current) continue;
       if (isPinned(entry, nowMs)) {
         this.keys.touch(entry);
         continue;
@@ -219,15 +255,50 @@ export class MemoryStore implements Limiter {
     }
     if (victim === undefined) {
       this.pinnedUntilMs = nowMs + PINNED_RECHECK_MS;
-      throw this.fullError();
+      return false;
     }
+    this.evicted += victim.policies.size;
     this.keys.delete(victim);
-    this.evicted++;
+    return true;
+  }
+
+  /**
+   * Evicts one state of `current` that its request does not use and that holds no lease and
+   * no waiter (the oldest remembered first): a key used with ever new policy names pays for
+   * them with its own states once no other key can go.
+   */
+  private evictStateOf(current: KeyEntry, stack: readonly Policy[]): boolean {
+    const nowMs = this.clockMs();
+    const queued = current.local.queue.size > 0 ? current.local.queue.queuedPolicyNames() : undefined;
+    for (const [name, policy] of current.policies) {
+      if (queued?.has(name) || stack.some((used) => used.name === name)) continue;
+      const stored = current.local.state.states.get(name);
+      if (stored?.algorithm === "concurrency" && stored.state.entries.some(([untilMs]) => untilMs > nowMs)) continue;
+      current.local.reset([policy]);
+      this.keys.forget(current, name);
+      this.evicted++;
+      return true;
+    }
+    return false;
   }
 
   private fullError(): StoreFaultError {
-    return new StoreFaultError(`the memory store is full: all ${this.maxKeys} keys hold leases or waiters, so a new key cannot be tracked; raise maxKeys (--memory-max-keys)`);
+    return new StoreFaultError(`the memory store is full: all ${this.maxKeys} (key, policy) states belong to keys that hold leases or waiters, so a new one cannot be tracked; raise maxKeys (--memory-max-keys)`);
   }
+}
+
+/** How many states of `stack` the key does not hold yet (every one for a new key). */
+function newStates(entry: KeyEntry | undefined, stack: readonly Policy[]): number {
+  let count = 0;
+  for (let i = 0; i < stack.length; i++) {
+    const name = stack[i]!.name;
+    if (entry?.policies.has(name)) continue;
+    // Stacks name a policy once (resolvePolicies), but a direct caller may not: count names, not items.
+    let repeated = false;
+    for (let j = 0; j < i; j++) if (stack[j]!.name === name) repeated = true;
+    if (!repeated) count++;
+  }
+  return count;
 }
 
 /** When every state of a key is fresh again (undefined: nothing held). */

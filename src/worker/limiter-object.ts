@@ -36,6 +36,10 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.peek(policies);
   }
 
+  debit(policies: Policy[], cost: number): Decision {
+    return this.local.debit(policies, cost);
+  }
+
   reset(policies: Policy[]): void {
     this.local.reset(policies);
   }

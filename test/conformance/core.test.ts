@@ -7,7 +7,7 @@ describe("conformance table on the pure core", () => {
     const algorithms = new Set(SCENARIOS.flatMap((scenario) => Object.values(scenario.policies).map((policy) => policy.algorithm)));
     expect([...algorithms].sort()).toEqual(["concurrency", "fixed-window", "gcra", "sliding-log", "sliding-window", "token-bucket"]);
     const ops = new Set(SCENARIOS.flatMap((scenario) => scenario.steps.map((step) => step.op)));
-    expect([...ops].sort()).toEqual(["acquire", "check", "extend", "peek", "release", "reset"]);
+    expect([...ops].sort()).toEqual(["acquire", "check", "debit", "extend", "peek", "release", "reset"]);
   });
 
   for (const scenario of SCENARIOS) {

@@ -16,6 +16,7 @@ import type { Limiter } from "../../src/limiter.js";
 export interface ConformanceAdapter {
   check(key: string, policies: readonly Policy[], options: CheckOptions, nowMs: number): Promise<Decision>;
   peek(key: string, policies: readonly Policy[], nowMs: number): Promise<Decision>;
+  debit(key: string, policies: readonly Policy[], cost: number, nowMs: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[], nowMs: number): Promise<void>;
   /** Always called with maxWaitMs 0: waiting is real-time and tested per store. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions, nowMs: number): Promise<AcquireResult>;
@@ -35,6 +36,7 @@ interface StepBase {
 export type Step =
   | (StepBase & { op: "check"; cost?: number; mode?: CheckMode; maxWaitMs?: number; as?: string; expect?: Partial<Decision> })
   | (StepBase & { op: "peek"; expect?: Partial<Decision> })
+  | (StepBase & { op: "debit"; cost: number; expect?: Partial<Decision> })
   | (StepBase & { op: "reset" })
   | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
   | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
@@ -94,6 +96,9 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
       case "peek":
         result = await adapter.peek(key, policies, nowMs);
         break;
+      case "debit":
+        result = await adapter.debit(key, policies, step.cost, nowMs);
+        break;
       case "reset":
         await adapter.reset(key, policies, nowMs);
         result = null;
@@ -152,7 +157,10 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
       return stateOf(key).check(policies, nowMs, { ...options, leaseId }).decision;
     },
     async peek(key, policies, nowMs) {
-      return stateOf(key).check(policies, nowMs, { cost: 0, mode: "reject", maxWaitMs: 0 }).decision;
+      return stateOf(key).check(policies, nowMs, { cost: 0, mode: "reject", maxWaitMs: 0, peek: true }).decision;
+    },
+    async debit(key, policies, cost, nowMs) {
+      return stateOf(key).debit(policies, nowMs, cost).decision;
     },
     async reset(key, policies) {
       stateOf(key).reset(policies);
@@ -174,7 +182,7 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
 }
 
 /** The operations a store on an injected clock offers (MemoryStore, RedisStore). */
-export type ClockedStore = Pick<Limiter, "check" | "peek" | "reset" | "acquire" | "release" | "extend">;
+export type ClockedStore = Pick<Limiter, "check" | "peek" | "debit" | "reset" | "acquire" | "release" | "extend">;
 
 /**
  * Drives a store built on the clock it is handed: each call first sets that clock to the
@@ -191,6 +199,7 @@ export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () =
     store,
     check: (key, policies, options, timeMs) => at(timeMs, () => store.check(key, policies, options)),
     peek: (key, policies, timeMs) => at(timeMs, () => store.peek(key, policies)),
+    debit: (key, policies, cost, timeMs) => at(timeMs, () => store.debit(key, policies, cost)),
     reset: (key, policies, timeMs) => at(timeMs, () => store.reset(key, policies)),
     acquire: (key, policies, options, timeMs) => at(timeMs, () => store.acquire(key, policies, options)),
     release: (key, policies, leaseId, timeMs) => at(timeMs, () => store.release(key, policies, leaseId)),
@@ -198,4 +207,8 @@ export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () =
   };
 }
 
-export { SCENARIOS } from "./scenario-table.js";
+import { SCENARIOS as RATE_SCENARIOS } from "./scenario-table.js";
+import { BLOCK_SCENARIOS } from "./scenario-table-block.js";
+import { DEBIT_SCENARIOS } from "./scenario-table-debit.js";
+
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS];

@@ -11,6 +11,9 @@ import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/r
 const LABELS = ["p0", "p1", "p2"];
 const LEASES = ["l0", "l1", "l2", "l3"];
 
+/** Penalty boxes on about half the rate policies (a field left undefined is dropped by JSON). */
+const blockInput = fc.option(fc.constantFrom(1000, 2500), { nil: undefined });
+
 const policyInput = (name: string) =>
   fc.oneof(
     fc.record({
@@ -19,19 +22,21 @@ const policyInput = (name: string) =>
       limit: fc.integer({ min: 1, max: 5 }),
       period: fc.constantFrom(1, 7, 100, 250, 1000, 3000),
       burst: fc.integer({ min: 1, max: 6 }),
+      block: blockInput,
     }),
     fc.record({
       name: fc.constant(name),
       algorithm: fc.constantFrom("fixed-window", "sliding-window", "sliding-log"),
       limit: fc.integer({ min: 1, max: 5 }),
       period: fc.constantFrom(1, 7, 100, 250, 1000, 3000),
+      block: blockInput,
     }),
     fc.record({ name: fc.constant(name), algorithm: fc.constant("concurrency"), limit: fc.integer({ min: 1, max: 3 }), lease: fc.constantFrom(50, 300, 1000) }),
   );
 
 const stepInput = fc.record({
   gapMs: fc.constantFrom(0, 0, 1, 7, 99, 100, 250, 333, 1000, 2500),
-  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend"),
+  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit"),
   use: fc.option(fc.subarray(LABELS, { minLength: 1 }), { nil: undefined }),
   key: fc.constantFrom("k", "k", "k", "other"),
   cost: fc.integer({ min: 0, max: 4 }),
@@ -68,6 +73,13 @@ const scenarioInput = fc
             return { ...base, op: "acquire", as: step.lease, leaseMs: step.leaseMs };
           case "release":
             return { ...base, op: "release", lease: step.lease };
+          case "debit": {
+            // A stack with a concurrency policy refuses debits (a ValidationError before any store call).
+            const stacked = (base.use ?? labels).map((label) => policies[labels.indexOf(label)]!);
+            if (stacked.some((policy) => policy.algorithm === "concurrency")) return { ...base, op: "peek" };
+            // Past the limit, often: the whole point of a debit.
+            return { ...base, op: "debit", cost: step.cost * 3 };
+          }
           default: {
             // Extending needs a concurrency policy in the stack (see the report: the stores
             // disagree on the leaseMs they answer without one).

@@ -141,7 +141,10 @@ describe("httpLimiter", () => {
 describe("bindingLimiter", () => {
   function binding(store = new MemoryStore()): SpillwayBinding {
     return {
-      check: async (request) => store.check(request.key, resolvePolicies(request.policy, catalog), { cost: request.cost ?? 1, mode: request.mode ?? "reject", maxWaitMs: request.maxWaitMs ?? 0 }),
+      check: async (request) =>
+        request.mode === "debit"
+          ? store.debit(request.key, resolvePolicies(request.policy, catalog), request.cost ?? 1)
+          : store.check(request.key, resolvePolicies(request.policy, catalog), { cost: request.cost ?? 1, mode: request.mode ?? "reject", maxWaitMs: request.maxWaitMs ?? 0 }),
       peek: async (request) => store.peek(request.key, resolvePolicies(request.policy, catalog)),
       reset: async (request) => store.reset(request.key, resolvePolicies(request.policy, catalog)),
       acquire: async (request) => store.acquire(request.key, resolvePolicies(request.policy, catalog), { maxWaitMs: request.maxWaitMs ?? 0, leaseMs: request.leaseMs }),

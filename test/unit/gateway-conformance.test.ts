@@ -3,7 +3,10 @@ import { afterAll, beforeAll } from "vitest";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { GATEWAY_WS_CONFIG, gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
+import { type WsOrigin, startWsOrigin } from "../conformance/ws-origin.js";
 import { type GatewayUnderTest, type Running, ownStore, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
+import { nodeWebSocketDriver } from "./gateway-websocket-driver.js";
 
 // The gateway conformance table on `spillway serve`'s Node gateway, in front of a real loopback
 // origin. Node keys `ip` by the socket address, and a test cannot open sockets from 203.0.113.5:
@@ -22,6 +25,10 @@ let originDown = false;
 let hits = 0;
 let handler: http.RequestListener = (_req, res) => res.end("ok");
 const agent = new http.Agent({ keepAlive: true });
+/** The WebSocket cases: their own gateway and store, in front of a real `ws` origin. */
+const wsLimiter = new MemoryStore();
+let wsOrigin: WsOrigin;
+let wsGateway: GatewayUnderTest;
 
 beforeAll(async () => {
   origin = await startOrigin((req, res) => {
@@ -31,6 +38,8 @@ beforeAll(async () => {
   const own = ownStore(limiter);
   gateways.turnEnd = { up: await startGateway({ ...config, origin: origin.url }, limiter), down: await startGatewayToClosedOrigin(config, limiter) };
   gateways.atOnce = { up: await startGateway({ ...config, origin: origin.url }, own), down: await startGatewayToClosedOrigin(config, own) };
+  wsOrigin = await startWsOrigin();
+  wsGateway = await startGateway({ ...GATEWAY_WS_CONFIG, trustProxy: [...GATEWAY_WS_CONFIG.trustProxy, "127.0.0.1"], origin: wsOrigin.url }, wsLimiter);
 });
 afterAll(async () => {
   agent.destroy();
@@ -39,6 +48,8 @@ afterAll(async () => {
     await up?.close();
   }
   await origin.close();
+  await wsGateway?.close();
+  await wsOrigin?.close();
 });
 
 function reply(outgoing: http.ClientRequest, incoming: http.IncomingMessage): GatewayReply {
@@ -118,3 +129,4 @@ const driver: Omit<GatewayDriver, "send"> = {
 gatewayConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));
 gatewayPlansConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
+gatewayWebSocketConformance("Node", () => nodeWebSocketDriver(() => wsGateway.port, () => wsOrigin, wsLimiter));

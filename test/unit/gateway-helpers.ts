@@ -41,6 +41,7 @@ export function ownStore(store: Limiter): Limiter {
     check: (key, policies, options) => store.check(key, policies, options),
     acquire: (key, policies, options) => store.acquire(key, policies, options),
     peek: (key, policies) => store.peek(key, policies),
+    debit: (key, policies, cost) => store.debit(key, policies, cost),
     reset: (key, policies) => store.reset(key, policies),
     release: (key, policies, leaseId) => store.release(key, policies, leaseId),
     extend: (key, policies, leaseId, leaseMs) => store.extend(key, policies, leaseId, leaseMs),

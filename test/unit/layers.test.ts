@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
  */
 const SRC = resolve(new URL("../../src", import.meta.url).pathname);
 
-const RANK: Record<string, number> = { core: 0, base: 1, overrides: 1, api: 2, stores: 2, local: 2, observe: 2, http: 3, gateway: 4, worker: 5, node: 5, client: 3, entry: 6 };
+const RANK: Record<string, number> = { core: 0, base: 1, overrides: 1, api: 2, stores: 2, local: 2, observe: 2, rls: 2, http: 3, gateway: 4, worker: 5, node: 5, client: 3, entry: 6 };
 const CLIENT_MAY_USE = new Set(["core", "base", "api", "client"]);
 
 /** The layer of a file under src/, by its folder (or its name, for the few top-level modules). */

@@ -109,7 +109,7 @@ describe("MemoryStore bound", () => {
     const b = await store.acquire("b", oneSlot, { maxWaitMs: 0 });
     if (!a.acquired || !b.acquired) throw new Error("leases expected");
     await expect(store.check("c", perHour, once)).rejects.toThrow(StoreFaultError);
-    await expect(store.check("c", perHour, once)).rejects.toThrow(/memory store is full: all 2 keys hold leases/);
+    await expect(store.check("c", perHour, once)).rejects.toThrow(/memory store is full: all 2 \(key, policy\) states belong to keys that hold leases/);
     await expect(store.acquire("c", oneSlot, { maxWaitMs: 0 })).rejects.toThrow(StoreFaultError);
     // Known keys still decide, and a peek needs no room.
     expect((await store.acquire("a", oneSlot, { maxWaitMs: 0 })).acquired).toBe(false);

@@ -1,6 +1,8 @@
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
+import { workerWebSocketDriver } from "./gateway-websocket-driver.js";
 
 // The gateway conformance table on the Worker: decisions in the real Durable Objects, the
 // client address in CF-Connecting-IP, the origin a stand-in behind fetchOrigin.
@@ -75,3 +77,6 @@ const driver: GatewayDriver = {
 
 gatewayConformance("Worker", () => driver);
 gatewayPlansConformance("Worker", () => driver);
+
+const webSockets = workerWebSocketDriver();
+gatewayWebSocketConformance("Worker", () => webSockets);

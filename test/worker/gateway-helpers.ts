@@ -12,9 +12,10 @@ export type OriginHandler = (request: Request) => Response | Promise<Response>;
 /**
  * The Spillway app with a gateway for `raw`, deciding in the real Durable Objects of the
  * Worker under test, in front of an origin Worker stand-in (`origin.handler`, swappable per
- * test) reached through the gateway's fetchOrigin.
+ * test) reached through the gateway's fetchOrigin; with `realOrigin`, the config's origin itself,
+ * through workerd's global fetch (the WebSocket cases' loopback origin).
  */
-export function gatewayApp(raw: Record<string, unknown>) {
+export function gatewayApp(raw: Record<string, unknown>, { realOrigin = false } = {}) {
   const config = parseConfig(raw);
   const limiter = new DurableObjectStore(env.LIMITER);
   const logs: Record<string, unknown>[] = [];
@@ -25,10 +26,12 @@ export function gatewayApp(raw: Record<string, unknown>) {
     limiter,
     clientIpOf: cloudflareClientIp,
     log,
-    fetchOrigin: async ({ url, method, headers, body, signal }) => {
-      origin.hits++;
-      return origin.handler(new Request(url, { method, headers, body, signal, duplex: body ? "half" : undefined } as RequestInit));
-    },
+    fetchOrigin: realOrigin
+      ? undefined
+      : async ({ url, method, headers, body, signal }) => {
+          origin.hits++;
+          return origin.handler(new Request(url, { method, headers, body, signal, duplex: body ? "half" : undefined } as RequestInit));
+        },
   });
   const app = createApp({ service: new SpillwayService(limiter, config), tokenOf: () => "test-token", fallback });
   const send = (path: string, init: RequestInit & { ip?: string } = {}) => {

@@ -31,14 +31,15 @@ const orNull = (value: number): number | null => (value === -1 ? null : value);
 /**
  * Rebuilds a Decision from check.lua's reply: one string of whole numbers separated by
  * spaces, [retryAfterMs, waitMs, top policy index, leaseMs or -1], then per policy
- * [remaining, resetMs, retryAfterMs]. A retryAfterMs of 0 means allowed, -1 null; the top
- * level repeats the top policy's limit, remaining and resetMs. `leaseId` is the id the
- * store sent with the check.
+ * [remaining, resetMs, retryAfterMs], then, for each policy a block holds, [index, blockedMs].
+ * A retryAfterMs of 0 means allowed, -1 null; the top level repeats the top policy's limit,
+ * remaining, resetMs (and blockedMs). `leaseId` is the id the store sent with the check.
  */
 export function decodeDecision(reply: string, policies: readonly Policy[], leaseId: string): Decision {
   const fields = typeof reply === "string" ? reply.split(" ") : [];
   const count = policies.length;
-  if (fields.length !== DECISION_HEADER + POLICY_FIELDS * count) {
+  const fixedFields = DECISION_HEADER + POLICY_FIELDS * count;
+  if (fields.length < fixedFields || (fields.length - fixedFields) % 2 !== 0) {
     throw unexpected("decision reply from Redis", reply);
   }
   const numbers: number[] = new Array(fields.length);
@@ -62,6 +63,11 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
       retryAfterMs: orNull(retryAfterMs),
     };
   }
+  for (let index = fixedFields; index < numbers.length; index += 2) {
+    const blocked = results[numbers[index]! - 1];
+    if (!blocked) throw unexpected("decision reply from Redis", reply);
+    blocked.blockedMs = numbers[index + 1]!;
+  }
   const top = results[numbers[2]! - 1];
   if (!top) throw unexpected("decision reply from Redis", reply);
   const retryAfterMs = numbers[0]!;
@@ -75,6 +81,7 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
     policy: top.policy,
     policies: results,
   };
+  if (top.blockedMs !== undefined) decision.blockedMs = top.blockedMs;
   const leaseMs = numbers[3]!;
   if (leaseMs !== -1) {
     decision.leaseId = leaseId;
@@ -116,8 +123,10 @@ export function decodeSingleDecision(reply: string, policy: Policy, options: Che
     rawAt = microsEnd + 1;
   }
   const raw = reply.slice(rawAt);
-  // Another algorithm's state (the policy was redefined) counts as none, as in the script.
-  const stored = raw !== "" && raw.startsWith(STATE_TAGS[policy.algorithm]) ? decodeStoredState(raw) : undefined;
+  // Another algorithm's state (the policy was redefined) counts as none, as in the script; so
+  // does a block stored with it (the policy, redefined, has none: single.lua takes no block).
+  const stateRaw = raw.startsWith("b:") ? raw.slice(raw.indexOf("|") + 1) : raw;
+  const stored = stateRaw !== "" && stateRaw.startsWith(STATE_TAGS[policy.algorithm]) ? decodeStoredState(stateRaw) : undefined;
   const decision = decideOne(policy, stored, nowMs, options);
   const admitted = reply[0] === "1";
   if (admitted !== (options.cost > 0 && decision.allowed)) {
@@ -163,11 +172,19 @@ function decodeEntries(body: string, raw: string): Entry[] {
 /**
  * The core's StoredState for a value the scripts stored ("g:<tatMs>", "t:<tokens>:<anchorMs>",
  * "f:<windowStartMs>:<count>", "s:<windowStartMs>:<prev>:<curr>", "l:<entries>",
- * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…").
+ * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…"), with a block before it when one
+ * was stored ("b:<blockedUntilMs>|<state>").
  *
  * @example decodeStoredState("g:1700000000250") // { algorithm: "gcra", state: { tatMs: 1700000000250 } }
  */
 export function decodeStoredState(raw: string): StoredState {
+  if (raw.startsWith("b:")) {
+    const bar = raw.indexOf("|");
+    if (bar < 0) throw unexpected("Redis state", raw);
+    const stored = decodeStoredState(raw.slice(bar + 1));
+    stored.blockedUntilMs = numberIn(raw.slice(2, bar), raw);
+    return stored;
+  }
   const tag = raw.slice(0, 2);
   const body = raw.slice(2);
   // Runs on every single-policy decision: no closure, no split for GCRA.

@@ -6,7 +6,7 @@ import { ALGORITHMS, type AlgorithmName } from "../../core/types.js";
 /** A standalone ioredis client or a Cluster: both route FCALL and EVALSHA by the first key. */
 export type RedisClient = Redis | Cluster;
 
-export const SCRIPT_NAMES = ["single", "check", "acquire", "leave", "release", "extend", "reset"] as const;
+export const SCRIPT_NAMES = ["single", "check", "debit", "acquire", "leave", "release", "extend", "reset"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 /** Each algorithm (README "Algorithms") lives in its own file and mirrors its `src/core` twin. */
@@ -23,6 +23,7 @@ const ALGORITHM_FILES: Record<AlgorithmName, string> = {
 const ENTRY_NEEDS: Record<ScriptName, { decide: boolean; waiters: "always" | "with-concurrency" | "never" }> = {
   single: { decide: true, waiters: "never" },
   check: { decide: true, waiters: "with-concurrency" },
+  debit: { decide: true, waiters: "never" },
   acquire: { decide: true, waiters: "always" },
   leave: { decide: false, waiters: "always" },
   release: { decide: false, waiters: "always" },

@@ -6,7 +6,7 @@ export interface Stack {
   members: readonly Policy[];
   names: readonly string[];
   algorithms: readonly AlgorithmName[];
-  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>" (context.lua). */
+  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
   /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
@@ -37,15 +37,21 @@ export function stackOf(policies: readonly Policy[]): Stack {
 
 function encodeStack(policies: readonly Policy[]): Stack {
   const args = [String(policies.length)];
-  for (const policy of policies) args.push(`${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`);
+  for (const policy of policies) {
+    const spec = `${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`;
+    // A name has no spaces, so the block may follow it, only when there is one.
+    args.push(policy.blockMs === undefined ? spec : `${spec} ${policy.blockMs}`);
+  }
   const concurrency = policies.some((policy) => policy.algorithm === "concurrency");
+  // A policy with a block writes state on a denial too, which check.lua does (single.lua only admits).
+  const blocks = policies.some((policy) => policy.blockMs !== undefined);
   return {
     members: [...policies],
     names: policies.map((policy) => policy.name),
     algorithms: policies.map((policy) => policy.algorithm),
     args,
     concurrency,
-    single: policies.length === 1 && !concurrency,
+    single: policies.length === 1 && !concurrency && !blocks,
   };
 }
 

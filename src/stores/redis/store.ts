@@ -3,6 +3,7 @@ import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
+import { assertDebitCost, assertDebitable } from "../../core/debit.js";
 import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
@@ -14,6 +15,8 @@ import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseWaiters } from "./waiters.js";
 import { RedisOverrideTable } from "./overrides.js";
+import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
+import { probeWrites } from "./nodes.js";
 
 /*
  * Two reply protocols for a check, chosen in RedisStore.check:
@@ -62,9 +65,12 @@ export interface RedisStoreOptions {
    * the event-loop turn and send them together (default true). See coalesce.ts.
    */
   coalesceWrites?: boolean;
+  /** How often the data-loss markers are read back (default 1000 ms; see data-loss.ts). */
+  dataCheckIntervalMs?: number;
 }
 
 export const DEFAULT_TIMEOUT_MS = 50;
+const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0 } as const;
 export const DEFAULT_POLL_INTERVAL_MS = 250;
 
 /**
@@ -109,6 +115,8 @@ export class RedisStore implements Limiter {
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
   #overrides: RedisOverrideTable | undefined;
+  /** Notices a Redis that lost its data, and fences concurrency grants after it (data-loss.ts). */
+  private readonly dataLoss: DataLossGuard;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
   private connecting: Promise<void> | undefined;
 
@@ -130,6 +138,8 @@ export class RedisStore implements Limiter {
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
     if (options.coalesceWrites !== false) this.coalescer = this.runner.coalescer;
+    const dataCheckIntervalMs = positiveNumber("dataCheckIntervalMs", options.dataCheckIntervalMs ?? 1000, 10);
+    this.dataLoss = dataLossGuardFor({ client: this.client, keyPrefix: this.keyPrefix, store: this.kind, waitMs: Math.max(4 * this.timeoutMs, 250), checkIntervalMs: dataCheckIntervalMs, log: this.log });
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
@@ -152,7 +162,12 @@ export class RedisStore implements Limiter {
     return true;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    return this.decide(key, policies, options, false);
+  }
+
+  /** A check, or a peek (`peek`: reports, starts no block: check.lua's mode "peek"). */
+  private async decide(key: string, policies: readonly Policy[], options: CheckOptions, peek: boolean): Promise<Decision> {
     // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
     policies = storePolicies(policies);
     const stack = stackOf(policies);
@@ -163,19 +178,32 @@ export class RedisStore implements Limiter {
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
     const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
+    if (leaseId) {
+      const fencedMs = await this.leaseFenceMs(policies);
+      if (fencedMs > 0) return fencedDecision(await this.peek(key, policies), policies, fencedMs);
+    }
     // Arguments the script would not read are left out (every argument costs Redis time):
     // a plain check sends only its cost.
     const args = leaseId
       ? [options.cost, options.mode, options.maxWaitMs, leaseId]
       : options.mode === "reserve"
         ? [options.cost, options.mode, options.maxWaitMs]
-        : [options.cost];
+        : peek
+          ? [0, "peek"]
+          : [options.cost];
     const reply = (await this.run("check", key, stack, args)) as string;
     return decodeDecision(reply, policies, leaseId);
   }
 
   peek(key: string, policies: readonly Policy[]): Promise<Decision> {
-    return this.check(key, policies, { cost: 0, mode: "reject", maxWaitMs: 0 });
+    return this.decide(key, policies, PEEK, true);
+  }
+
+  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    return decodeDecision((await this.run("debit", key, stackOf(policies), [cost])) as string, policies, "");
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
@@ -190,8 +218,11 @@ export class RedisStore implements Limiter {
     const leaseArg = options.leaseMs ?? "";
     return this.waiters.acquire(
       {
-        attempt: async (waiterId, mayWait) =>
-          decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs),
+        attempt: async (waiterId, mayWait) => {
+          const fencedMs = await this.leaseFenceMs(policies);
+          if (fencedMs > 0) return mayWait ? { status: "queued", untilExpiryMs: fencedMs } : { status: "denied", retryAfterMs: fencedMs };
+          return decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs);
+        },
         leave: async (waiterId) => (await this.run("leave", key, stackOf(policies), [waiterId])) as number,
       },
       options.maxWaitMs,
@@ -209,9 +240,15 @@ export class RedisStore implements Limiter {
     return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 
+  /** Data losses detected since the store started (spillway_store_resets_total). */
+  storeResets(): number {
+    return this.dataLoss.resets;
+  }
+
+  /** A write to every server: a Redis that answers PING but refuses writes (OOM, READONLY) is not healthy. */
   async health(): Promise<StoreHealth> {
     try {
-      await withTimeout(this.client.ping(), Math.max(this.timeoutMs, 250), "PING");
+      await withTimeout(probeWrites(this.client, this.keyPrefix), Math.max(this.timeoutMs, 250), "health probe");
       return { ok: true, store: this.kind };
     } catch (error) {
       return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}` };
@@ -221,6 +258,7 @@ export class RedisStore implements Limiter {
   async close(): Promise<void> {
     this.waiters.close();
     if (!this.ownsClient) return;
+    this.dataLoss.close();
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
 
@@ -236,8 +274,8 @@ export class RedisStore implements Limiter {
     for (let i = 0; i < names.length; i++) keys[i] = base + names[i];
     // The waiter keys, and the channel that wakes waiters, go only to scripts that may touch
     // them (every key and argument costs Redis time): a check touches waiters only for a stack
-    // with a concurrency policy, extend never.
-    const waiters = name !== "extend" && (name !== "check" || stack.concurrency);
+    // with a concurrency policy, extend and debit never.
+    const waiters = name !== "extend" && name !== "debit" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
     const policyArgs = stack.args;
@@ -282,6 +320,12 @@ export class RedisStore implements Limiter {
     if (this.client.status === "ready") return this.send(name, stack, keys, args);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
+  }
+
+  /** Before a lease is granted: waits for the data to be verified after a reconnect; >0 while fenced after a loss. */
+  private async leaseFenceMs(policies: readonly Policy[]): Promise<number> {
+    await this.dataLoss.beforeGrant();
+    return this.dataLoss.fencedMs(policies);
   }
 
   /** Logs changes of availability once, not once per call. */

@@ -7,7 +7,8 @@
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
 -- ARGV[3+N]  pub/sub channel that wakes waiters, only with the waiter keys
--- then: cost (0 peeks); mode, "reject" (or absent) or "reserve"; maxWaitMs (reserve);
+-- then: cost (0 peeks); mode, "reject" (or absent), "reserve", or "peek" (Limiter.peek: a
+--       cost-0 reject that never starts a block); maxWaitMs (reserve);
 --       leaseId for concurrency policies; leaseMs override, or "" or absent
 -- Returns the whole decision as one string of integers (decide.lua).
 -- A stack of one policy without leases, the usual request, goes to single.lua instead.

@@ -5,7 +5,8 @@
 --   KEYS[N+2] waiters (hash waiterId -> "expiresAtMs|policy,policy"), likewise
 --   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
 --   ARGV[2] N, the number of policies
---   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
+--   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>", then
+--             " <blockMs>" when the policy has a block (a name has no spaces)
 --   ARGV[3+N] the pub/sub channel that wakes waiters, only when the waiter keys are passed
 -- Every argument and every reply element costs Redis time, which is why a policy is one
 -- argument and the clock is one.
@@ -45,7 +46,7 @@ local POLICY_CACHE_MAX = 4096
 local function policy_of(spec)
   local policy = policy_cache[spec]
   if policy then return policy end
-  local algorithm, limit, period_ms, burst, lease_ms, name = match(spec, "^(%S+) (%S+) (%S+) (%S+) (%S+) (.+)$")
+  local algorithm, limit, period_ms, burst, lease_ms, name, block_ms = match(spec, "^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) ?(%S*)$")
   if not algorithm then error("spillway: unreadable policy argument " .. spec) end
   local impl = ALGORITHMS[algorithm]
   if not impl then error("spillway: this script was not built for " .. algorithm) end
@@ -56,6 +57,8 @@ local function policy_of(spec)
     periodMs = period_ms + 0,
     burst = burst + 0,
     leaseMs = lease_ms + 0,
+    -- nil: no block (src/core/types.ts Policy.blockMs).
+    blockMs = optional_number(block_ms),
     concurrency = algorithm == "concurrency",
     impl = impl,
   }
@@ -66,14 +69,22 @@ local function policy_of(spec)
 end
 
 -- The state stored for a policy when its own algorithm wrote it; nil when there is none or
--- another algorithm wrote it (the policy was redefined). Anything else raises (here, or as
--- a Lua error in decode): a script error is never taken as "store down, admit".
+-- another algorithm wrote it (the policy was redefined). Second, the end of the block stored
+-- with it (policy `block`: "b:<blockedUntilMs>|<state>", see write_state), or nil. Anything
+-- else raises (here, or as a Lua error in decode): a script error is never taken as "store
+-- down, admit".
 local function decode_stored(raw, policy, key)
   if not raw then return nil end
+  local blocked_until_ms = nil
+  if sub(raw, 1, 2) == "b:" then
+    local until_text, state_text = match(raw, "^b:([^|]+)|(.+)$")
+    if not until_text then error("spillway: unreadable state in " .. key) end
+    blocked_until_ms, raw = until_text + 0, state_text
+  end
   local algorithm = policy.impl
   if sub(raw, 1, 2) == algorithm.tag then
     local state = algorithm.decode(raw)
-    if state then return state end
+    if state then return state, blocked_until_ms end
   elseif find(raw, "^[gtfslc]:") then
     return nil
   end
@@ -83,7 +94,7 @@ end
 local function read_context()
   local now_ms, slack_ms = read_clock(ARGV[1])
   local count = ARGV[2] + 0
-  local policies, stored = {}, {}
+  local policies, stored, blocks = {}, {}, {}
   local has_waiters = #KEYS > count
   local ctx = {
     nowMs = now_ms,
@@ -95,6 +106,9 @@ local function read_context()
     policies = policies,
     -- By stack index: the decoded state, or nil (see decode_stored).
     stored = stored,
+    -- By stack index: the end of the policy's block while one holds the key (liveBlockMs in
+    -- src/core/algorithms.ts), else nil; kept beside the state whenever it is written.
+    blocks = blocks,
     hasConcurrency = false,
     -- Index of the entry script's own first argument.
     nextArg = has_waiters and 4 + count or 3 + count,
@@ -103,7 +117,9 @@ local function read_context()
     local policy = policy_of(ARGV[2 + i])
     if policy.concurrency then ctx.hasConcurrency = true end
     policies[i] = policy
-    stored[i] = decode_stored(redis.call("GET", KEYS[i]), policy, KEYS[i])
+    local state, blocked_until_ms = decode_stored(redis.call("GET", KEYS[i]), policy, KEYS[i])
+    stored[i] = state
+    if blocked_until_ms ~= nil and policy.blockMs ~= nil and blocked_until_ms > now_ms then blocks[i] = blocked_until_ms end
   end
   return ctx
 end
@@ -166,9 +182,16 @@ local function write_state(ctx, i, state)
   local algorithm = policy.impl
   local value, at_text = algorithm.encode(state)
   local fresh_at_ms = algorithm.fresh_at(state, policy)
+  local blocked_until_ms = ctx.blocks[i]
+  if blocked_until_ms ~= nil then
+    -- The block is kept before the state, and the key lives until both are over.
+    value = "b:" .. number_text(blocked_until_ms) .. "|" .. value
+    if blocked_until_ms > fresh_at_ms then fresh_at_ms, at_text = blocked_until_ms, nil end
+  end
   -- Live (not yet fresh at now) and fresh at that same moment: live_state's test, fresh_at once.
+  -- (A key that held a block may expire later than its state: harmless, live_state ignores it.)
   local same_fresh_at = false
-  if stored ~= nil then
+  if stored ~= nil and blocked_until_ms == nil then
     local stored_fresh_at_ms = algorithm.fresh_at(stored, policy)
     same_fresh_at = ctx.nowMs < stored_fresh_at_ms and fresh_at_ms == stored_fresh_at_ms
   end

@@ -9,6 +9,7 @@
 --   [1] retryAfterMs (0: allowed, -1: null)  [2] waitMs  [3] stack index of the top policy
 --   [4] leaseMs, or -1 when no lease was taken
 --   [5 + 3(i-1) ..] per policy i: remaining, resetMs, retryAfterMs (0: allowed, -1: null)
+--   then, per policy i that a block holds (policy `block`): i, blockedMs (rare: only then)
 -- `allowed` is retryAfterMs == 0 (a denial waits at least 1 ms, or forever); `limit` is the
 -- policy's; the top level's limit, remaining and resetMs are the top policy's.
 local DECISION_HEADER = 4
@@ -40,12 +41,13 @@ local function top_remaining(out)
   return out[3], out[DECISION_HEADER + POLICY_FIELDS * (out[3] - 1) + 1]
 end
 
--- The request: cost, mode ("reject" or "reserve"), max_wait_ms, lease_id and lease_ms (or
--- nil), queued (the set of policy names with waiters; nil: nobody waits).
--- Returns the decision array and, when admitted, the new state of every policy by stack
--- index (nil when nothing changed).
+-- The request: cost, mode ("reject", "reserve", or "peek": a reject that only reports and
+-- never starts a block), max_wait_ms, lease_id and lease_ms (or nil), queued (the set of
+-- policy names with waiters; nil: nobody waits).
+-- Returns the decision array and the new state of every policy to write by stack index:
+-- every one when admitted, those whose block a denial started otherwise (nil: none).
 local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
-  local now_ms, policies = ctx.nowMs, ctx.policies
+  local now_ms, policies, blocks = ctx.nowMs, ctx.policies, ctx.blocks
   local count = #policies
   local probe_cost = cost
   if probe_cost == 0 then probe_cost = 1 end
@@ -58,6 +60,9 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     local policy = policies[i]
     local state = live_state(ctx, i)
     local earliest_ms = policy.impl.earliest(state, policy, now_ms, probe_cost)
+    -- No sooner than the end of the policy's block (blockedEarliestMs).
+    local blocked_until_ms = blocks[i]
+    if earliest_ms ~= nil and blocked_until_ms ~= nil and blocked_until_ms > earliest_ms then earliest_ms = blocked_until_ms end
     states[i], earliest[i] = state, earliest_ms or false
     if earliest_ms == nil then never = true elseif earliest_ms > at_ms then at_ms = earliest_ms end
     -- Only a concurrency policy has waiters (a redefined policy of the same name has none).
@@ -94,18 +99,27 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   -- Sized for one policy; a stack grows it once.
   local out = { 0, 0, 0, 0, 0, 0, 0 }
   local retry_after_ms = max(1, wait_ms)
+  local blocked_fields, blocked_changes = nil, nil
   for i = 1, count do
     local policy = policies[i]
     local algorithm = policy.impl
     local state = states[i]
+    local earliest_ms = earliest[i]
     if admit then
       local lease = nil
       if policy.concurrency then lease = { leaseId = lease_id, leaseMs = lease_ms } end
       state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
       states[i] = state
+    elseif not allowed and mode ~= "peek" and policy.blockMs ~= nil and blocks[i] == nil and state ~= nil
+      and earliest_ms ~= false and earliest_ms - now_ms > EPSILON_MS then
+      -- This policy refused the request: its block starts now (startsBlock; a peek only reports).
+      local blocked_until_ms = now_ms + policy.blockMs
+      blocks[i] = blocked_until_ms
+      if blocked_until_ms > earliest_ms then earliest_ms = blocked_until_ms end
+      blocked_changes = blocked_changes or {}
+      blocked_changes[i] = state
     end
     local remaining, reset_ms = algorithm.standing(state, policy, now_ms)
-    local earliest_ms = earliest[i]
     local allowed_alone = admit or (earliest_ms ~= false and earliest_ms - now_ms <= EPSILON_MS and not (blocked_by_queue and blocked_by_queue[i]))
     local policy_retry_after_ms = 0
     if not allowed_alone then
@@ -117,6 +131,15 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     out[base + 1] = floor_count(remaining)
     out[base + 2] = ceil_ms(reset_ms)
     out[base + 3] = policy_retry_after_ms
+    if blocks[i] ~= nil then
+      -- Blocked: nothing would pass now, and the key is not fresh before the block ends.
+      local blocked_ms = ceil_ms(blocks[i] - now_ms)
+      out[base + 1] = 0
+      if blocked_ms > out[base + 2] then out[base + 2] = blocked_ms end
+      blocked_fields = blocked_fields or {}
+      blocked_fields[#blocked_fields + 1] = i
+      blocked_fields[#blocked_fields + 1] = blocked_ms
+    end
   end
 
   if allowed then retry_after_ms = 0 elseif never then retry_after_ms = -1 end
@@ -124,7 +147,11 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   out[2] = admit and wait_ms or 0
   out[3] = most_restrictive(out, count, allowed)
   out[4] = granted_lease_ms
-  return out, admit and states or nil
+  if blocked_fields then
+    local last = DECISION_HEADER + POLICY_FIELDS * count
+    for j = 1, #blocked_fields do out[last + j] = blocked_fields[j] end
+  end
+  return out, admit and states or blocked_changes
 end
 
 -- The decision array as the text the caller reads: whole numbers as digits, and the rare

@@ -1,0 +1,188 @@
+// bench:rls — Envoy's rate limit service over gRPC: `spillway serve --redis --rls-port` (the
+// real CLI, its own process) against a minimal @grpc/grpc-js server (its own process too, this
+// file run with `--minimal PORT`) that decodes the same request with the same shipped protos and
+// answers OK without a store: the gRPC ceiling in Node. One client channel (as one Envoy keeps
+// one HTTP/2 connection), 1, 16 and 64 concurrent streams, the servers loaded in alternating
+// turns so a shared machine's drift falls on both alike. Goals (issue 26): ≥ 0.8× the minimal
+// server's decisions/s, p99 ≤ 2 ms at 16 streams. Figures: BENCHMARKS.md, "Envoy RLS (gRPC)".
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { freePort } from "../free-port.js";
+import { startBenchRedis } from "../redis-server.js";
+
+const pathOf = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
+const PROTO_DIR = pathOf("../../proto");
+const SPILLWAY_BIN = pathOf("../../bin/spillway.mjs");
+const THIS_FILE = pathOf("./rls.ts");
+const STREAMS = [1, 16, 64];
+const TURNS = 3;
+const TURN_MS = Number(process.env.BENCH_TURN_MS ?? 3000);
+const WARM_UP_MS = 1500;
+const ADDRESSES = 10_000;
+
+type Service = grpc.ServiceClientConstructor;
+
+function loadProtos(): { RateLimitService: Service; Health: Service } {
+  const definition = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"], { keepCase: true, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: [PROTO_DIR] });
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as { envoy: { service: { ratelimit: { v3: { RateLimitService: Service } } } }; grpc: { health: { v1: { Health: Service } } } };
+  return { RateLimitService: loaded.envoy.service.ratelimit.v3.RateLimitService, Health: loaded.grpc.health.v1.Health };
+}
+
+/** The minimal server: decode, answer OK per descriptor, no store. */
+async function runMinimal(port: number): Promise<void> {
+  const { RateLimitService, Health } = loadProtos();
+  const server = new grpc.Server();
+  server.addService(RateLimitService.service, {
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<{ descriptors?: unknown[] }, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+      callback(null, { overall_code: "OK", statuses: (call.request.descriptors ?? []).map(() => ({ code: "OK" })) }),
+  });
+  server.addService(Health.service, { Check: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { status: "SERVING" }) });
+  await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  process.once("SIGTERM", () => server.forceShutdown());
+}
+
+/** A per-address limit and a route-wide one: two descriptors per request, as Envoy's common set-up sends. */
+const CONFIG = `domain: bench
+descriptors:
+  - key: remote_address
+    rate_limit: { unit: second, requests_per_unit: 1000000 }
+  - key: generic_key
+    value: api
+    rate_limit: { unit: minute, requests_per_unit: 1000000000 }
+`;
+
+const requestOf = (index: number) => ({
+  domain: "bench",
+  descriptors: [{ entries: [{ key: "remote_address", value: `10.1.${(index % ADDRESSES) >> 8}.${index % 256}` }] }, { entries: [{ key: "generic_key", value: "api" }] }],
+});
+
+interface Result {
+  decisions: number;
+  elapsedMs: number;
+  latenciesMs: number[];
+  overLimit: number;
+  errors: number;
+  /** Errors by gRPC status name (a loaded machine's Redis timeouts show as UNAVAILABLE). */
+  errorCodes: Record<string, number>;
+}
+
+/** `streams` closed loops of unary calls on one channel, for `durationMs`. */
+async function load(client: grpc.Client, streams: number, durationMs: number): Promise<Result> {
+  const call = (client as unknown as { ShouldRateLimit: (request: unknown, callback: (error: grpc.ServiceError | null, answer: { overall_code: string }) => void) => void }).ShouldRateLimit.bind(client);
+  const result: Result = { decisions: 0, elapsedMs: 0, latenciesMs: [], overLimit: 0, errors: 0, errorCodes: {} };
+  const startMs = performance.now();
+  const endMs = startMs + durationMs;
+  let index = 0;
+  const worker = async () => {
+    while (performance.now() < endMs) {
+      const sentMs = performance.now();
+      await new Promise<void>((resolve) =>
+        call(requestOf(index++), (error, answer) => {
+          if (error) {
+            result.errors++;
+            const name = grpc.status[error.code] ?? String(error.code);
+            result.errorCodes[name] = (result.errorCodes[name] ?? 0) + 1;
+          } else {
+            result.latenciesMs.push(performance.now() - sentMs);
+            if (answer.overall_code !== "OK") result.overLimit++;
+          }
+          resolve();
+        }),
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: streams }, worker));
+  result.elapsedMs = performance.now() - startMs;
+  result.decisions = result.latenciesMs.length;
+  return result;
+}
+
+function merge(results: Result[]): Result {
+  const merged: Result = { decisions: 0, elapsedMs: 0, latenciesMs: [], overLimit: 0, errors: 0, errorCodes: {} };
+  for (const result of results) {
+    merged.decisions += result.decisions;
+    merged.elapsedMs += result.elapsedMs;
+    merged.latenciesMs.push(...result.latenciesMs);
+    merged.overLimit += result.overLimit;
+    merged.errors += result.errors;
+    for (const [name, count] of Object.entries(result.errorCodes)) merged.errorCodes[name] = (merged.errorCodes[name] ?? 0) + count;
+  }
+  merged.latenciesMs.sort((a, b) => a - b);
+  return merged;
+}
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+function start(args: string[]): ChildProcess {
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
+  process.once("exit", () => child.exitCode === null && child.kill("SIGTERM"));
+  return child;
+}
+
+async function untilServing(Health: Service, address: string): Promise<void> {
+  const health = new Health(address, grpc.credentials.createInsecure());
+  const deadline = Date.now() + 30_000;
+  try {
+    for (;;) {
+      const status = await new Promise<string>((resolve) => (health as unknown as { Check: (r: unknown, o: grpc.CallOptions, cb: (e: unknown, a?: { status: string }) => void) => void }).Check({}, { deadline: Date.now() + 1000 }, (_e, answer) => resolve(answer?.status ?? "")));
+      if (status === "SERVING") return;
+      if (Date.now() > deadline) throw new Error(`${address} is not SERVING after 30 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    health.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const redis = await startBenchRedis();
+  const dir = await mkdtemp(join(tmpdir(), "spillway-bench-rls-"));
+  const children: ChildProcess[] = [];
+  try {
+    await writeFile(join(dir, "bench.yaml"), CONFIG);
+    const [minimalPort, httpPort, rlsPort] = [await freePort(), await freePort(), await freePort()];
+    children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal", String(minimalPort)]));
+    children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(httpPort), "--no-metrics", "--rls-port", String(rlsPort), "--rls-config", dir]));
+    const { RateLimitService, Health } = loadProtos();
+    const targets = [
+      { name: "minimal", address: `127.0.0.1:${minimalPort}` },
+      { name: "spillway", address: `127.0.0.1:${rlsPort}` },
+    ] as const;
+    for (const target of targets) await untilServing(Health, target.address);
+    const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<"minimal" | "spillway", grpc.Client>;
+    console.log(`bench:rls — ${redis.description}; Node ${process.version}; ${TURNS} turns of ${TURN_MS} ms per server and stream count; uptime: ${(await import("node:os")).loadavg().map((load) => load.toFixed(2)).join(" ")}`);
+    const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
+    for (const streams of STREAMS) {
+      for (const target of targets) await load(clients[target.name], streams, WARM_UP_MS);
+      const turns = { minimal: [] as Result[], spillway: [] as Result[] };
+      for (let turn = 0; turn < TURNS; turn++) {
+        for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) turns[target.name].push(await load(clients[target.name], streams, TURN_MS));
+      }
+      const minimal = merge(turns.minimal);
+      for (const target of targets) {
+        const result = merge(turns[target.name]);
+        const perSecond = (result.decisions / result.elapsedMs) * 1000;
+        const ratio = perSecond / ((minimal.decisions / minimal.elapsedMs) * 1000);
+        const label = target.name === "minimal" ? "minimal @grpc/grpc-js server, OK without a store" : "`spillway serve --redis --rls-port`";
+        const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${ratio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
+        rows.push(row);
+        console.log(row);
+      }
+    }
+    for (const client of Object.values(clients)) client.close();
+    console.log(`\n${rows.join("\n")}`);
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");
+    await rm(dir, { recursive: true, force: true });
+    await redis.stop();
+  }
+}
+
+const minimalAt = process.argv.indexOf("--minimal");
+if (minimalAt >= 0) await runMinimal(Number(process.argv[minimalAt + 1]));
+else await main();

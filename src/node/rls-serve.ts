@@ -1,0 +1,64 @@
+import { readFile } from "node:fs/promises";
+import type { Registry } from "prom-client";
+import { ValidationError } from "../core/validation.js";
+import type { Limiter } from "../limiter.js";
+import { RlsStats } from "../rls/stats.js";
+import type { RlsConfig } from "../rls/types.js";
+import type { RlsArgs } from "./rls-args.js";
+import { loadRlsConfig } from "./rls-files.js";
+import { registerRlsMetrics } from "./rls-metrics.js";
+import { type RunningRlsServer, startRlsServer } from "./rls-server.js";
+
+/** What `spillway serve --rls-port` runs: the gRPC server, reloading its config on SIGHUP. */
+export interface ServedRls {
+  server: RunningRlsServer;
+  /** Re-reads --rls-config: a bad file keeps the config in force and logs one line naming the field. */
+  reload(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** Reads the config and the TLS files first: a bad one is a ValidationError (exit 2) before anything starts. */
+export async function prepareRls(args: RlsArgs): Promise<{ config: RlsConfig; tls?: { cert: Buffer; key: Buffer } }> {
+  const config = await loadRlsConfig(args.configPath);
+  if (!args.tls) return { config };
+  const read = async (path: string, flag: string) => {
+    try {
+      return await readFile(path);
+    } catch (error) {
+      throw new ValidationError(flag, `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    }
+  };
+  return { config, tls: { cert: await read(args.tls.certPath, "--rls-tls-cert"), key: await read(args.tls.keyPath, "--rls-tls-key") } };
+}
+
+export async function serveRls(
+  args: RlsArgs,
+  prepared: { config: RlsConfig; tls?: { cert: Buffer; key: Buffer } },
+  options: { limiter: Limiter; hostname: string; registry?: Registry; log?: (line: string) => void },
+): Promise<ServedRls> {
+  const log = options.log ?? ((line: string) => console.log(line));
+  const stats = new RlsStats();
+  if (options.registry) registerRlsMetrics(options.registry, stats);
+  const server = await startRlsServer({ limiter: options.limiter, config: prepared.config, port: args.port, hostname: options.hostname, tls: prepared.tls, stats, responseHeaders: args.responseHeaders });
+  const reload = async () => {
+    try {
+      const config = await loadRlsConfig(args.configPath);
+      server.setConfig(config);
+      log(`spillway: rls: reloaded ${args.configPath} (${config.domains.size} domain(s))`);
+      return true;
+    } catch (error) {
+      log(`spillway: rls: reload refused, the config in force stays: ${(error as Error).message}`);
+      return false;
+    }
+  };
+  const onHangup = () => void reload();
+  process.on("SIGHUP", onHangup);
+  return {
+    server,
+    reload,
+    close: async () => {
+      process.off("SIGHUP", onHangup);
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { ValidationError } from "../core/validation.js";
+import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import type { WireRequest } from "../rls/request.js";
+import { type RlsAnswer, RlsService } from "../rls/service.js";
+import type { RlsStats } from "../rls/stats.js";
+import type { RlsConfig } from "../rls/types.js";
+import { sha256Hex } from "./rls-digest.js";
+
+/** The shipped .proto files (proto/ at the package root, beside src/ and dist/). */
+export const RLS_PROTO_DIR = fileURLToPath(new URL("../../proto", import.meta.url));
+
+/** How the protos are decoded: the proto's field names, 64-bit numbers as strings, enums by name. */
+export const RLS_PROTO_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: false, oneofs: true, includeDirs: [RLS_PROTO_DIR] };
+
+type ServiceDefinition = grpc.ServiceClientConstructor;
+
+/**
+ * Loads rls.proto and health.proto from proto/: the server uses them, and so can a client
+ * (the tests and bench:rls do).
+ */
+export function loadRlsProtos(): { RateLimitService: ServiceDefinition; Health: ServiceDefinition } {
+  const definition = protoLoader.loadSync(["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"], RLS_PROTO_OPTIONS);
+  const loaded = grpc.loadPackageDefinition(definition) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: ServiceDefinition } } } };
+    grpc: { health: { v1: { Health: ServiceDefinition } } };
+  };
+  return { RateLimitService: loaded.envoy.service.ratelimit.v3.RateLimitService, Health: loaded.grpc.health.v1.Health };
+}
+
+export interface RlsServerOptions {
+  limiter: Limiter;
+  config: RlsConfig;
+  /** 0 picks a free port. */
+  port: number;
+  /** Default 127.0.0.1. */
+  hostname?: string;
+  /** PEM certificate chain and key: TLS instead of cleartext HTTP/2. */
+  tls?: { cert: Buffer; key: Buffer };
+  stats?: RlsStats;
+  /** Add Spillway's RateLimit fields to response_headers_to_add. */
+  responseHeaders?: boolean;
+  /** How long close() lets calls in flight finish before cutting them (default 10 s). */
+  drainTimeoutMs?: number;
+  /** Where unexpected errors are logged (default console.error). */
+  log?: (line: string) => void;
+}
+
+export interface RunningRlsServer {
+  port: number;
+  /** host:port, as a gRPC client names it. */
+  address: string;
+  /** Swaps the config: every request reads the one in force when it starts. */
+  setConfig(config: RlsConfig): void;
+  /** Health turns NOT_SERVING, new calls are refused, calls in flight finish (up to drainTimeoutMs). */
+  close(): Promise<void>;
+}
+
+/** The health service names this server answers for ("" is the whole server). */
+const HEALTH_SERVICES = new Set(["", "envoy.service.ratelimit.v3.RateLimitService"]);
+
+/**
+ * Envoy's rate limit service over gRPC, beside `spillway serve`'s HTTP server and on the same
+ * store: `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` and
+ * `grpc.health.v1.Health/Check`. Mistakes in a request are INVALID_ARGUMENT naming the field;
+ * a store that cannot be reached in its timeout is UNAVAILABLE (Envoy then applies
+ * failure_mode_deny) unless every limit involved is `failMode: "open"`; the caller's deadline
+ * is honoured by grpc-js, and a request already past it is not counted.
+ *
+ * @example const rls = await startRlsServer({ limiter: new MemoryStore(), config: parseRlsConfig(files), port: 8081 });
+ */
+export async function startRlsServer(options: RlsServerOptions): Promise<RunningRlsServer> {
+  let config = options.config;
+  let serving = true;
+  const log = options.log ?? ((line: string) => console.error(line));
+  const service = new RlsService({ limiter: options.limiter, config: () => config, digest: sha256Hex, stats: options.stats, responseHeaders: options.responseHeaders });
+  const { RateLimitService, Health } = loadRlsProtos();
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024 });
+  server.addService(RateLimitService.service, {
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
+      if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
+      service.shouldRateLimit(call.request).then(
+        (answer) => callback(null, answer),
+        (error: unknown) => callback(grpcError(error, log)),
+      );
+    },
+  });
+  server.addService(Health.service, {
+    Check: (call: grpc.ServerUnaryCall<{ service?: string }, { status: string }>, callback: grpc.sendUnaryData<{ status: string }>) => {
+      const name = call.request.service ?? "";
+      if (!HEALTH_SERVICES.has(name)) return callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify(name)}` });
+      if (!serving) return callback(null, { status: "NOT_SERVING" });
+      options.limiter.health().then(
+        (health) => callback(null, { status: health.ok ? "SERVING" : "NOT_SERVING" }),
+        () => callback(null, { status: "NOT_SERVING" }),
+      );
+    },
+  });
+  const hostname = options.hostname ?? "127.0.0.1";
+  const credentials = options.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], false) : grpc.ServerCredentials.createInsecure();
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound))));
+  return {
+    port,
+    address: `${host}:${port}`,
+    setConfig(next) {
+      config = next;
+    },
+    close() {
+      serving = false;
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => server.forceShutdown(), options.drainTimeoutMs ?? 10_000);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    },
+  };
+}
+
+function deadlinePassed(deadline: grpc.Deadline): boolean {
+  const atMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  return Number.isFinite(atMs) && atMs <= Date.now();
+}
+
+/** A failed decision as a gRPC status, in Spillway's words. */
+function grpcError(error: unknown, log: (line: string) => void): grpc.ServiceError {
+  const status = (code: grpc.status, details: string) => Object.assign(new Error(details), { code, details, metadata: new grpc.Metadata() });
+  if (error instanceof ValidationError) return status(grpc.status.INVALID_ARGUMENT, error.message);
+  if (error instanceof StoreUnavailableError) return status(grpc.status.UNAVAILABLE, `store unavailable: ${error.message}`);
+  if (error instanceof StoreFaultError) return status(grpc.status.INTERNAL, `store fault: ${error.message}`);
+  log(`spillway: rls: ShouldRateLimit failed: ${(error as Error).message}`);
+  return status(grpc.status.INTERNAL, "internal error");
+}

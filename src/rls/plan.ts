@@ -1,0 +1,114 @@
+import type { Policy } from "../core/types.js";
+import { type Entry, matchDescriptor } from "./match.js";
+import type { RlsDescriptor, RlsRequest } from "./request.js";
+import { type RlsConfig, type RlsDomain, type RlsPolicy, type RlsRule, UNITS, UNIT_MS } from "./types.js";
+
+/** A one-way hash of text, as lowercase hex (Node passes SHA-256): names counters in the store. */
+export type Digest = (text: string) => string;
+
+/** One limit of a matched descriptor, as the store sees it and as the answer reports it. */
+export interface CounterLimit {
+  /** The policy under the counter's own name (`r.<hash>`): state belongs to (key, name). */
+  stored: Policy;
+  /** The limit as written, its name the label headers show. */
+  limit: RlsPolicy;
+  ruleName?: string;
+}
+
+/** What one descriptor of a request is held to. */
+export type Planned =
+  | { kind: "none" }
+  | { kind: "unlimited" }
+  | ({ kind: "block"; unit: number; ruleName?: string } & Counted)
+  | ({ kind: "limit"; counterId: string; limits: readonly CounterLimit[] } & Counted);
+
+/** What a limited descriptor's metrics and cost are. */
+export interface Counted {
+  shadow: boolean;
+  /** The metrics' key: statKey, or with the request's values for detailed_metric. */
+  metricKey: string;
+  /** The rule's stat key (what a detailed key folds into past the series bound). */
+  statKey: string;
+  cost: number;
+}
+
+/** Counters named per rule (one rule object per config load) and entries: bounded, cleared when full. */
+const MAX_CACHED_COUNTERS = 4096;
+
+/**
+ * Turns a request into one plan per descriptor: matching (src/rls/match.ts), the `limit`
+ * override, and `replaces` (a matched rule named by another matched rule's `replaces` is
+ * dropped, as in the reference). Counter names are cached: hashing is the planner's only cost.
+ */
+export class Planner {
+  private readonly digest: Digest;
+  private readonly counters = new WeakMap<RlsRule, Map<string, { counterId: string; limits: CounterLimit[] }>>();
+  private readonly overrides = new Map<string, RlsRule>();
+
+  constructor(digest: Digest) {
+    this.digest = digest;
+  }
+
+  plan(config: RlsConfig, request: RlsRequest): { domain?: RlsDomain; planned: Planned[] } {
+    const domain = config.domains.get(request.domain);
+    if (!domain) return { planned: request.descriptors.map(() => ({ kind: "none" })) };
+    const matches = request.descriptors.map((descriptor) => this.ruleOf(domain, descriptor));
+    const replaced = new Set<string>();
+    for (const match of matches) if (match) for (const name of match.rule.replaces) replaced.add(name);
+    const planned = request.descriptors.map((descriptor, index): Planned => {
+      const match = matches[index];
+      if (!match || (match.rule.name !== undefined && replaced.has(match.rule.name))) return { kind: "none" };
+      const { rule, counterEntries, ...counted } = match;
+      if (rule.kind === "unlimited") return { kind: "unlimited" };
+      const ruleName = rule.name === undefined ? {} : { ruleName: rule.name };
+      if (rule.kind === "block") return { kind: "block", ...counted, cost: descriptor.cost, unit: rule.unit, ...ruleName };
+      return { kind: "limit", ...counted, cost: descriptor.cost, ...this.countersOf(domain, rule, counterEntries) };
+    });
+    return { domain, planned };
+  }
+
+  private ruleOf(domain: RlsDomain, descriptor: RlsDescriptor): { rule: RlsRule; shadow: boolean; metricKey: string; statKey: string; counterEntries: Entry[] } | undefined {
+    if (descriptor.override) {
+      // The reference's override: the descriptor's own limit, never in shadow mode, counted
+      // under its entries; its metrics under the keys alone (the values are the caller's).
+      const statKey = descriptor.entries.map(([key]) => key).join(".");
+      return { rule: this.overrideRule(descriptor.override), shadow: false, metricKey: statKey, statKey, counterEntries: descriptor.entries };
+    }
+    const match = matchDescriptor(domain, descriptor.entries);
+    return match && { rule: match.rule, shadow: match.node.shadowMode, metricKey: match.metricKey, statKey: match.node.statKey, counterEntries: match.counterEntries };
+  }
+
+  private overrideRule(override: NonNullable<RlsDescriptor["override"]>): RlsRule {
+    const id = `${override.requestsPerUnit}/${override.unit}`;
+    let rule = this.overrides.get(id);
+    if (rule) return rule;
+    const unit = UNITS[override.unit];
+    if (override.requestsPerUnit === 0) rule = { kind: "block", replaces: [], unit };
+    else {
+      const policy: Policy = { name: `override-${override.requestsPerUnit}-per-${override.unit}`, algorithm: "fixed-window", limit: override.requestsPerUnit, periodMs: UNIT_MS[override.unit], burst: override.requestsPerUnit, leaseMs: 30_000, failMode: "closed" };
+      rule = { kind: "limit", replaces: [], policies: [{ policy, unit, requestsPerUnit: override.requestsPerUnit }] };
+    }
+    if (this.overrides.size >= 256) this.overrides.clear(); // the caller picks the values: bounded
+    this.overrides.set(id, rule);
+    return rule;
+  }
+
+  private countersOf(domain: RlsDomain, rule: Extract<RlsRule, { kind: "limit" }>, entries: readonly Entry[]): { counterId: string; limits: CounterLimit[] } {
+    let byEntries = this.counters.get(rule);
+    if (!byEntries) this.counters.set(rule, (byEntries = new Map()));
+    // Length-prefixed, so no two different entry lists spell the same text.
+    let text = `${domain.name.length}:${domain.name}`;
+    for (const [key, value] of entries) text += `|${key.length}:${key}${value.length}:${value}`;
+    const cached = byEntries.get(text);
+    if (cached) return cached;
+    const counterId = this.digest(text).slice(0, 40);
+    const limits = rule.policies.map((limit): CounterLimit => {
+      const stored: Policy = { ...limit.policy, name: `r.${this.digest(`${counterId}/${limit.policy.name}`).slice(0, 40)}` };
+      return rule.name === undefined ? { stored, limit } : { stored, limit, ruleName: rule.name };
+    });
+    if (byEntries.size >= MAX_CACHED_COUNTERS) byEntries.clear();
+    const counters = { counterId, limits };
+    byEntries.set(text, counters);
+    return counters;
+  }
+}

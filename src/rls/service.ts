@@ -1,0 +1,186 @@
+import { rateLimitHeaders } from "../core/headers.js";
+import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+import { type Limiter, applyFailMode } from "../limiter.js";
+import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
+import { type WireRequest, parseRlsRequest } from "./request.js";
+import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
+import type { RlsConfig, RlsDomain } from "./types.js";
+import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from "./status.js";
+
+export type { RlsAnswer, RlsStatus } from "./status.js";
+
+export interface RlsServiceOptions {
+  limiter: Limiter;
+  /** The config in force, read once at the start of every request (a reload swaps what it answers). */
+  config: () => RlsConfig;
+  digest: Digest;
+  stats?: RlsStats;
+  /** Add Spillway's RateLimit-Policy / RateLimit / Retry-After fields to response_headers_to_add. */
+  responseHeaders?: boolean;
+  clockMs?: () => number;
+}
+
+/** The user key of a domain's counters when its descriptors are decided together: one key, one store call, one Cluster slot. */
+export function domainKey(domain: string): string {
+  return `rls/${domain}`;
+}
+
+/**
+ * ShouldRateLimit, transport-free: the gRPC edge (src/node/rls-server.ts) decodes, calls
+ * `shouldRateLimit`, and encodes. Bad requests throw ValidationError; an unreachable store
+ * throws StoreUnavailableError unless every limit involved is `failMode: "open"`.
+ *
+ * All-or-nothing: the limits of every descriptor of a request are one stack on the domain's
+ * key (each counter a policy name of its own, `r.<hash of its entries>`), checked in one
+ * store call: a denied request consumes nothing from any counter. Descriptors whose
+ * hits_addend differ cannot share one stack (a stack has one cost): they are decided a cost
+ * at a time, and once one group is denied the later ones are only peeked. `"atomic": false`
+ * gives each descriptor its own key and call (the reference's independent counting, spread
+ * over Cluster slots). shadow_mode descriptors are checked in calls of their own, so a
+ * would-be denial never changes what the enforced ones decide.
+ */
+export class RlsService {
+  private readonly options: RlsServiceOptions;
+  private readonly planner: Planner;
+  private readonly clockMs: () => number;
+
+  constructor(options: RlsServiceOptions) {
+    this.options = options;
+    this.planner = new Planner(options.digest);
+    this.clockMs = options.clockMs ?? Date.now;
+  }
+
+  async shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
+    const request = parseRlsRequest(wire);
+    const { domain, planned } = this.planner.plan(this.options.config(), request);
+    const results: DescriptorResult[] = new Array(planned.length);
+    if (domain) {
+      const shadows = this.checkShadows(domain, planned, results);
+      if (domain.atomic) await this.checkTogether(domain, planned, results);
+      else await this.checkEach(domain, planned, results);
+      await shadows;
+    }
+    const nowMs = this.clockMs();
+    const outcomes = planned.map((plan, index) => statusOf(plan, results[index], nowMs));
+    if (domain) this.record(domain, planned, outcomes);
+    const statuses = outcomes.map((outcome) => outcome.status);
+    const overLimit = statuses.some((status) => status.code === "OVER_LIMIT");
+    const answer: RlsAnswer = { overall_code: overLimit ? "OVER_LIMIT" : "OK", statuses };
+    if (this.options.responseHeaders) {
+      const headers = headersOf(planned, results, !overLimit);
+      if (headers) answer.response_headers_to_add = headers;
+    }
+    return answer;
+  }
+
+  /** The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. */
+  private async checkTogether(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
+    // A requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
+    let denied = planned.some((plan) => plan.kind === "block" && !plan.shadow);
+    const groups = new Map<number, number[]>();
+    planned.forEach((plan, index) => {
+      if (plan.kind !== "limit" || plan.shadow) return;
+      const group = groups.get(plan.cost);
+      if (group) group.push(index);
+      else groups.set(plan.cost, [index]);
+    });
+    for (const [cost, indices] of groups) {
+      const policies = uniquePolicies(indices.map((index) => (planned[index] as Extract<Planned, { kind: "limit" }>).limits));
+      const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : cost);
+      for (const index of indices) results[index] = { decision, byName: byName(decision) };
+      if (!decision.allowed) denied = true;
+    }
+  }
+
+  /** `"atomic": false`: each descriptor on its own key, in parallel calls. */
+  private async checkEach(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
+    await Promise.all(
+      planned.map(async (plan, index) => {
+        if (plan.kind !== "limit" || plan.shadow) return;
+        const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, plan.limits.map((limit) => limit.stored), plan.cost);
+        results[index] = { decision, byName: byName(decision) };
+      }),
+    );
+  }
+
+  /** shadow_mode descriptors, each on its own: counted as usual, never deciding, and never failing the request. */
+  private checkShadows(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<unknown> {
+    return Promise.all(
+      planned.map(async (plan, index) => {
+        if (plan.kind !== "limit" || !plan.shadow) return;
+        const key = domain.atomic ? domainKey(domain.name) : `${domainKey(domain.name)}/${plan.counterId}`;
+        try {
+          const decision = await this.check(key, plan.limits.map((limit) => limit.stored), plan.cost);
+          results[index] = { decision, byName: byName(decision) };
+        } catch {
+          // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
+        }
+      }),
+    );
+  }
+
+  private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    return applyFailMode(policies, () => this.options.limiter.check(key, policies, { cost, mode: "reject", maxWaitMs: 0 }));
+  }
+
+  private record(domain: RlsDomain, planned: readonly Planned[], outcomes: readonly { status: RlsStatus; overLimit: boolean }[]): void {
+    const stats = this.options.stats;
+    if (!stats) return;
+    planned.forEach((plan, index) => {
+      if (plan.kind !== "limit" && plan.kind !== "block") return;
+      const { status, overLimit } = outcomes[index]!;
+      const limit = status.current_limit?.requests_per_unit ?? 0;
+      const used = limit - status.limit_remaining;
+      stats.record({
+        domain: domain.name,
+        metricKey: plan.metricKey,
+        statKey: plan.statKey,
+        cost: plan.cost,
+        overLimit,
+        nearLimit: limit > 0 && used > Math.floor(limit * NEAR_LIMIT_RATIO),
+        shadow: plan.shadow,
+      });
+    });
+  }
+}
+
+/** The stored policies of several descriptors as one stack: a counter two descriptors share is checked once. */
+function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Policy[] {
+  const seen = new Set<string>();
+  const policies: Policy[] = [];
+  for (const limits of limitLists) {
+    for (const { stored } of limits) {
+      if (seen.has(stored.name)) continue;
+      seen.add(stored.name);
+      policies.push(stored);
+    }
+  }
+  return policies;
+}
+
+function byName(decision: Decision): Map<string, PolicyDecision> {
+  return new Map(decision.policies.map((result) => [result.policy, result]));
+}
+
+/** Spillway's RateLimit fields over every enforced limit of the request, labelled as written. */
+function headersOf(planned: readonly Planned[], results: readonly DescriptorResult[], allowed: boolean): { key: string; value: string }[] | undefined {
+  const policies: Policy[] = [];
+  const decisions: PolicyDecision[] = [];
+  planned.forEach((plan, index) => {
+    const result = results[index];
+    if (plan.kind !== "limit" || plan.shadow || !result) return;
+    for (const { stored, limit } of plan.limits) {
+      const decided = result.byName.get(stored.name);
+      if (!decided) continue;
+      policies.push(limit.policy);
+      decisions.push({ ...decided, policy: limit.policy.name });
+    }
+  });
+  if (decisions.length === 0) return undefined;
+  let retryAfterMs: number | null = 0;
+  if (!allowed) for (const decided of decisions) if (!decided.allowed) retryAfterMs = decided.retryAfterMs === null || retryAfterMs === null ? null : Math.max(retryAfterMs, decided.retryAfterMs);
+  if (!allowed && retryAfterMs === 0) retryAfterMs = null; // refused by a requests_per_unit: 0 rule: no time helps
+  const top = decisions[0]!;
+  const view: Decision = { ...top, allowed, retryAfterMs, waitMs: 0, policies: decisions };
+  return Object.entries(rateLimitHeaders(view, policies)).map(([key, value]) => ({ key, value }));
+}

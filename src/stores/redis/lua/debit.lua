@@ -1,0 +1,30 @@
+-- debit.lua — consumes a cost from every policy of a stack even past its limit (debit() in
+-- src/core/debit.ts), in one atomic step, and answers the state after it as a peek sees it.
+-- KEYS[i]    state of policy i of the stack, i = 1..N
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[2]    N, the number of policies
+-- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]"
+-- then: cost (0 … 1e9; 0 only peeks)
+-- Returns the whole decision as one string of integers (decide.lua).
+-- Each algorithm's own admit at now records the debit: GCRA's tat moves on, a token bucket
+-- goes negative, a window counts past its limit, a sliding log adds to its bucket's entry.
+-- A debit that overdraws a policy with a block (the cost did not fit now) starts the block.
+local ctx = read_context()
+if ctx.hasConcurrency then error("spillway: debit.lua debits no concurrency policy") end
+local cost = ARGV[ctx.nextArg] + 0
+local now_ms = ctx.nowMs
+if cost > 0 then
+  for i = 1, #ctx.policies do
+    local policy = ctx.policies[i]
+    local live = live_state(ctx, i)
+    if policy.blockMs ~= nil and ctx.blocks[i] == nil then
+      local earliest_ms = policy.impl.earliest(live, policy, now_ms, cost)
+      if earliest_ms == nil or earliest_ms - now_ms > EPSILON_MS then ctx.blocks[i] = now_ms + policy.blockMs end
+    end
+    local state = policy.impl.admit(live, policy, now_ms, now_ms, cost)
+    write_state(ctx, i, state)
+    -- What the key holds now: the peek below reads it.
+    ctx.stored[i] = state
+  end
+end
+return decision_text((decide(ctx, 0, "peek", 0, nil, nil, nil)))

@@ -1,0 +1,88 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { parseConfigText } from "../../src/config.js";
+import { findDuplicateKey } from "../../src/core/json-duplicates.js";
+import { ValidationError } from "../../src/core/validation.js";
+
+const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
+const PROCESS_TEST_TIMEOUT_MS = 30_000;
+
+function spillway(...args: string[]): { status: number | null; output: string } {
+  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env: { ...process.env, SPILLWAY_TOKEN: "t" } });
+  return { status: result.status, output: result.stdout + result.stderr };
+}
+
+async function configFile(text: string): Promise<string> {
+  const path = join(await mkdtemp(join(tmpdir(), "spillway-text-")), "spillway.config.json");
+  await writeFile(path, text);
+  return path;
+}
+
+const fieldOf = (text: string): string => {
+  try {
+    parseConfigText(text, "spillway.config.json");
+  } catch (error) {
+    if (error instanceof ValidationError) return error.message;
+    throw error;
+  }
+  return "accepted";
+};
+
+const weakened = '{ "policies": [ { "name": "per-minute", "limit": 3, "period": "1m", "limit": 3000000 } ] }';
+
+describe("findDuplicateKey", () => {
+  it.each([
+    ["{}", undefined],
+    ['{"a": 1, "b": {"a": 2}}', undefined],
+    ['[{"a": 1}, {"a": 2}]', undefined],
+    ['{"a": 1, "a": 1}', ["a"]],
+    ['{"x": [1, {"y": 2}, {"z": [], "z": {}}]}', ["x", 2, "z"]],
+    ['{"s": "a,\\"}]b", "a": "\\u0061", "\\u0061": 0}', ["a"]],
+    ['{"o": {"k": {}, "n": null, "k": true}}', ["o", "k"]],
+    [' \n{ "a" : -1.5e3 , "b" : [ ] , "c" : { } , "b" : 0 } ', ["b"]],
+  ])("%s → %j", (text, path) => {
+    expect(JSON.parse(text)).toBeDefined();
+    expect(findDuplicateKey(text)).toEqual(path);
+  });
+
+  it("walks deep nesting without recursion", () => {
+    const deep = `${"[".repeat(50_000)}{"a": 1, "a": 2}${"]".repeat(50_000)}`;
+    expect(findDuplicateKey(deep)).toHaveLength(50_001);
+  });
+});
+
+describe("parseConfigText", () => {
+  it("refuses a field written twice, naming it (policies by name, routes by index, top level)", () => {
+    expect(fieldOf(weakened)).toBe("policies.per-minute.limit: appears twice: set each field once (JSON keeps the last one silently)");
+    expect(fieldOf('{ "origin": "http://127.0.0.1:1", "policies": [], "origin": "http://evil.example" }')).toMatch(/^origin: appears twice/);
+    const route = '{ "origin": "http://127.0.0.1:1", "policies": [{ "name": "p", "limit": 1, "period": "1s" }], "routes": [{ "match": { "path": "/a", "path": "/b" }, "key": "ip", "policies": ["p"] }] }';
+    expect(fieldOf(route)).toMatch(/^routes\.0\.match\.path: appears twice/);
+    // A policy without a usable name is named by its index, as other policy errors are.
+    expect(fieldOf('{ "policies": [ { "limit": 1, "limit": 2 } ] }')).toMatch(/^policies\.0\.limit: appears twice/);
+  });
+
+  it("skips a UTF-8 BOM, and an error then names the field with no invisible character", () => {
+    const config = parseConfigText('\uFEFF{ "policies": [ { "name": "a", "limit": 3, "period": "1m" } ] }', "spillway.config.json");
+    expect(config.policies.map((policy) => policy.limit)).toEqual([3]);
+    const message = fieldOf('\uFEFF{ "polices": [] }');
+    expect(message).toBe("polices: is not a known field");
+    expect(fieldOf(`\uFEFF${weakened}`)).toMatch(/^policies\.per-minute\.limit: appears twice/);
+  });
+});
+
+describe("every CLI path that reads a config file", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+  it("spillway check and spillway serve refuse a duplicated field (exit 2, named) and accept a BOM", async () => {
+    const duplicated = await configFile(weakened);
+    for (const args of [["check", "--config", duplicated], ["serve", "--config", duplicated, "--store", "memory", "--port", "0"]]) {
+      const { status, output } = spillway(...args);
+      expect(status, args[0]).toBe(2);
+      expect(output).toContain("spillway: policies.per-minute.limit: appears twice");
+    }
+    // `spillway init` projects check their config with `spillway check` before every build (wrangler.toml).
+    const bom = await configFile('\uFEFF{ "policies": [ { "name": "a", "limit": 3, "period": "1m" } ] }');
+    expect(spillway("check", "--config", bom)).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policies)\n` });
+  });
+});
