@@ -63,6 +63,10 @@ export const routeSchema = z.strictObject({
   maxDelayMs: z._default(integerIn(0, MAX_DELAY_MS), 0),
   dryRun: z._default(z.boolean(rule("must be true or false")), false),
   originTimeoutMs: z.optional(originTimeoutSchema),
+  // Counting what the origin answers: parsed by src/gateway/counting.ts (its errors name the
+  // field, a union's would not); spillway.schema.json spells them out (src/node/json-schema.ts).
+  count: z.optional(z.unknown()),
+  cost: z.optional(z.unknown()),
 });
 
 /**

@@ -13,6 +13,7 @@
  */
 export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/middleware.js";
 export type { PolicyInput, RateLimitBaseOptions, RateLimitKey } from "./http/rate-limit-plan.js";
+export type { CountOption, CostOption, StatusClass } from "./http/counting-options.js";
 export type { LogFn } from "./http/limit.js";
 export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";

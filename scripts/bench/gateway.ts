@@ -19,7 +19,7 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
-const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797 };
+const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797, counted: 8798 };
 // Two `wrangler dev` at once each need their own inspector port, else the second fails to bind.
 const INSPECTOR_PORTS = { workerBare: 9294, worker: 9295 };
 const ORIGIN_URL = `http://127.0.0.1:${PORTS.origin}`;
@@ -67,14 +67,15 @@ async function ready(url: string, child: ChildProcess, timeoutMs = 30_000): Prom
   return Promise.race([waitForHttp(url, timeoutMs).then(() => undefined, (error: Error) => error.message), exited]);
 }
 
-async function writeConfig(): Promise<string> {
+/** `route` adds fields to the bench's one route (the counted row's `count`). */
+async function writeConfig(route: Record<string, unknown> = {}): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "spillway-bench-"));
   const path = join(dir, "spillway.config.json");
   const config = {
     origin: ORIGIN_URL,
     // A limit no benchmark reaches: every request is decided and admitted.
     policies: [{ name: "bench", algorithm: "gcra", limit: 1_000_000_000, period: "1s" }],
-    routes: [{ match: { path: "/api/*" }, key: "ip", policies: ["bench"] }],
+    routes: [{ match: { path: "/api/*" }, key: "ip", policies: ["bench"], ...route }],
   };
   await writeFile(path, JSON.stringify(config));
   return path;
@@ -168,6 +169,7 @@ const LABELS = {
   minimal: "minimal node:http proxy",
   fastify: "fastify 5 + @fastify/http-proxy + @fastify/rate-limit",
   memory: "`spillway serve` gateway, memory store",
+  counted: "`spillway serve` gateway, memory store, every answer counted (peek, then debit)",
   redis: "`spillway serve` gateway, Redis",
 };
 
@@ -191,6 +193,15 @@ function nodeTable(rows: NodeRow[]): string[] {
     );
   }
   return lines;
+}
+
+/** Issue 24's goal: a response-counted route (a peek before, a debit after) within 5% of a plain one's req/s. */
+function countedGoal(rows: NodeRow[]): string {
+  const plain = rows.find((r) => r.label === LABELS.memory)?.result;
+  const counted = rows.find((r) => r.label === LABELS.counted)?.result;
+  if (!plain || !counted) return `- ${LABELS.counted}: not measured.`;
+  const ratio = counted.perSecond / plain.perSecond;
+  return `- ${LABELS.counted}: ${ratio.toFixed(3)}× the plain route's req/s (goal ≥ 0.95: ${ratio >= 0.95 ? "met" : "**not met**"}), ${(cpuMicros(counted) / cpuMicros(plain)).toFixed(2)}× its CPU per request.`;
 }
 
 /** The goals of issue 15, checked on this run's medians. */
@@ -267,11 +278,13 @@ async function main(): Promise<void> {
     return;
   }
   const configPath = await writeConfig();
+  // Every answer (200) counted: each request is peeked, then debited when its head arrives.
+  const countedConfigPath = await writeConfig({ count: { status: ["2xx"] } });
   const origin = start("node", ["examples/origin/server.mjs", String(PORTS.origin)]);
   await waitForHttp(`${ORIGIN_URL}/api/hello`);
 
-  const serve = (port: number, storeArgs: string[]) =>
-    start("node", [process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs", "serve", "--config", configPath, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
+  const serve = (port: number, storeArgs: string[], config = configPath) =>
+    start("node", [process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs", "serve", "--config", config, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
   // No redis-server on the machine: the Redis row is skipped, the others still measured.
   const redis = await startRedis().catch((error: Error) => error);
   // /healthz is Spillway's; the other proxies forward it to the origin, which answers too.
@@ -281,6 +294,7 @@ async function main(): Promise<void> {
     { label: LABELS.minimal, url: `http://127.0.0.1:${PORTS.minimal}`, child: start("node", ["scripts/bench/minimal-proxy.mjs", String(PORTS.minimal), ORIGIN_URL]) },
     { label: LABELS.fastify, url: `http://127.0.0.1:${PORTS.fastify}`, child: start("node", ["scripts/bench/fastify-proxy.mjs", String(PORTS.fastify), ORIGIN_URL]) },
     { label: LABELS.memory, url: `http://127.0.0.1:${PORTS.memory}`, child: serve(PORTS.memory, ["--store", "memory"]) },
+    { label: LABELS.counted, url: `http://127.0.0.1:${PORTS.counted}`, child: serve(PORTS.counted, ["--store", "memory"], countedConfigPath) },
     redis instanceof Error
       ? { label: LABELS.redis, url: "", skip: redis.message }
       : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
@@ -290,6 +304,7 @@ async function main(): Promise<void> {
   const markdown = [
     `\`npm run bench:gateway\`: GET /api/hello through each path to a local origin (examples/origin/server.mjs), \`wrk -t1 -c${CONCURRENCY}\` on keep-alive connections, ${DURATION_MS / 1000} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, the median run shown (Node ${process.version}).`,
     "Every gateway request is matched to a route, keyed by client address and decided by a GCRA policy it never exceeds (nginx and fastify: a per-address limit likewise never reached), so every row answers 200.",
+    'The counted row\'s route adds `"count": { "status": ["2xx"] }`: every request is peeked before forwarding and debited when its answer\'s head arrives (two store operations where the plain route has one).',
     "Proxy CPU is the proxy's own processes' user + system time over the run (/proc, 10 ms ticks) divided by the requests it answered; for the origin row, the origin's.",
     "The minimal proxy is scripts/bench/minimal-proxy.mjs (keep-alive agent, hop-by-hop fields stripped, bodies piped, nothing else); fastify is scripts/bench/fastify-proxy.mjs.",
     "wrk, origin and proxy share one 2-core machine: read the ratios, not the absolute numbers.",
@@ -299,6 +314,10 @@ async function main(): Promise<void> {
     "Goals (issue 15):",
     "",
     ...goals(nodeRows),
+    "",
+    "Goal (issue 24):",
+    "",
+    countedGoal(nodeRows),
   ].join("\n");
   console.log(`\n${markdown}`);
   await writeBenchmarkSection("Gateway (bench:gateway)", markdown);

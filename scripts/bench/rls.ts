@@ -6,6 +6,7 @@
 // turns so a shared machine's drift falls on both alike. Goals (issue 26): ≥ 0.8× the minimal
 // server's decisions/s, p99 ≤ 2 ms at 16 streams. Figures: BENCHMARKS.md, "Envoy RLS (gRPC)".
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -116,6 +117,13 @@ function merge(results: Result[]): Result {
   return merged;
 }
 
+/** CPU seconds a process has used so far (user + system, /proc, 10 ms ticks). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const after = fields.slice(fields.lastIndexOf(") ") + 2).split(" ");
+  return (Number(after[11]) + Number(after[12])) / 100;
+}
+
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
 function start(args: string[]): ChildProcess {
@@ -156,20 +164,28 @@ async function main(): Promise<void> {
     for (const target of targets) await untilServing(Health, target.address);
     const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<"minimal" | "spillway", grpc.Client>;
     console.log(`bench:rls — ${redis.description}; Node ${process.version}; ${TURNS} turns of ${TURN_MS} ms per server and stream count; uptime: ${(await import("node:os")).loadavg().map((load) => load.toFixed(2)).join(" ")}`);
-    const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
+    const pids = { minimal: children[0]!.pid!, spillway: children[1]!.pid! };
+    const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | server CPU µs/decision | decisions/s vs minimal | CPU vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
     for (const streams of STREAMS) {
       for (const target of targets) await load(clients[target.name], streams, WARM_UP_MS);
       const turns = { minimal: [] as Result[], spillway: [] as Result[] };
+      const cpu = { minimal: 0, spillway: 0 };
       for (let turn = 0; turn < TURNS; turn++) {
-        for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) turns[target.name].push(await load(clients[target.name], streams, TURN_MS));
+        for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) {
+          const before = cpuSeconds(pids[target.name]);
+          turns[target.name].push(await load(clients[target.name], streams, TURN_MS));
+          cpu[target.name] += cpuSeconds(pids[target.name]) - before;
+        }
       }
       const minimal = merge(turns.minimal);
+      const cpuUs = (name: "minimal" | "spillway") => (cpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
       for (const target of targets) {
         const result = merge(turns[target.name]);
         const perSecond = (result.decisions / result.elapsedMs) * 1000;
         const ratio = perSecond / ((minimal.decisions / minimal.elapsedMs) * 1000);
+        const cpuRatio = cpuUs(target.name) / cpuUs("minimal");
         const label = target.name === "minimal" ? "minimal @grpc/grpc-js server, OK without a store" : "`spillway serve --redis --rls-port`";
-        const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${ratio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
+        const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${cpuUs(target.name).toFixed(0)} | ${ratio.toFixed(2)} | ${cpuRatio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
         rows.push(row);
         console.log(row);
       }

@@ -3,6 +3,7 @@ import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue, parseWith } from "../core/validation.js";
 import { routeSchema } from "../config-schema.js";
+import { type RouteCounting, parseRouteCounting } from "./counting.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
 import { type RequestMatch, parseHeaderMatch, parseHostMatch } from "./match.js";
@@ -33,6 +34,8 @@ export interface GatewayRoute {
   dryRun: boolean;
   /** The route's own, else the config's originTimeoutMs. */
   originTimeoutMs: number;
+  /** `count` and `cost` (counting.ts); undefined: one unit per request, checked before forwarding. */
+  counting?: RouteCounting;
 }
 
 export interface AccessList {
@@ -116,6 +119,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
     // A config's top-level dryRun (or SPILLWAY_DRY_RUN) puts every route in dry-run.
     dryRun: raw.dryRun || config.dryRun,
     originTimeoutMs: raw.originTimeoutMs ?? originTimeoutMs,
+    counting: parseRouteCounting(raw, policies, field),
   };
 }
 

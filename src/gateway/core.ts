@@ -1,7 +1,9 @@
 import type { SpillwayConfig } from "../config.js";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
-import { type HeldLease, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
+import { UsageWarnings } from "../http/counting.js";
 import { type CanonicalPath, type RefusedPath, isRefused } from "../http/path.js";
 import { problem, problemResponse } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
@@ -15,6 +17,7 @@ import { type CfProperties, type HeaderLookup, type RequestFacts, type RequestKe
 import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
+import { AnswerCount, requestCostOf } from "./answer-count.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 
 /**
@@ -91,6 +94,8 @@ export type GatewayStep =
       route?: string;
       /** Set when origin feedback may pause this key (the origin answered 429). */
       key?: RequestKey;
+      /** Set on a route that counts answers (`count`, a cost the answer reports): ask it at the answer's head. */
+      count?: AnswerCount;
     };
 
 /** What each route needs per request, built once: its label, observed limiter and plan. */
@@ -130,6 +135,8 @@ export class GatewayCore {
   readonly observer: SpillwayObserver | undefined;
   /** Each route's PreparedRoute, built once. */
   readonly #preparedOf: Map<GatewayRoute, PreparedRoute>;
+  /** Unusable usage values (a cost header that is no count), logged once per route and minute. */
+  readonly #usageWarnings: UsageWarnings;
 
   constructor(options: GatewayCoreOptions) {
     const parsed = options.gateway ?? parseGatewayConfig(options.config);
@@ -138,6 +145,7 @@ export class GatewayCore {
     this.limiter = options.limiter;
     this.log = options.log ?? defaultLog;
     this.observer = options.observer;
+    this.#usageWarnings = new UsageWarnings(this.log);
     const { observer, limiter } = options;
     // Default: the config's overrides, and the store's runtime table when it has one.
     const routeOverrides = options.overrides ?? overridesFor(options.config, limiter);
@@ -206,11 +214,25 @@ export class GatewayCore {
       this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
     const signal = route.onLimit === "delay" ? facts.signal() : undefined;
-    return limitRequest(limiter, key.storeKey, plan, { signal, label: route.field, log: this.log, defer: facts.defer, overrideKey: key.value }).then((outcome): GatewayStep => {
-      if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
-      if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
-      return { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: gateway.originFeedback ? key : undefined };
+    const context = { signal, label: route.field, log: this.log, defer: facts.defer, overrideKey: key.value };
+    const counting = route.counting;
+    if (!counting) return limitRequest(limiter, key.storeKey, plan, context).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
+    const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);
+    // A cost known before forwarding, nothing counted after: checked as every request is, at that cost.
+    if (!counting.afterAnswer) return limitRequest(limiter, key.storeKey, plan, { ...context, cost }).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
+    return peekRequest(limiter, key.storeKey, plan, context).then((outcome) => {
+      const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost }) : undefined;
+      return this.#step(route, label, target, key, outcome, pausedInDryRun, count);
     });
+  }
+
+  /** The step for a limited request, once its outcome is known. */
+  #step(route: GatewayRoute, label: string, target: OriginTarget, key: RequestKey, outcome: LimitOutcome | CountedOutcome, pausedInDryRun: boolean, count: AnswerCount | undefined): GatewayStep {
+    if (!outcome.admitted) return { forward: false, route: label, response: outcome.response };
+    if (pausedInDryRun) outcome.headers[DRY_RUN_HEADER] = "denied";
+    const step: GatewayStep = { forward: true, target, extra: outcome.headers, lease: outcome.lease, timeoutMs: route.originTimeoutMs, route: label, key: this.gateway.originFeedback ? key : undefined };
+    if (count) step.count = count;
+    return step;
   }
 
   /** Origin feedback: a 429 with Retry-After from the origin pauses the key (docs/gateway.md). */

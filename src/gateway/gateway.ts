@@ -12,7 +12,7 @@ import { type GatewayFacts, GatewayCore, type GatewayStep, UNROUTED, refusal } f
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
-import { canRelayWebSockets, switchToRelay } from "./websocket-relay.js";
+import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -73,18 +73,36 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
       return badGateway(gateway.origin, error);
     }
     core.originAnswered(step, origin.status, () => originHeader(origin.headers, "retry-after"), defer);
-    if (origin.status === 101 && upgrade && origin.webSocket) return switchToRelay(origin, origin.webSocket, extra, lease, defer);
+    if (origin.status === 101 && upgrade && origin.webSocket) return switchWebSocket(origin, origin.webSocket, extra, lease, defer);
     if (isUnrelayableStatus(origin.status)) {
       void origin.body?.cancel().catch(() => {});
       await lease?.release();
       return unrelayableStatus(gateway.origin, origin.status);
     }
+    if (step.count) return counted(origin, step, defer);
     if (!lease) return clientResponse(origin, extra);
     if (!origin.body) {
       await lease.release();
       return clientResponse(origin, extra);
     }
     return clientResponse(origin, extra, onBodyDone(origin.body, () => void lease.release()));
+  }
+
+  /**
+   * A counted route's answer (answer-count.ts): its head waits for a debit it can know now; a
+   * cost in the body is read by a tap the chunks pass through, and debited (waitUntil) at its end.
+   */
+  async function counted(origin: OriginAnswer, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
+    const { lease } = step;
+    const answer = step.count!.answered(origin.status, (name) => originHeader(origin.headers, name), defer, origin.encodedBody ? "raw-undecodable" : "decoded");
+    const extra = answer.extra instanceof Promise ? await answer.extra : answer.extra;
+    const tap = answer.tap;
+    let body = origin.body;
+    if (tap && body) body = onBodyDone(body, () => tap.end(), (chunk) => tap.push(chunk));
+    else tap?.end();
+    if (lease && body) body = onBodyDone(body, () => void lease.release());
+    else if (lease) await lease.release();
+    return clientResponse(origin, extra, body);
   }
 
   async function handle(c: Context, matched: { route?: string }): Promise<Response> {

@@ -40,6 +40,11 @@ export interface OriginAnswer {
    */
   headers: Headers | Readonly<Record<string, string>>;
   body: ReadableStream<Uint8Array> | null;
+  /**
+   * True when `body` holds the bytes as the origin encoded them (the Node origin client); a
+   * fetch decodes them and keeps Content-Encoding. Read by the usage reader (answer-count.ts).
+   */
+  encodedBody?: boolean;
   /** workerd's fetch: the origin's WebSocket, after a 101 to an upgrade (gateway/websocket-relay.ts). */
   webSocket?: WebSocket | null;
 }

@@ -12,19 +12,22 @@ import { RELAYED_HANDSHAKE_FIELDS } from "./upgrade.js";
 export const canRelayWebSockets = (): boolean => typeof (globalThis as { WebSocketPair?: unknown }).WebSocketPair === "function";
 
 /**
- * The client's 101: one end of a relay to `originSocket` (the origin already accepted the
- * upgrade), with the subprotocol the origin chose and `extra` (the RateLimit fields). The lease
- * is released when either side closes or fails; `defer` keeps the relay alive until then
- * (a Worker's waitUntil), and the lease's own timer extends it meanwhile.
+ * The client's 101, with the subprotocol the origin chose and `extra` (the RateLimit fields).
+ * With a lease, the client gets one end of a relay to `originSocket` (the origin already
+ * accepted the upgrade): the lease is released when either side closes or fails, `defer` keeps
+ * the relay alive until then (a Worker's waitUntil), and the lease's own timer extends it
+ * meanwhile. Without one there is nothing to watch: the origin's socket is handed over as it
+ * is, and workerd joins the two connections without running the Worker for each message.
  */
-export function switchToRelay(origin: OriginAnswer, originSocket: WebSocket, extra: Record<string, string>, lease: HeldLease | undefined, defer: (promise: Promise<unknown>) => void): Response {
-  const { client, closed } = relayWebSocket(originSocket);
-  defer(lease ? closed.then(() => lease.release()) : closed);
+export function switchWebSocket(origin: OriginAnswer, originSocket: WebSocket, extra: Record<string, string>, lease: HeldLease | undefined, defer: (promise: Promise<unknown>) => void): Response {
   const headers = new Headers(extra);
   for (const name of RELAYED_HANDSHAKE_FIELDS) {
     const value = origin.headers instanceof Headers ? origin.headers.get(name) : origin.headers[name];
     if (value) headers.set(name, value);
   }
+  if (!lease) return new Response(null, { status: 101, webSocket: originSocket, headers });
+  const { client, closed } = relayWebSocket(originSocket);
+  defer(closed.then(() => lease.release()));
   return new Response(null, { status: 101, webSocket: client, headers });
 }
 

@@ -43,6 +43,8 @@ export interface LimitContext {
   defer?: (promise: Promise<unknown>) => void;
   /** The key as the user knows it, which overrides match (a gateway's key value); default: the store key. */
   overrideKey?: string;
+  /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
+  cost?: number;
 }
 
 /**
@@ -130,9 +132,22 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
   return limitWith(limiter, key, plan, resolved, context);
 }
 
+/**
+ * The plan with the overrides for the request's key applied (docs/overrides.md): for engines
+ * that take a plan whole (count-limit.ts's peek and debit). A promise only while a stale
+ * overrides table is read.
+ */
+export function resolvedPlan(plan: LimitPlan, key: string, context: LimitContext): LimitPlan | Promise<LimitPlan> {
+  const { overrides, ...rest } = plan;
+  if (!overrides) return plan;
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key);
+  if (resolved instanceof Promise) return resolved.then((policies) => ({ ...rest, policies }));
+  return { ...rest, policies: resolved };
+}
+
 function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext): Promise<LimitOutcome> {
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
-  const options = { cost: 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  const options = { cost: context.cost ?? 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
   // Promise reactions, not an async function's awaits: this runs for every limited request.
   return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
     (decision) => outcomeOf(limiter, key, plan, policies, context, decision),
@@ -160,7 +175,7 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
     }
     return { admitted: true, headers, lease };
   }
-  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost) };
   if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
   return { admitted: true, headers, lease };
 }
@@ -174,9 +189,10 @@ async function waitForSlot(waitMs: number, headers: Record<string, string>, leas
 
 /**
  * Wraps a body so `onDone` runs exactly once when it ends, errors or is cancelled (the
- * client went away). Chunks pass through as they come: nothing is buffered.
+ * client went away), and `onChunk` sees each chunk. Chunks pass through as they come:
+ * nothing is buffered.
  */
-export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void): ReadableStream<Uint8Array> {
+export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void, onChunk?: (chunk: Uint8Array) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let done = false;
   const finish = () => {
@@ -193,6 +209,8 @@ export function onBodyDone(body: ReadableStream<Uint8Array>, onDone: () => void)
             controller.close();
             finish();
           } else {
+            // A tap (the usage reader) sees the chunk as it passes; it never holds it back.
+            onChunk?.(chunk.value);
             controller.enqueue(chunk.value);
           }
         } catch (error) {

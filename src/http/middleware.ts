@@ -1,9 +1,12 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
-import { type HeldLease, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
+import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "./counting-options.js";
+import { peekRequest } from "./count-limit.js";
+import { type HeldLease, type LimitContext, type LimitOutcome, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "./rate-limit-plan.js";
 
 export type { PolicyInput } from "./rate-limit-plan.js";
+export type { CountOption, CostOption, StatusClass } from "./counting-options.js";
 
 export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOptions {
   /**
@@ -11,6 +14,20 @@ export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOpti
    * none: it is answered 400, never counted under one empty key shared by everybody.
    */
   key: (c: Context<E>) => RateLimitKey | Promise<RateLimitKey>;
+  /**
+   * Count only some answers: statuses (`[401, 403]`, `"5xx"`) or `(res, c) => boolean`. The
+   * request is peeked before your handler (refused only when nothing is left) and its cost
+   * debited after it when its answer counts; the answer's RateLimit fields show the state after.
+   * Requests in flight together may run a key up to (their number − 1) past its limit.
+   * @default every request counts, before your handler runs
+   */
+  count?: CountOption<Response, Context<E>>;
+  /**
+   * What a request costs: a constant, `{ request: (c) => number }` (checked before your
+   * handler at that cost) or `{ response: (res, c) => number }` (debited after it).
+   * @default 1
+   */
+  cost?: CostOption<Response, Context<E>>;
 }
 
 function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLease | undefined): void {
@@ -48,24 +65,49 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
   const plan = rateLimitPlan(options, "(c) => string");
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
+  const counting = countingPlan<Response, Context<E>>(options, plan, (res) => res.status, log);
   return async function spillwayRateLimit(c, next) {
     const key = requestKey(await keyOf(c));
     if (typeof key !== "string") return problemResponse(key);
-    let outcome: Awaited<ReturnType<typeof limitRequest>>;
+    const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) };
+    let outcome: LimitOutcome;
     try {
-      outcome = await limitRequest(store, key, plan, { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) });
+      if (counting) return await counted(counting, c, next, key, context);
+      outcome = await limitRequest(store, key, plan, context);
     } catch (error) {
       const failure = storeFailureProblem(error, log, c.req.routePath);
       if (failure) return problemResponse(failure);
       throw error;
     }
     if (!outcome.admitted) return outcome.response;
-    try {
-      await next();
-    } catch (error) {
-      await outcome.lease?.release();
-      throw error;
-    }
+    await nextHolding(next, outcome.lease);
     withHeaders(c, outcome.headers, outcome.lease);
   };
+
+  /** A request with `count` or `cost` (counting-options.ts): checked at its cost, or peeked, then debited after the handler. */
+  async function counted(counting: CountingPlan<Response, Context<E>>, c: Context<E>, next: () => Promise<void>, key: string, context: LimitContext): Promise<Response | void> {
+    const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(c), "cost.request", counting.warnings, context.label) : undefined;
+    if (!counting.afterAnswer) {
+      const checked = await limitRequest(store, key, plan, { ...context, cost: requestCost });
+      if (!checked.admitted) return checked.response;
+      await nextHolding(next, checked.lease);
+      return withHeaders(c, checked.headers, checked.lease);
+    }
+    const outcome = await peekRequest(store, key, plan, context);
+    if (!outcome.admitted) return outcome.response;
+    await nextHolding(next, outcome.lease);
+    if (counting.counted && !counting.counted(c.res, c)) return withHeaders(c, outcome.headers, outcome.lease);
+    const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", counting.warnings, context.label) : 1);
+    withHeaders(c, await outcome.settle(cost), outcome.lease);
+  }
+}
+
+/** Runs the handler; a lease is released when it throws (its answer is the app's error). */
+async function nextHolding(next: () => Promise<void>, lease: HeldLease | undefined): Promise<void> {
+  try {
+    await next();
+  } catch (error) {
+    await lease?.release();
+    throw error;
+  }
 }

@@ -35,8 +35,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --store memory         keep state in this process only (one process, lost on restart)
   --metrics-port N       also serve /metrics on this port without the token (bound to --host)
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
-  --memory-max-keys N    keys the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS}); beyond it the
-                         least recently used key is evicted and starts fresh
+  --memory-max-keys N    (key, policy) states the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS});
+                         beyond it the least recently used key is evicted and starts fresh
 ${RLS_USAGE}
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;

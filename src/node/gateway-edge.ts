@@ -8,6 +8,8 @@ import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/orig
 import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { HeaderLookup } from "../gateway/keys.js";
+import type { BodyTap } from "../gateway/answer-count.js";
+import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
@@ -193,15 +195,29 @@ export class NodeGatewayEdge {
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    const origin = originFields(raw);
-    const fields = origin instanceof Headers ? answerHeaders(origin, step.extra) : addExtraFields(origin, step.extra);
+    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw");
+    if (counted?.extra instanceof Promise) {
+      // The head waits for its debit (answer-count.ts); a body cut meanwhile cuts the answer.
+      incoming.once("error", () => res.destroy());
+      counted.extra.then((extra) => this.#send(exchange, step, incoming, extra, counted.tap), () => res.destroy());
+    } else this.#send(exchange, step, incoming, counted ? (counted.extra as Record<string, string>) : step.extra, counted?.tap);
+  }
+
+  /** Writes the answer's head, the core's fields added, and streams its body (through a counted route's tap). */
+  #send(exchange: Exchange, step: Forward, incoming: IncomingMessage, extra: Record<string, string>, tap: BodyTap | undefined): void {
+    const { req, res } = exchange;
+    const status = incoming.statusCode!;
+    const origin = originFields(incoming.rawHeaders);
+    const fields = origin instanceof Headers ? answerHeaders(origin, extra) : addExtraFields(origin, extra);
     this.#report(step.route, status);
     if (res.destroyed) {
+      tap?.end();
       incoming.destroy();
       return;
     }
     res.writeHead(status, incoming.statusMessage, fields instanceof Headers ? flatFields(fields) : fields);
     if (req.method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
+      tap?.end();
       incoming.resume();
       res.end();
       return;
@@ -212,6 +228,13 @@ export class NodeGatewayEdge {
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
+    if (tap) {
+      // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
+      const reading = decodingTap(tap);
+      incoming.on("data", (chunk: Buffer) => reading.push(chunk));
+      incoming.once("end", () => reading.end());
+      incoming.once("close", () => reading.end());
+    }
   }
 }
 

@@ -79,7 +79,7 @@ function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {
     incoming.resume();
     return { status, statusText, headers, body: null };
   }
-  return { status, statusText, headers, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array> };
+  return { status, statusText, headers, body: Readable.toWeb(incoming) as unknown as ReadableStream<Uint8Array>, encodedBody: true };
 }
 
 export interface NodeGatewayOptions {

@@ -28,6 +28,8 @@ export function configJsonSchema(): Record<string, unknown> {
   (route.properties as Record<string, JsonObject>).key = KEY_SOURCE;
   (route.properties as Record<string, JsonObject>).fallbackKey = KEY_SOURCE;
   ((route.properties as Record<string, JsonObject>).match!.properties as Record<string, JsonObject>).path = { type: "string", pattern: "^/", description: 'A path pattern: "/exact", ":name" or "*" for one segment, a trailing "/*" for the rest.' };
+  (route.properties as Record<string, JsonObject>).count = COUNT;
+  (route.properties as Record<string, JsonObject>).cost = COST;
   route.allOf = ROUTE_RULES;
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
@@ -64,6 +66,32 @@ const KEY_SOURCE = {
     '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" (Workers) or "const:VALUE"; an array of them is a composite key (every part required).',
 };
 
+const STATUS = { anyOf: [{ type: "integer", minimum: 100, maximum: 599 }, { type: "string", pattern: "^[1-5]xx$" }] };
+const COUNT = {
+  type: "object",
+  properties: { status: { type: "array", items: STATUS, minItems: 1 } },
+  required: ["status"],
+  additionalProperties: false,
+  description: 'Count only answers with these statuses (codes or classes like "4xx"): peeked before forwarding, debited on the answer.',
+};
+const COST_VALUE = { type: "integer", minimum: 0, maximum: 1e9 };
+const costFrom = (source: string, value: JsonObject) => ({
+  type: "object",
+  properties: { [source]: value, max: COST_VALUE, missing: COST_VALUE },
+  required: [source],
+  additionalProperties: false,
+});
+const HEADER_NAME = { type: "string", pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$" };
+const COST = {
+  anyOf: [
+    COST_VALUE,
+    costFrom("requestHeader", HEADER_NAME),
+    costFrom("responseHeader", HEADER_NAME),
+    costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }),
+  ],
+  description: 'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" (default 1) when absent.',
+};
+
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });
 const absent = (...fields: string[]) => ({ not: { anyOf: fields.map((field) => ({ required: [field] })) } });
 
@@ -81,6 +109,8 @@ const POLICY_RULES = [
 ];
 
 const ROUTE_RULES = [
+  // Counted answers (count, or a cost read from the answer) cannot be reserved for: reject only.
+  { if: { anyOf: [{ required: ["count"] }, { required: ["cost"], properties: { cost: { anyOf: [{ required: ["responseHeader"] }, { required: ["responseJson"] }] } } }] }, then: { properties: { onLimit: { const: "reject" } } } },
   { if: has("onLimit", "delay"), then: { required: ["maxDelayMs"], properties: { maxDelayMs: { minimum: 1 } } }, else: { properties: { maxDelayMs: { const: 0 } } } },
 ];
 

@@ -1,7 +1,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../core/concurrency.js";
-import { defaultLog, limitRequest } from "../http/limit.js";
+import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../http/counting-options.js";
+import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
+import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../http/limit.js";
 import type { Problem } from "../http/problems.js";
+import type { Limiter } from "../limiter.js";
+import type { LimitPlan } from "../http/limit.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
@@ -10,6 +14,22 @@ export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMess
    * request carries none: it is answered 400, never counted under one empty key shared by everybody.
    */
   key: (req: Req) => RateLimitKey | Promise<RateLimitKey>;
+  /**
+   * Count only some answers: statuses (`[401, 403]`, `"5xx"`) or `(res, req) => boolean`. The
+   * request is peeked before your handler (refused only when nothing is left) and its cost
+   * debited once the response has been sent, when it counts. Your handler writes the head, so
+   * its RateLimit fields show the state before the debit. Requests in flight together may run
+   * a key up to (their number − 1) past its limit.
+   * @default every request counts, before your handler runs
+   */
+  count?: CountOption<ServerResponse, Req>;
+  /**
+   * What a request costs: a constant, `{ request: (req) => number }` (checked before your
+   * handler at that cost) or `{ response: (res, req) => number }` (asked once the response has
+   * been sent, e.g. from `res.locals`, and debited).
+   * @default 1
+   */
+  cost?: CostOption<ServerResponse, Req>;
 }
 
 /** `next` as Express passes it, or your own callback on plain node:http: `next(error)` on an error, `next()` to go on. */
@@ -75,8 +95,10 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
   const plan = rateLimitPlan(options, "(req) => string");
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
+  const counting = countingPlan<ServerResponse, Req>(options, plan, (res) => res.statusCode, log);
   // Only plans that can wait or hold a lease need to know when the response closes.
   const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
+  const limit = (req: Req, key: string, context: LimitContext) => (counting ? countedLimit(counting, store, plan, req, key, context) : limitRequest(store, key, plan, context));
   return async function spillwayRateLimit(req, res, next) {
     // The path (Express's whole one, not the part below the mount point), without a query
     // string that may carry secrets, names the request in logs.
@@ -85,9 +107,10 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       const key = requestKey(await keyOf(req));
       if (typeof key !== "string") return sendProblem(res, key);
       const signal = watchesClose ? closeSignal(res) : undefined;
-      const outcome = await limitRequest(store, key, plan, { signal, label, log });
+      const outcome = await limit(req, key, { signal, label, log });
       if (!outcome.admitted) return await sendDenial(res, outcome.response);
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
+      if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
       const lease = outcome.lease;
       if (lease && signal) {
         if (signal.aborted) void lease.release();
@@ -99,4 +122,38 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     }
     next();
   };
+}
+
+const isSettled = (outcome: LimitOutcome | CountedOutcome): outcome is CountedOutcome & { admitted: true } => outcome.admitted && "settle" in outcome;
+
+/** A request with `count` or `cost` (counting-options.ts): checked at a request's cost, or peeked. */
+async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, store: Limiter, plan: LimitPlan, req: Req, key: string, context: LimitContext): Promise<LimitOutcome | CountedOutcome> {
+  const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(req), "cost.request", counting.warnings, context.label) : undefined;
+  if (!counting.afterAnswer) return limitRequest(store, key, plan, { ...context, cost: requestCost });
+  const outcome = await peekRequest(store, key, plan, context);
+  if (outcome.admitted && requestCost !== undefined) {
+    const { settle } = outcome;
+    // The request's cost, debited when its answer counts.
+    return { ...outcome, settle: () => settle(requestCost) };
+  }
+  return outcome;
+}
+
+/**
+ * Debits a counted request once its response has gone out (or the client left after its head):
+ * your handler wrote the head, so this is the first moment its status and cost are known.
+ */
+function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome: CountedOutcome & { admitted: true }, req: Req, res: ServerResponse, log: LogFn, label: string): void {
+  res.once("close", () => {
+    // An answer that never went out was not given: nothing to count.
+    if (!res.headersSent) return;
+    if (counting.counted && !counting.counted(res, req)) return;
+    if (!counting.responseCost) return void outcome.settle(1);
+    void Promise.resolve()
+      .then(() => counting.responseCost!(res, req))
+      .then(
+        (cost) => outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label)),
+        (error: unknown) => log({ event: "cost-failed", route: label, option: "cost.response", error: String(error) }),
+      );
+  });
 }

@@ -1,5 +1,6 @@
 import http, { type IncomingMessage, type Server } from "node:http";
 import https from "node:https";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { urlToHttpOptions } from "node:url";
 import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
@@ -188,6 +189,8 @@ export class NodeUpgradeEdge {
     this.#report(step.route, 101);
     if (socket.destroyed) return void originSocket.destroy();
     this.#switched.add(socket);
+    // Messages are small and interactive: no Nagle delay on the origin's side (node:http's server sockets have none).
+    (originSocket as Socket).setNoDelay?.(true);
     const fields = withExtra(incoming, step.extra);
     fields.connection = "Upgrade";
     fields.upgrade = rawField(incoming.rawHeaders, "upgrade") ?? "websocket";

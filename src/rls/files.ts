@@ -1,4 +1,5 @@
 import { parse as parseYaml } from "yaml";
+import { findDuplicateKey } from "../core/json-duplicates.js";
 import { ValidationError } from "../core/validation.js";
 import type { RlsFile } from "./config.js";
 
@@ -9,11 +10,16 @@ import type { RlsFile } from "./config.js";
  */
 export function parseRlsText(name: string, text: string): RlsFile {
   if (name.endsWith(".json")) {
+    const json = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text; // a byte order mark is no part of the JSON
+    let content: unknown;
     try {
-      return { name, content: JSON.parse(text) };
+      content = JSON.parse(json);
     } catch (error) {
       throw new ValidationError(name, `is not valid JSON (${(error as Error).message})`);
     }
+    const duplicate = findDuplicateKey(json);
+    if (duplicate) throw new ValidationError(name, `${duplicate.join(".")}: appears twice: set each field once (JSON keeps the last one silently)`);
+    return { name, content };
   }
   try {
     return { name, content: parseYaml(text, { uniqueKeys: true, prettyErrors: true }) };

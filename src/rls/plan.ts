@@ -33,7 +33,7 @@ export interface Counted {
 }
 
 /** Counters named per rule (one rule object per config load) and entries: bounded, cleared when full. */
-const MAX_CACHED_COUNTERS = 4096;
+const MAX_CACHED_COUNTERS = 16_384;
 
 /**
  * Turns a request into one plan per descriptor: matching (src/rls/match.ts), the `limit`

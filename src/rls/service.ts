@@ -104,7 +104,8 @@ export class RlsService {
   }
 
   /** shadow_mode descriptors, each on its own: counted as usual, never deciding, and never failing the request. */
-  private checkShadows(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<unknown> {
+  private checkShadows(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<unknown> | undefined {
+    if (!planned.some((plan) => plan.kind === "limit" && plan.shadow)) return undefined;
     return Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || !plan.shadow) return;

@@ -45,6 +45,18 @@ export interface GatewayDriver {
   logs: Record<string, unknown>[];
   /** The store the gateway decides in. */
   limiter: Limiter;
+  /** Origin answers for the counting cases (gateway-counting-table.ts). */
+  counting: CountingOrigin;
+}
+
+/** Counting what the origin answers: answers the counting cases script. `origin.ok()` ends each. */
+export interface CountingOrigin {
+  /** Every request gets this answer. */
+  answer(status: number, headers: Record<string, string>, body: string): void;
+  /** Every request is held until `release`, then answered `status`; `held` counts those waiting. */
+  hold(status: number): { held(): number; release(): void };
+  /** Every request gets a 200 `text/event-stream` whose chunks the test sends; `end` ends every one. */
+  events(): { send(text: string): void; end(): void };
 }
 
 /** The gateway config every runtime runs the table against. */
@@ -54,6 +66,9 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "spaced", algorithm: "gcra", limit: 5, period: "1s", burst: 1 },
     { name: "big", algorithm: "fixed-window", limit: 10_000, period: "1h" },
     { name: "slot", algorithm: "concurrency", limit: 1, lease: "30s" },
+    // Counting what the origin answers (gateway-counting-table.ts).
+    { name: "budget", algorithm: "fixed-window", limit: 100, period: "1h" },
+    { name: "strikes", algorithm: "fixed-window", limit: 2, period: "1s", block: "1h" },
     ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
   ],
   routes: [
@@ -63,6 +78,13 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/slot/*" }, key: "header:x-user", policies: ["slot"] },
     { match: { path: "/v6/*" }, key: "ip/64", policies: ["big"] },
     { match: { path: "/proxied/*" }, key: "ip", policies: ["three"] },
+    // Counting what the origin answers (gateway-counting-table.ts).
+    { match: { path: "/login/*" }, key: "header:x-user", policies: ["three"], count: { status: [401, 403] } },
+    { match: { path: "/login-slot/*" }, key: "header:x-user", policies: ["three", "slot"], count: { status: ["4xx"] } },
+    { match: { path: "/tokens-header/*" }, key: "header:x-user", policies: ["budget"], cost: { responseHeader: "x-usage-tokens", max: 60 } },
+    { match: { path: "/tokens-json/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
+    { match: { path: "/cost-request/*" }, key: "header:x-user", policies: ["budget"], cost: { requestHeader: "x-cost" } },
+    { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
   ],
   overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)

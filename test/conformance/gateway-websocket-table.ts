@@ -180,12 +180,19 @@ export function gatewayWebSocketConformance(runtime: string, driverOf: () => Web
       await waitFor(() => slotFree(user));
     });
 
-    it("bounds the handshake by originTimeoutMs: a 504 problem, the lease freed", async () => {
+    it("bounds the handshake by originTimeoutMs (a 504 problem, the lease freed), not the open socket", async () => {
       const user = uniqueUser();
       const reply = await driverOf().upgrade("/ws/slow/hang", as(user));
       expect(reply.status).toBe(504);
       expect(JSON.parse(await reply.text())).toMatchObject({ type: ORIGIN_TIMEOUT_TYPE, status: 504 });
       await waitFor(() => slotFree(user));
+      // The same route's 500 ms do not cut a socket that is quiet for longer once open.
+      const socket = await opened("/ws/slow/echo", as(user));
+      await sleep(1200);
+      socket.send("after a pause");
+      expect(await socket.next()).toBe("after a pause");
+      socket.close(1000, "bye");
+      await socket.closed;
     });
 
     it("answers an origin's 101 to a plain request with a 502 problem and frees the lease", async () => {

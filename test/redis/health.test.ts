@@ -112,6 +112,21 @@ describe("health tells the truth about a Redis that refuses writes", { timeout: 
     expect(storeLog.filter((line) => line.includes('"store-reset"'))).toHaveLength(1);
   });
 
+  it("a password set on the server: 503 once the store's connection must authenticate, 200 once it need not", async () => {
+    await admin.config("SET", "requirepass", "s3cret");
+    // Connections made before keep their rights: make the store reconnect (this one stays).
+    await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
+    const sick = await untilHealth(503);
+    expect(sick.body).toMatchObject({ ok: false, store: "redis" });
+    expect(String(sick.body.error)).toMatch(/NOAUTH/);
+    expect(await storeUp()).toBe("0");
+
+    await admin.config("SET", "requirepass", "");
+    expect((await untilHealth(200)).body).toEqual({ ok: true, store: "redis" });
+    expect(await storeUp()).toBe("1");
+    expect(await check()).toBe(200);
+  });
+
   it("a stalled Redis (SIGSTOP): 503 within the probe's timeout, 200 once it runs again", async () => {
     const pid = redis.process.pid!;
     process.kill(pid, "SIGSTOP");

@@ -32,6 +32,8 @@ describe("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, (
     ["a misspelled top-level field", { policies: [], rotues: [] }, "rotues: is not a known field"],
     ["a bad route", { origin: "http://127.0.0.1:9", policies: [{ name: "p", limit: 1, period: "1s" }], routes: [{ match: { path: "api" }, key: "ip", policies: ["p"] }] }, "routes.0.match.path: must start with"],
     ["a route naming a missing policy", { origin: "http://127.0.0.1:9", policies: [], routes: [{ match: { path: "/a" }, key: "ip", policies: ["nope"] }] }, 'routes.0.policies.0: no policy named "nope"'],
+    ["a bad usage path", { origin: "http://127.0.0.1:9", policies: [{ name: "p", limit: 1, period: "1s" }], routes: [{ match: { path: "/a" }, key: "ip", policies: ["p"], cost: { responseJson: "usage." } }] }, "routes.0.cost.responseJson: must be a dotted path"],
+    ["a bad status class", { origin: "http://127.0.0.1:9", policies: [{ name: "p", limit: 1, period: "1s" }], routes: [{ match: { path: "/a" }, key: "ip", policies: ["p"], count: { status: [401, "4XX"] } }] }, "routes.0.count.status.1: must be a status code"],
   ])("%s: exit 2 naming it", async (_label, config, message) => {
     const { status, output } = spillway("check", "--config", await configFile(config));
     expect(status).toBe(2);

@@ -40,6 +40,9 @@ const valid: Array<[string, unknown]> = [
   ["a composite key", { ...gateway, routes: [{ ...route, key: ["header:x-api-key", "ip/56"], fallbackKey: ["ip", "cf:country"] }] }],
   ["overrides", { policies: [gcra], overrides: [{ policy: "per-minute", key: "acme-*", limit: 6000, burst: 600, period: "1m" }, { policy: "per-minute", key: "x", period: 1000, expiresAt: "2999-01-01T00:00:00Z" }], overridesTtl: "2s" }],
   ["a global dryRun", { ...gateway, dryRun: true }],
+  // Counting what the origin answers (count, cost).
+  ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
+  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }].map((cost) => ({ ...route, cost })) }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -89,6 +92,12 @@ const invalid: Array<[string, unknown]> = [
   ["overrides not an array", { policies: [gcra], overrides: {} }],
   ["an overridesTtl in words", { policies: [gcra], overridesTtl: "soon" }],
   ["dryRun not a boolean", { dryRun: "yes" }],
+  ["a status class 6xx", { ...gateway, routes: [{ ...route, count: { status: ["6xx"] } }] }],
+  ["an empty status list", { ...gateway, routes: [{ ...route, count: { status: [] } }] }],
+  ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
+  ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
+  ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
+  ["count with delay", { ...gateway, routes: [{ ...route, count: { status: [401] }, onLimit: "delay", maxDelayMs: 100 }] }],
 ];
 
 describe("spillway.schema.json", () => {

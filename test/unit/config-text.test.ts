@@ -86,3 +86,12 @@ describe("every CLI path that reads a config file", { timeout: PROCESS_TEST_TIME
     expect(spillway("check", "--config", bom)).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policies)\n` });
   });
 });
+
+describe("Envoy rate limit service files in JSON", () => {
+  it("refuse a key written twice and skip a BOM, as YAML files do", async () => {
+    const { parseRlsText } = await import("../../src/rls/files.js");
+    expect(() => parseRlsText("edge.json", '{ "domain": "edge", "descriptors": [ { "key": "a", "key": "b" } ] }')).toThrow("edge.json: descriptors.0.key: appears twice");
+    expect(parseRlsText("edge.json", '\uFEFF{ "domain": "edge" }').content).toEqual({ domain: "edge" });
+    expect(() => parseRlsText("edge.yaml", "domain: edge\ndomain: other\n")).toThrow(/edge\.yaml/);
+  });
+});

@@ -1,8 +1,9 @@
 import http from "node:http";
 import { afterAll, beforeAll } from "vitest";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { gatewayCountingConformance } from "../conformance/gateway-counting-table.js";
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
-import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { GATEWAY_WS_CONFIG, gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { type WsOrigin, startWsOrigin } from "../conformance/ws-origin.js";
 import { type GatewayUnderTest, type Running, ownStore, startGateway, startGatewayToClosedOrigin, startOrigin } from "./gateway-helpers.js";
@@ -121,12 +122,52 @@ const driver: Omit<GatewayDriver, "send"> = {
       originDown = true;
     },
   },
+  counting: countingOrigin(),
   midAnswerFailure: /aborted/,
   logs: [],
   limiter,
 };
 
+/** The counting cases' origin answers (gateway-counting-table.ts). */
+function countingOrigin(): CountingOrigin {
+  return {
+    answer: (status, headers, body) => {
+      handler = (_req, res) => res.writeHead(status, headers).end(body);
+    },
+    hold: (status) => {
+      const waiting: http.ServerResponse[] = [];
+      let released = false;
+      handler = (_req, res) => (released ? res.writeHead(status).end() : waiting.push(res));
+      return {
+        held: () => waiting.length,
+        release: () => {
+          released = true;
+          for (const res of waiting) res.writeHead(status).end();
+        },
+      };
+    },
+    events: () => {
+      const answers: http.ServerResponse[] = [];
+      handler = (_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+        res.flushHeaders();
+        answers.push(res);
+      };
+      return {
+        send: (text) => {
+          for (const res of answers) res.write(text);
+        },
+        end: () => {
+          for (const res of answers) res.end();
+        },
+      };
+    },
+  };
+}
+
 gatewayConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));
+gatewayCountingConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
+gatewayCountingConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));
 gatewayPlansConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayWebSocketConformance("Node", () => nodeWebSocketDriver(() => wsGateway.port, () => wsOrigin, wsLimiter));

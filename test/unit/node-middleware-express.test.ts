@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type NodeRateLimitOptions, rateLimit } from "../../src/node-middleware.js";
 import { type Listening, listen, perTest } from "./node-middleware-helpers.js";
 import { type RawHandler, nodeMiddlewareSuite } from "./node-middleware-suite.js";
+import { nodeMiddlewareCountingSuite } from "./node-middleware-counting-suite.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 2, period: "1m" };
 const current = perTest();
@@ -27,6 +28,7 @@ const mountExpress = async (middlewareOptions: NodeRateLimitOptions<Request>, ha
 };
 
 nodeMiddlewareSuite("Express 5", mountExpress);
+nodeMiddlewareCountingSuite("Express 5", mountExpress);
 
 async function serve(middlewareOptions: NodeRateLimitOptions<Request>, handler: express.RequestHandler = (_req, res) => void res.send("ok")): Promise<string> {
   current.running = await mountExpress(middlewareOptions, handler);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type NodeRateLimitOptions, rateLimit } from "../../src/node-middleware.js";
 import { type Listening, abortedGet, listen, perTest } from "./node-middleware-helpers.js";
 import { type RawHandler, nodeMiddlewareSuite } from "./node-middleware-suite.js";
+import { nodeMiddlewareCountingSuite } from "./node-middleware-counting-suite.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 1, period: "1m" };
 const current = perTest();
@@ -32,6 +33,7 @@ function mountBare(middlewareOptions: NodeRateLimitOptions, handler: RawHandler)
 }
 
 nodeMiddlewareSuite("a bare node:http server", mountBare);
+nodeMiddlewareCountingSuite("a bare node:http server", mountBare);
 
 async function serve(middlewareOptions: NodeRateLimitOptions, handler: RawHandler = (_req, res) => void res.end("ok")): Promise<string> {
   nextError = undefined;

@@ -1,5 +1,6 @@
+import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
+import { gatewayCountingConformance } from "../conformance/gateway-counting-table.js";
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
-import { GATEWAY_TABLE_CONFIG, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
 import { workerWebSocketDriver } from "./gateway-websocket-driver.js";
@@ -29,6 +30,45 @@ function reply(response: Response): GatewayReply {
     cancel: async () => reader?.cancel("client went away"),
   };
 }
+
+/** The counting cases' origin answers (gateway-counting-table.ts). */
+const counting: CountingOrigin = {
+  answer: (status, headers, body) => {
+    gw.origin.handler = () => new Response(body, { status, headers });
+  },
+  hold: (status) => {
+    const waiting: (() => void)[] = [];
+    let released = false;
+    gw.origin.handler = () => (released ? new Response(null, { status }) : new Promise<Response>((resolve) => waiting.push(() => resolve(new Response(null, { status })))));
+    return {
+      held: () => waiting.length,
+      release: () => {
+        released = true;
+        for (const answer of waiting) answer();
+      },
+    };
+  },
+  events: () => {
+    const controllers: ReadableStreamDefaultController<Uint8Array>[] = [];
+    gw.origin.handler = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controllers.push(controller);
+          },
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
+    return {
+      send: (text) => {
+        for (const controller of controllers) controller.enqueue(encoder.encode(text));
+      },
+      end: () => {
+        for (const controller of controllers) controller.close();
+      },
+    };
+  },
+};
 
 const driver: GatewayDriver = {
   send: async (path, { ip, headers }) => reply(await gw.send(path, { ip, headers })),
@@ -70,12 +110,14 @@ const driver: GatewayDriver = {
       };
     },
   },
+  counting,
   midAnswerFailure: /origin connection reset/,
   logs: gw.logs,
   limiter: gw.limiter,
 };
 
 gatewayConformance("Worker", () => driver);
+gatewayCountingConformance("Worker", () => driver);
 gatewayPlansConformance("Worker", () => driver);
 
 const webSockets = workerWebSocketDriver();

@@ -61,6 +61,8 @@ export class DataLossGuard {
   private resetCount = 0;
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly watched = new WeakSet<Redis>();
+  /** What the last failed connection attempt said (NOAUTH, ECONNREFUSED …), until one succeeds. */
+  lastConnectionError: string | undefined;
 
   constructor(options: DataLossGuardOptions) {
     this.options = options;
@@ -69,7 +71,8 @@ export class DataLossGuard {
       for (const node of client.nodes()) this.watch(node);
       client.on("+node", (node: Redis) => this.watch(node));
       client.on("-node", () => this.unverify());
-      client.on("refresh", () => this.verifySoon());
+      // Not from inside the Cluster's own slot refresh: once it has settled.
+      client.on("refresh", () => setTimeout(() => this.verifySoon(), 0));
     } else this.watch(client as Redis);
     // A client that quit stops the checks (and lets go of the client).
     client.on("end", () => {
@@ -112,7 +115,12 @@ export class DataLossGuard {
     this.watched.add(node);
     // Synchronous with the disconnect: no grant passes beforeGrant once the socket is gone.
     node.on("close", () => this.unverify());
-    node.on("ready", () => this.verifySoon());
+    node.on("ready", () => {
+      this.lastConnectionError = undefined;
+      this.verifySoon();
+    });
+    // Kept for health: a refused AUTH leaves the client "connecting" with no other trace.
+    node.on("error", (error: Error) => (this.lastConnectionError = error.message));
   }
 
   private unverify(): void {
@@ -182,17 +190,17 @@ export class DataLossGuard {
   }
 }
 
-const guards = new WeakMap<RedisClient, Map<string, DataLossGuard>>();
+const guards = new WeakMap<RedisClient, DataLossGuard>();
 
 /**
- * The guard of a client and key prefix, shared by every store on them: one set of listeners
- * and one timer per client, however many stores are made on it (per request, even).
+ * The guard of a client, shared by every store on it: one set of listeners and one timer per
+ * client, however many stores are made on it (per request, even, or one per key prefix). The
+ * data of one server is lost all at once, so one marker per server tells for every prefix; it
+ * is written under the first store's prefix.
  */
 export function dataLossGuardFor(options: DataLossGuardOptions): DataLossGuard {
-  let byPrefix = guards.get(options.client);
-  if (!byPrefix) guards.set(options.client, (byPrefix = new Map()));
-  let guard = byPrefix.get(options.keyPrefix);
-  if (!guard) byPrefix.set(options.keyPrefix, (guard = new DataLossGuard(options)));
+  let guard = guards.get(options.client);
+  if (!guard) guards.set(options.client, (guard = new DataLossGuard(options)));
   return guard;
 }
 

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
+import { StoreUnavailableError } from "../../limiter.js";
 import { isCluster } from "./connection.js";
 import type { RedisClient } from "./scripts.js";
 
@@ -32,8 +33,9 @@ export function markerKeyFor(client: RedisClient, keyPrefix: string, nodeKey: st
   let tag = tags.get(nodeKey);
   if (tag === undefined || owner(tag) !== nodeKey) {
     tag = undefined;
-    for (let n = 0; n < 20 * SLOTS && tag === undefined; n++) if (owner(`~epoch-${n}`) === nodeKey) tag = `~epoch-${n}`;
-    if (tag === undefined) throw new Error(`redis data check: ${nodeKey} serves no slot`);
+    // Before the slot table is known (or for a node that serves none), there is no such key.
+    if (!client.slots.some((owners) => owners?.[0] === nodeKey)) throw new StoreUnavailableError(`redis data check: ${nodeKey} serves no slot yet`);
+    for (let n = 0; tag === undefined; n++) if (owner(`~epoch-${n}`) === nodeKey) tag = `~epoch-${n}`;
     tags.set(nodeKey, tag);
   }
   return `${keyPrefix}{${tag}}`;
@@ -56,7 +58,9 @@ export function hashSlot(key: string): number {
     if (close > open + 1) key = key.slice(open + 1, close);
   }
   let crc = 0;
-  for (const byte of new TextEncoder().encode(key)) {
+  // ASCII (every key hashed here but in tests) needs no encoder.
+  const bytes = /^[\x00-\x7f]*$/.test(key) ? Array.from(key, (char) => char.charCodeAt(0)) : new TextEncoder().encode(key);
+  for (const byte of bytes) {
     crc ^= byte << 8;
     for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   }

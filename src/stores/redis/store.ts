@@ -251,7 +251,8 @@ export class RedisStore implements Limiter {
       await withTimeout(probeWrites(this.client, this.keyPrefix), Math.max(this.timeoutMs, 250), "health probe");
       return { ok: true, store: this.kind };
     } catch (error) {
-      return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}` };
+      const connection = this.client.status !== "ready" && this.dataLoss.lastConnectionError ? ` (connecting: ${this.dataLoss.lastConnectionError})` : "";
+      return { ok: false, store: this.kind, detail: `${this.client.status}: ${(error as Error).message}${connection}` };
     }
   }
 

@@ -1,0 +1,100 @@
+import { concurrencyPolicies } from "../core/concurrency.js";
+import type { Policy } from "../core/types.js";
+import { ValidationError, describeValue } from "../core/validation.js";
+import { type CostBounds, DEFAULT_MISSING_COST, MAX_COST, type StatusMatch, parseStatusList } from "../http/counting.js";
+
+/**
+ * A route's `count` and `cost` (docs/counting.md): which answers are counted and what each
+ * costs. Costs known before forwarding (a constant, a request header) are checked as every
+ * request is; costs the answer reports, and status counting, peek before forwarding and debit
+ * on the answer (GatewayCore, src/http/count-limit.ts).
+ */
+export type CostSource =
+  | { from: "constant"; cost: number }
+  | { from: "requestHeader"; name: string; bounds: CostBounds }
+  | { from: "responseHeader"; name: string; bounds: CostBounds }
+  | { from: "responseJson"; path: readonly string[]; bounds: CostBounds };
+
+export interface RouteCounting {
+  /** Answers with these statuses are debited; undefined: every answer (a response-side cost alone). */
+  count?: StatusMatch;
+  cost: CostSource;
+  /** Peek before forwarding, debit on the answer: `count` is set or the cost comes from the answer. */
+  afterAnswer: boolean;
+}
+
+/** At most this many segments in a `responseJson` path: usage sits a level or two deep. */
+const MAX_PATH_SEGMENTS = 16;
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const SOURCES = ["requestHeader", "responseHeader", "responseJson"] as const;
+const COST_FORMS = 'an integer from 0 to 1000000000, or an object with one of "requestHeader", "responseHeader" or "responseJson" (and optional "max" and "missing")';
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
+const isCost = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_COST;
+
+function parseCount(input: unknown, field: string): StatusMatch {
+  if (!isObject(input)) throw new ValidationError(field, `must be an object like { "status": [401, 403] }, got ${describeValue(input)}`);
+  for (const name of Object.keys(input)) if (name !== "status") throw new ValidationError(`${field}.${name}`, 'is not a known field (did you mean "status"?)');
+  if (!("status" in input)) throw new ValidationError(`${field}.status`, "is required: the statuses whose answers are counted, like [401, 403]");
+  const parsed = parseStatusList(input.status);
+  if ("error" in parsed) throw new ValidationError(parsed.index === undefined ? `${field}.status` : `${field}.status.${parsed.index}`, parsed.error);
+  return parsed;
+}
+
+function parseBound(input: Record<string, unknown>, name: "max" | "missing", field: string): number | undefined {
+  const value = input[name];
+  if (value === undefined) return undefined;
+  if (!isCost(value)) throw new ValidationError(`${field}.${name}`, `must be an integer from 0 to ${MAX_COST}, got ${describeValue(value)}`);
+  return value;
+}
+
+function parseJsonPath(text: string, field: string): string[] {
+  const segments = text.split(".");
+  if (text.length > 256 || segments.length > MAX_PATH_SEGMENTS || segments.some((segment) => segment === "")) {
+    throw new ValidationError(field, `must be a dotted path of up to ${MAX_PATH_SEGMENTS} names, like "usage.total_tokens", got ${describeValue(text)}`);
+  }
+  return segments;
+}
+
+function parseCost(input: unknown, field: string): CostSource {
+  if (typeof input === "number") {
+    if (!isCost(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
+    return { from: "constant", cost: input };
+  }
+  if (!isObject(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
+  for (const name of Object.keys(input)) {
+    if (name !== "max" && name !== "missing" && !(SOURCES as readonly string[]).includes(name)) throw new ValidationError(`${field}.${name}`, `is not a known field (a cost is ${COST_FORMS})`);
+  }
+  const named = SOURCES.filter((name) => name in input);
+  if (named.length !== 1) throw new ValidationError(field, `must name exactly one of "requestHeader", "responseHeader" or "responseJson", got ${named.length === 0 ? "none" : named.join(" and ")}`);
+  const from = named[0]!;
+  const where = `${field}.${from}`;
+  const value = input[from];
+  if (typeof value !== "string") throw new ValidationError(where, `must be a string, got ${describeValue(value)}`);
+  const max = parseBound(input, "max", field);
+  const missing = parseBound(input, "missing", field) ?? DEFAULT_MISSING_COST;
+  // A missing value costing more than any reported one could would be a clamp that does not clamp.
+  if (max !== undefined && missing > max) throw new ValidationError(`${field}.missing`, `must not be above max (${max}), got ${missing}`);
+  const bounds: CostBounds = max === undefined ? { missing } : { max, missing };
+  if (from === "responseJson") return { from, path: parseJsonPath(value, where), bounds };
+  if (!HEADER_NAME.test(value)) throw new ValidationError(where, `must be a header name like "x-usage-tokens", got ${describeValue(value)}`);
+  return { from, name: value.toLowerCase(), bounds };
+}
+
+/**
+ * Validates a route's `count` and `cost` (undefined when it sets neither: one unit per request,
+ * checked before forwarding). Errors name the field: `routes.0.cost.responseJson: ...`.
+ */
+export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; onLimit: string }, policies: readonly Policy[], field: string): RouteCounting | undefined {
+  if (raw.count === undefined && raw.cost === undefined) return undefined;
+  const count = raw.count === undefined ? undefined : parseCount(raw.count, `${field}.count`);
+  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`);
+  const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson";
+  if (afterAnswer) {
+    const counted = raw.count !== undefined ? `${field}.count` : `${field}.cost`;
+    // A reservation is a consumption: there is nothing to hold a request for when its cost comes later.
+    if (raw.onLimit === "delay") throw new ValidationError(`${field}.onLimit`, `must be "reject" when answers are counted (${counted}): a request cannot wait for a slot whose cost is not known yet`);
+    if (concurrencyPolicies(policies).length === policies.length) throw new ValidationError(counted, "counts nothing: the route's policies are all concurrency policies, which hold leases rather than count");
+  }
+  return { ...(count ? { count } : {}), cost, afterAnswer };
+}

@@ -1,0 +1,133 @@
+import { concurrencyPolicies } from "../core/concurrency.js";
+import { rateLimitHeaders } from "../core/headers.js";
+import type { Decision, Policy } from "../core/types.js";
+import { type Limiter, applyFailMode } from "../limiter.js";
+import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../wire.js";
+import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse, resolvedPlan } from "./limit.js";
+
+/**
+ * Peek now, debit on the answer: how a request is limited when what it costs depends on the
+ * answer (a failed login, the tokens an LLM reports). Shared by the gateway and rateLimit()'s
+ * `count`/`cost` options (docs/counting.md).
+ *
+ * Before: the stack's rate policies are peeked; a request is refused (429) only when not even
+ * one unit would pass, and nothing is consumed. Concurrency policies take their lease as
+ * always (limitRequest). After: `settle(cost)` debits the rate policies, past the limit if
+ * need be. Requests in flight together all pass the peek, so a key may run up to (requests in
+ * flight − 1) past its limit before their debits land; later requests wait the debt out.
+ */
+export type CountedOutcome =
+  | { admitted: false; response: Response }
+  | {
+      admitted: true;
+      /** The RateLimit fields before the debit (the peek's, with the lease's). */
+      headers: Record<string, string>;
+      lease?: HeldLease;
+      settle: Settle;
+    };
+
+/**
+ * Debits `cost` (0 debits nothing) and answers the RateLimit fields after it. Never rejects: a
+ * store that fails the debit is logged, and the fields before are answered.
+ */
+export type Settle = (cost: number) => Promise<Record<string, string>>;
+
+/** What the debit is for, for its failure's log line. */
+export interface CountContext extends LimitContext {
+  key: string;
+}
+
+/**
+ * The peek of limitRequest: the same plan (reject only), the same 429, the same dry run and
+ * failMode. The stack's rate policies must not be empty (the config and rateLimit() refuse it).
+ */
+export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<CountedOutcome> {
+  if (plan.overrides) {
+    // Overrides first (docs/overrides.md): the peek and the debit then see ordinary policies.
+    const resolved = resolvedPlan(plan, key, context);
+    return resolved instanceof Promise ? resolved.then((one) => peekRequest(limiter, key, one, context)) : peekRequest(limiter, key, resolved, context);
+  }
+  const rated = plan.policies.filter((policy) => policy.algorithm !== "concurrency");
+  const leased = concurrencyPolicies(plan.policies);
+  return applyFailMode(rated, () => limiter.peek(key, rated)).then(
+    (peeked): CountedOutcome | Promise<CountedOutcome> => {
+      const headers = fieldsOf(peeked, rated, plan);
+      if (!peeked.allowed) {
+        if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
+        if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers) };
+        delete headers["Retry-After"];
+        const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
+        context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
+      }
+      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, { ...context, key }, headers) }, limiter, key, leased, plan, context);
+    },
+    (failure: unknown) => {
+      if (!plan.dryRun) throw failure;
+      context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
+      return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => Promise.resolve({ [DRY_RUN_HEADER]: "error" }) };
+    },
+  );
+}
+
+/** Concurrency policies take their lease as always (limitRequest), once the rate policies let the request in; their fields join. */
+function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, leased: readonly Policy[], plan: LimitPlan, context: LimitContext): CountedOutcome | Promise<CountedOutcome> {
+  if (!outcome.admitted || leased.length === 0) return outcome;
+  const { headers, settle } = outcome;
+  return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
+    if (!leasing.admitted) return leasing;
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost) => settle(cost).then((after) => joinFields(after, leasing.headers)) };
+  });
+}
+
+/**
+ * A peek never starts a `block`, but a refusal by a policy with one must: the refusal is
+ * recorded as a check (cost 1), which the policy refuses too and which starts the block.
+ * Should the key have refilled between the two calls, the check admits (and consumed its unit):
+ * the request then goes on, counted as that one unit, and its answer debits nothing more.
+ */
+function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext): Promise<CountedOutcome> {
+  return applyFailMode(rated, () => limiter.check(key, rated, { cost: 1, mode: "reject", maxWaitMs: 0 })).then((decision): CountedOutcome => {
+    const headers = fieldsOf(decision, rated, plan);
+    if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+    context.log({ event: "count-refill-race", route: context.label, key });
+    return { admitted: true, headers, settle: () => Promise.resolve(headers) };
+  });
+}
+
+/** The RateLimit fields of a peek or a debit, marked as limitRequest marks its own. */
+function fieldsOf(decision: Decision, policies: readonly Policy[], plan: LimitPlan): Record<string, string> {
+  const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
+  if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
+  if (plan.dryRun) headers[DRY_RUN_HEADER] = decision.allowed ? "allowed" : "denied";
+  return headers;
+}
+
+function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Record<string, string>): Settle {
+  return (cost) => {
+    if (cost === 0) return Promise.resolve(before);
+    return limiter.debit(key, rated, cost).then(
+      (debited) => {
+        const after = fieldsOf(debited, rated, plan);
+        // The answer is the origin's, not a refusal: a key in debt shows r=0 and t, never Retry-After.
+        delete after["Retry-After"];
+        // A dry run's verdict is the peek's: the request was let through on it.
+        if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
+        return after;
+      },
+      (error: unknown) => {
+        context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
+        return before;
+      },
+    );
+  };
+}
+
+/** RateLimit fields are lists: the lease's items join the rate policies'; other fields keep the first's. */
+function joinFields(first: Record<string, string>, second: Record<string, string>): Record<string, string> {
+  const joined = { ...first };
+  for (const name in second) {
+    if (name === "RateLimit" || name === "RateLimit-Policy") joined[name] = joined[name] ? `${joined[name]}, ${second[name]}` : second[name]!;
+    else if (joined[name] === undefined || (name === DRY_RUN_HEADER && second[name] === "denied")) joined[name] = second[name]!;
+  }
+  return joined;
+}

@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { usageReader } from "../../src/gateway/usage.js";
+
+// The usage reader, fed the chunks an edge would see: split anywhere, even inside a
+// multi-byte character or between a CR and its LF.
+const encoder = new TextEncoder();
+const PATH = ["usage", "total_tokens"];
+
+/** Feeds `text` in pieces of `size` bytes and answers what the reader found. */
+function read(text: string, contentType: string | null, size = 3, maxBytes?: number) {
+  const reader = usageReader(PATH, contentType, null, maxBytes);
+  const bytes = encoder.encode(text);
+  for (let at = 0; at < bytes.length; at += size) reader.push(bytes.subarray(at, at + size));
+  return reader.finish();
+}
+
+describe("usage reader: JSON answers", () => {
+  it("reads a dotted path at the body's end, whatever the chunking", () => {
+    const body = JSON.stringify({ id: "é", usage: { prompt_tokens: 3, total_tokens: 42 } });
+    for (const size of [1, 2, 7, 1000]) expect(read(body, "application/json", size)).toEqual({ found: true, value: 42 });
+  });
+
+  it("reports absent paths, non-JSON bodies and bodies over the cap as not found", () => {
+    expect(read(JSON.stringify({ usage: {} }), "application/json")).toEqual({ found: false });
+    expect(read(JSON.stringify({ usage: 5 }), "application/json")).toEqual({ found: false });
+    expect(read("<html>", "text/html")).toEqual({ found: false, reason: "the answer is not JSON" });
+    const big = JSON.stringify({ pad: "x".repeat(2000), usage: { total_tokens: 1 } });
+    expect(read(big, "application/json", 100, 1024)).toEqual({ found: false, reason: "the answer is over 1024 bytes" });
+  });
+
+  it("hands back whatever value sits at the path (the caller decides if it is a cost)", () => {
+    expect(read(JSON.stringify({ usage: { total_tokens: "12" } }), "application/json")).toEqual({ found: true, value: "12" });
+    expect(read(JSON.stringify({ usage: { total_tokens: null } }), null)).toEqual({ found: true, value: null });
+  });
+
+  it("indexes arrays by numeric segments", () => {
+    const reader = usageReader(["choices", "1", "n"], "application/json", null);
+    reader.push(encoder.encode(JSON.stringify({ choices: [{ n: 1 }, { n: 2 }] })));
+    expect(reader.finish()).toEqual({ found: true, value: 2 });
+  });
+
+  it("does not read an encoded answer", () => {
+    const reader = usageReader(PATH, "application/json", "gzip");
+    reader.push(new Uint8Array([31, 139, 8]));
+    expect(reader.finish()).toEqual({ found: false, reason: "the answer is encoded (gzip)" });
+  });
+});
+
+describe("usage reader: event streams", () => {
+  const sse = "text/event-stream; charset=utf-8";
+
+  it("takes the last data event that has the path", () => {
+    const stream = [
+      'data: {"usage":{"total_tokens":1}}',
+      "",
+      ": a comment",
+      "event: delta",
+      'data: {"choices":[{"delta":{"content":"héllo"}}]}',
+      "",
+      'data: {"usage":{"total_tokens":57}}',
+      "",
+      "data: [DONE]",
+      "",
+      "",
+    ].join("\n");
+    for (const size of [1, 4, 1000]) expect(read(stream, sse, size)).toEqual({ found: true, value: 57 });
+  });
+
+  it("handles CRLF and CR line endings, even split between chunks", () => {
+    const crlf = 'data: {"usage":{"total_tokens":8}}\r\n\r\ndata: {"x":1}\r\n\r\n';
+    for (const size of [1, 2, 3, 5]) expect(read(crlf, sse, size)).toEqual({ found: true, value: 8 });
+    expect(read('data: {"usage":{"total_tokens":9}}\r\rdata: {}\r\r', sse, 1)).toEqual({ found: true, value: 9 });
+  });
+
+  it("joins the data lines of one event", () => {
+    expect(read('data: {"usage":\ndata: {"total_tokens":3}}\n\n', sse)).toEqual({ found: true, value: 3 });
+  });
+
+  it("reads the last event even when the stream ends without its blank line", () => {
+    expect(read('data: {"a":1}\n\ndata: {"usage":{"total_tokens":4}}', sse)).toEqual({ found: true, value: 4 });
+  });
+
+  it("ignores other fields, bad JSON and events over the cap", () => {
+    expect(read('id: {"usage":{"total_tokens":4}}\n\ndata: {nope\n\n', sse)).toEqual({ found: false });
+    const big = `data: {"pad":"${"x".repeat(3000)}","usage":{"total_tokens":5}}\n\ndata: {"usage":{"total_tokens":6}}\n\n`;
+    expect(read(big, sse, 100, 1024)).toEqual({ found: true, value: 6 });
+    const bigLast = `data: {"usage":{"total_tokens":6}}\n\ndata: {"pad":"${"x".repeat(3000)}","usage":{"total_tokens":5}}\n\n`;
+    expect(read(bigLast, sse, 100, 1024)).toEqual({ found: true, value: 6 });
+  });
+});
