@@ -3,7 +3,7 @@ import { concurrencyPolicies } from "../core/concurrency.js";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../http/counting-options.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../http/limit.js";
-import type { Problem } from "../http/problems.js";
+import { type Problem, problemFields } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
 import type { LimitPlan } from "../http/limit.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
@@ -46,7 +46,7 @@ function send(res: ServerResponse, status: number, headers: Record<string, strin
 }
 
 function sendProblem(res: ServerResponse, body: Problem): void {
-  send(res, body.status, { "content-type": "application/problem+json" }, JSON.stringify(body));
+  send(res, body.status, { "content-type": "application/problem+json", ...problemFields(body) }, JSON.stringify(body));
 }
 
 /** A denial built by the shared engine (a web Response: the 429 problem) written to Node's response. */
@@ -147,13 +147,15 @@ function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome
   res.once("close", () => {
     // An answer that never went out was not given: nothing to count.
     if (!res.headersSent) return;
-    if (counting.counted && !counting.counted(res, req)) return;
-    if (!counting.responseCost) return void outcome.settle(1);
+    // Your functions run after the response, outside any handler: what they throw is logged, not thrown.
     void Promise.resolve()
-      .then(() => counting.responseCost!(res, req))
+      .then(() => {
+        if (counting.counted && !counting.counted(res, req)) return undefined;
+        return counting.responseCost ? counting.responseCost(res, req) : 1;
+      })
       .then(
-        (cost) => outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label)),
-        (error: unknown) => log({ event: "cost-failed", route: label, option: "cost.response", error: String(error) }),
+        (cost) => (cost === undefined ? undefined : outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label))),
+        (error: unknown) => log({ event: "count-failed", route: label, error: String(error) }),
       );
   });
 }

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
+import { ORIGIN_PAUSE_POLICY } from "../gateway/config.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { LiveStats } from "../observe/live-stats.js";
@@ -29,7 +30,9 @@ export interface NodeObservability {
  * @example const observing = createNodeObservability({ config, limiter }); startServer({ config, limiter: observing.apiLimiter, observability: observing.routes, … })
  */
 export function createNodeObservability(options: { config: SpillwayConfig; limiter: Limiter; log?: LogSink }): NodeObservability {
+  // The config's policies, and the gateway's own origin-feedback pause: every other name is `inline`.
   const names = options.config.policies.map((policy) => policy.name);
+  if (options.config.gateway?.originFeedback) names.push(ORIGIN_PAUSE_POLICY);
   const stats = new LiveStats(names);
   const concurrencyNames = options.config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
   const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNames);

@@ -1,5 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
-import { type Limiter, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
+import { type Limiter, OverloadedError, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
 import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
 
 /** failed_open exactly when applyFailMode will admit (its rule, not a copy of it). */
@@ -22,8 +22,11 @@ function failureOutcome(policies: readonly Policy[], error: unknown): DecisionOu
  */
 export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, source: string): Limiter {
   const store = limiter.kind;
-  const storeError = (operation: string, key: string, error: unknown) =>
+  const storeError = (operation: string, key: string, error: unknown) => {
+    // A call shed by an overload is no store error (spillway_shed_total counts it), nor logged per request.
+    if (error instanceof OverloadedError) return;
     observer.storeError?.({ store, kind: error instanceof StoreUnavailableError ? "unavailable" : "fault", operation, source, key, error });
+  };
   // Errors of calls that make no decision still say how the store is doing.
   const watched = <T>(operation: string, key: string, run: Promise<T>): Promise<T> =>
     run.catch((error: unknown) => {
@@ -35,6 +38,16 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
     storeError(operation, key, error);
     observer.decision?.({ source, store, key, policies, outcome: failureOutcome(policies, error), policy: policies[0]!.name, durationMs });
     throw error;
+  };
+
+  // A block just started shows its whole length (ms are whole: a later answer shows less).
+  const blocksStarted = (key: string, policies: readonly Policy[], decision: Decision) => {
+    if (decision.allowed || !observer.block) return;
+    for (const part of decision.policies) {
+      if (part.blockedMs === undefined) continue;
+      const policy = policies.find((one) => one.name === part.policy);
+      if (policy?.blockMs === part.blockedMs) observer.block({ source, store, key, policy: part.policy, blockedMs: part.blockedMs });
+    }
   };
 
   const observed: Limiter = {
@@ -55,6 +68,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
           policy: decision.policy,
           durationMs,
         });
+        blocksStarted(key, policies, decision);
         return decision;
       }, (error: unknown) => failed("check", key, policies, startedMs, error));
     },
@@ -68,7 +82,11 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       }, (error: unknown) => failed("acquire", key, policies, startedMs, error));
     },
     peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
-    debit: (key, policies, cost) => watched("debit", key, limiter.debit(key, policies, cost)),
+    debit: (key, policies, cost) =>
+      watched("debit", key, limiter.debit(key, policies, cost)).then((decision) => {
+        blocksStarted(key, policies, decision);
+        return decision;
+      }),
     reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),
     release: (key, policies, leaseId) => watched("release", key, limiter.release(key, policies, leaseId)),
     extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),

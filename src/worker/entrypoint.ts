@@ -8,7 +8,8 @@ import type { Env } from "./env.js";
 
 /**
  * Service-binding RPC: other Workers call `env.SPILLWAY.check({ key, policy })` with the
- * same shapes as the HTTP API. No token: holding the binding is the capability.
+ * same shapes as the HTTP API (`mode: "debit"` included: the state after the debit, never a
+ * refusal). No token: holding the binding is the capability.
  * `createWorker(config).Rpc` is the concrete class, bound to that config; this one is its
  * shape, for a caller's `Service<SpillwayEntrypoint>`.
  *
@@ -19,7 +20,9 @@ import type { Env } from "./env.js";
  *   policy fails closed; no decision was made, try later;
  * - `store fault: …` (STORE_FAULT_PREFIX): the store answered with an error (a bug or a
  *   misconfiguration); nothing was admitted, whatever the failMode.
- * `bindingLimiter` (spillway/client) turns these into LimiterRequestError, LimiterUnavailableError and StoreFaultError.
+ * - `overloaded: …` (OVERLOADED_PREFIX): a Durable Object was overloaded and the call was
+ *   shed; nothing was decided or admitted, whatever the failMode; retry later.
+ * `bindingLimiter` (spillway/client) turns these into LimiterRequestError, LimiterUnavailableError, StoreFaultError and OverloadedError.
  *
  * @example const decision = await env.SPILLWAY.check({ key: "user:42", policy: "per-minute" });
  */
