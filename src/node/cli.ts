@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { parseConfig, parseConfigText } from "../config.js";
+import { parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
+import { overridesFor } from "../overrides/overrides.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "./gateway.js";
@@ -41,14 +42,16 @@ async function serve(argv: string[]): Promise<number> {
   try {
     const args = parseServeArgs(argv, process.env);
     // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
-    const config = args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] });
+    const config = withDryRunEnv(args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] }), process.env.SPILLWAY_DRY_RUN);
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
-    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer });
-    const server = await listening(startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes }), "--port", args.port, args.hostname);
+    // One overrides cache for the API and the gateway, over the store's runtime table.
+    const overrides = overridesFor(config, limiter);
+    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer, overrides });
+    const server = await listening(startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides }), "--port", args.port, args.hostname);
     const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;

@@ -70,21 +70,26 @@ watch_dir = ["src", "spillway.config.json"]
 name = "LIMITER"
 class_name = "LimiterObject"
 
+# Runtime overrides (PUT /v1/overrides), read by every isolate once per overridesTtl.
+[[durable_objects.bindings]]
+name = "OVERRIDES"
+class_name = "OverridesObject"
+
 # SQLite-backed Durable Objects: state is persisted in each object's own database.
 [[migrations]]
 tag = "v1"
-new_sqlite_classes = ["LimiterObject"]
+new_sqlite_classes = ["LimiterObject", "OverridesObject"]
 `;
 
 const INDEX_TS = `// Your Spillway Worker: the /v1 decision API (and a gateway, when the config sets an
 // origin and routes), deciding in one Durable Object per key.
-import { LimiterObject, createWorker } from "spillway/worker";
+import { LimiterObject, OverridesObject, createWorker } from "spillway/worker";
 import config from "../spillway.config.json";
 
 const spillway = createWorker(config);
 
-// wrangler.toml names these: the Durable Object class, and the RPC entrypoint for service bindings.
-export { LimiterObject };
+// wrangler.toml names these: the Durable Object classes, and the RPC entrypoint for service bindings.
+export { LimiterObject, OverridesObject };
 export const SpillwayRpc = spillway.Rpc;
 export default { fetch: spillway.fetch };
 `;

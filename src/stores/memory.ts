@@ -7,6 +7,7 @@ import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey } from "./local-key.js";
+import { MemoryOverrideTable } from "../overrides/table.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -53,6 +54,8 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   readonly kind = "memory";
   readonly maxKeys: number;
+  /** Runtime overrides (PUT /v1/overrides) live in the store: this one's own table. */
+  readonly overrides = new MemoryOverrideTable();
   private readonly keys = new KeyTable();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;

@@ -17,6 +17,7 @@ import { describeConnectionError, redactRedisUrl, validateRedisUrl } from "./con
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
+import { RedisOverrideTable } from "./overrides.js";
 import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, createClient, positiveNumber } from "./options.js";
 import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
 import { probeWrites } from "./nodes.js";
@@ -75,6 +76,7 @@ export class RedisStore implements Limiter {
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
+  #overrides: RedisOverrideTable | undefined;
   /** Notices a Redis that lost its data, and fences concurrency grants after it (data-loss.ts). */
   private readonly dataLoss: DataLossGuard;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
@@ -120,6 +122,11 @@ export class RedisStore implements Limiter {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
     }, (then) => this.coalescer?.afterHeldWrites(then) ?? false);
+  }
+
+  /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (overrides.ts beside this file). */
+  get overrides(): RedisOverrideTable {
+    return (this.#overrides ??= new RedisOverrideTable(this.client, this.keyPrefix));
   }
 
   /**
