@@ -9,6 +9,9 @@ import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from 
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
 
+/** Stacks kept (see RlsService.stackOf): bounded, cleared when full. */
+const MAX_CACHED_STACKS = 16_384;
+
 export interface RlsServiceOptions {
   limiter: Limiter;
   /** The config in force, read once at the start of every request (a reload swaps what it answers). */
@@ -43,6 +46,7 @@ export class RlsService {
   private readonly options: RlsServiceOptions;
   private readonly planner: Planner;
   private readonly clockMs: () => number;
+  private readonly stacks = new Map<string, { sources: readonly (readonly CounterLimit[])[]; policies: readonly Policy[] }>();
 
   constructor(options: RlsServiceOptions) {
     this.options = options;
@@ -85,9 +89,10 @@ export class RlsService {
       else groups.set(plan.cost, [index]);
     });
     for (const [cost, indices] of groups) {
-      const policies = uniquePolicies(indices.map((index) => (planned[index] as Extract<Planned, { kind: "limit" }>).limits));
+      const policies = this.stackOf(indices.map((index) => planned[index] as Extract<Planned, { kind: "limit" }>));
       const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : cost);
-      for (const index of indices) results[index] = { decision, byName: byName(decision) };
+      const result = { decision, byName: byName(decision) };
+      for (const index of indices) results[index] = result;
       if (!decision.allowed) denied = true;
     }
   }
@@ -97,7 +102,7 @@ export class RlsService {
     await Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || plan.shadow) return;
-        const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, plan.limits.map((limit) => limit.stored), plan.cost);
+        const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, this.stackOf([plan]), plan.cost);
         results[index] = { decision, byName: byName(decision) };
       }),
     );
@@ -111,13 +116,31 @@ export class RlsService {
         if (plan.kind !== "limit" || !plan.shadow) return;
         const key = domain.atomic ? domainKey(domain.name) : `${domainKey(domain.name)}/${plan.counterId}`;
         try {
-          const decision = await this.check(key, plan.limits.map((limit) => limit.stored), plan.cost);
+          const decision = await this.check(key, this.stackOf([plan]), plan.cost);
           results[index] = { decision, byName: byName(decision) };
         } catch {
           // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
         }
       }),
     );
+  }
+
+  /**
+   * The one policies array of a combination of counters, kept: the store caches a stack's
+   * encoding by the array's identity, so a new array per request would be encoded (and
+   * weakly mapped) again on every call. Keyed by the counters' ids, checked by the identity
+   * of their limits (a reload's new rules build new ones), bounded like the planner's cache.
+   */
+  private stackOf(plans: readonly Extract<Planned, { kind: "limit" }>[]): readonly Policy[] {
+    let key = plans[0]!.counterId;
+    for (let i = 1; i < plans.length; i++) key += `,${plans[i]!.counterId}`;
+    const cached = this.stacks.get(key);
+    if (cached && cached.sources.length === plans.length && cached.sources.every((limits, i) => limits === plans[i]!.limits)) return cached.policies;
+    const sources = plans.map((plan) => plan.limits);
+    const policies = uniquePolicies(sources);
+    if (this.stacks.size >= MAX_CACHED_STACKS) this.stacks.clear();
+    this.stacks.set(key, { sources, policies });
+    return policies;
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
