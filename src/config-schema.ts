@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import { integerIn } from "./core/validation.js";
+import { durationSchema } from "./core/policy.js";
 
 /**
  * The shape of `spillway.config.json`, in one place: the config parser checks every file
@@ -21,12 +22,25 @@ export const DEFAULT_ORIGIN_TIMEOUT_MS = 30_000;
 /** An hour: a longer silence is a hung origin, not a slow one. */
 export const MAX_ORIGIN_TIMEOUT_MS = 3_600_000;
 
+/** How long each process or isolate caches runtime overrides: the rollout bound of a change (docs/overrides.md). */
+export const DEFAULT_OVERRIDES_TTL_MS = 10_000;
+
 const rule = (text: string) => ({ error: text });
 const originTimeoutSchema = integerIn(1, MAX_ORIGIN_TIMEOUT_MS, "an integer number of ms");
 const listSchema = z.strictObject({
   ips: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")), []),
   keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
 });
+
+/** A composite key has at most this many parts. */
+export const MAX_KEY_PARTS = 8;
+/** A key source, or a composite key: a list of them, every one required. */
+const keySchema = z.union(
+  [z.string(), z.array(z.string(rule("must be a key source string"))).check(z.minLength(1, rule("must name at least one key source")), z.maxLength(MAX_KEY_PARTS, rule(`may join at most ${MAX_KEY_PARTS} key sources`)))],
+  rule('must be a key source string or an array of them, like ["header:x-api-key", "ip/56"]'),
+);
+/** `match.headers` values: one value, a list of values, or `true` for "present". */
+const headerMatchSchema = z.union([z.string(), z.array(z.string()).check(z.minLength(1, rule("must list at least one value"))), z.literal(true)], rule("must be a value, a list of values, or true (present)"));
 
 /** One route of the gateway, as written. */
 export const routeSchema = z.strictObject({
@@ -36,11 +50,14 @@ export const routeSchema = z.strictObject({
       methods: z.optional(z.array(z.string(rule("must be a method name")), rule('must be an array of methods like ["GET"]')).check(z.minLength(1, rule("must name at least one method")))),
       // Paths match case-insensitively by default: many origins (Express) route that way.
       caseSensitive: z._default(z.boolean(rule("must be true or false")), false),
+      // Plans: the request's Host and fields (src/gateway/match.ts).
+      host: z.optional(z.string(rule('must be a host name like "api.example.com" or "*.example.com"'))),
+      headers: z.optional(z.record(z.string(), headerMatchSchema, rule('must be an object like { "x-plan": "pro" }'))),
     },
     rule('must be an object like { "path": "/search/*", "methods": ["GET"] }'),
   ),
-  key: z.string(rule("must be a key source string")),
-  fallbackKey: z.optional(z.string(rule("must be a key source string"))),
+  key: keySchema,
+  fallbackKey: z.optional(keySchema),
   policies: z.optional(z.unknown()),
   onLimit: z._default(z.enum(["reject", "delay"], rule('must be "reject" or "delay"')), "reject"),
   maxDelayMs: z._default(integerIn(0, MAX_DELAY_MS), 0),
@@ -68,6 +85,11 @@ export const configFileSchema = z.strictObject(
     deny: z._default(listSchema, { ips: [], keys: [] }),
     originFeedback: z._default(z.boolean(rule("must be true or false")), false),
     originTimeoutMs: z._default(originTimeoutSchema, DEFAULT_ORIGIN_TIMEOUT_MS),
+    // Overrides (src/overrides/): parsed one by one by parseOverrideList, so errors name the entry.
+    overrides: z._default(z.array(z.unknown(), rule("must be an array of overrides")), []),
+    overridesTtl: z._default(durationSchema, DEFAULT_OVERRIDES_TTL_MS),
+    // Every route in dry-run (also SPILLWAY_DRY_RUN=1): a first rollout in front of real traffic.
+    dryRun: z._default(z.boolean(rule("must be true or false")), false),
   },
   rule("must be a JSON object"),
 );
@@ -75,4 +97,4 @@ export const configFileSchema = z.strictObject(
 /** The config file's fields, parsed: the gateway part is read from here. */
 export type ConfigFile = z.infer<typeof configFileSchema>;
 /** The gateway fields of a config file, when it sets `origin`. */
-export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders"> & { origin: string };
+export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun"> & { origin: string };

@@ -2,6 +2,7 @@ import { type GatewayFields, configFileSchema } from "./config-schema.js";
 import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
+import { type Override, parseOverrideList } from "./overrides/parse.js";
 import { findDuplicateKey } from "./core/json-duplicates.js";
 
 /**
@@ -15,6 +16,12 @@ export interface SpillwayConfig {
   legacyHeaders: boolean;
   /** The gateway part, as written and shape-checked; undefined without an `origin`. */
   gateway?: GatewayFields;
+  /** Per-key limits of the config (docs/overrides.md); runtime ones live in the store. */
+  overrides: Override[];
+  /** How long each process or isolate uses a read of the runtime overrides (the rollout bound). */
+  overridesTtlMs: number;
+  /** Every gateway route in dry-run (also SPILLWAY_DRY_RUN=1, see withDryRunEnv). */
+  dryRun: boolean;
 }
 
 /**
@@ -29,14 +36,29 @@ export function parseConfig(input: unknown): SpillwayConfig {
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");
-  const { $schema: _schema, policies: _policies, legacyHeaders, origin, ...gatewayFields } = file;
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, ...gatewayFields } = file;
   if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
+  const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   return {
     policies,
-    catalog: new Map(policies.map((policy) => [policy.name, policy])),
+    catalog,
     legacyHeaders,
     ...(origin === undefined ? {} : { gateway: { ...gatewayFields, origin } }),
+    overrides: parseOverrideList(overrides, catalog),
+    overridesTtlMs: overridesTtl,
+    dryRun,
   };
+}
+
+/**
+ * The config with `SPILLWAY_DRY_RUN` applied (Node's environment, a Worker's var): "1" or
+ * "true" puts every route in dry-run; "", "0" or "false" leaves the config's `dryRun`.
+ * Anything else is an error naming the variable, never a silent default.
+ */
+export function withDryRunEnv(config: SpillwayConfig, value: string | undefined): SpillwayConfig {
+  if (value === undefined || value === "" || value === "0" || value === "false") return config;
+  if (value === "1" || value === "true") return config.dryRun ? config : { ...config, dryRun: true };
+  throw new ValidationError("SPILLWAY_DRY_RUN", `must be "1" or "true" (every route in dry-run), or "0", "false" or empty, got ${describeValue(value)}`);
 }
 
 /**

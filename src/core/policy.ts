@@ -12,7 +12,8 @@ export const DEFAULT_LEASE_MS = 30_000;
 export const MIN_BLOCK_MS = 1000;
 export const MAX_BLOCK_MS = 86_400_000;
 
-const duration = z.pipe(
+/** A duration as written (`"10s"` or ms), resolved to ms. */
+export const durationSchema = z.pipe(
   z.union([z.string(), z.number()], { error: 'must be a duration like "10s" or a number of ms' }),
   z.transform((value: string | number, ctx) => {
     const parsed = parseDurationMs(value);
@@ -43,12 +44,12 @@ export const policySchema = z.strictObject(
     name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),
     algorithm: z._default(z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }), "gcra"),
     limit: integerIn(1, MAX_LIMIT, "a positive integer"),
-    period: z.optional(duration),
+    period: z.optional(durationSchema),
     burst: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
-    lease: z.optional(duration),
+    lease: z.optional(durationSchema),
     failMode: z._default(z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }), "closed"),
     local: z.optional(localSchema),
-    block: z.optional(duration),
+    block: z.optional(durationSchema),
   },
   { error: "must be a policy object" },
 );
@@ -126,10 +127,18 @@ export function parsePolicyList(input: unknown, field: string): Policy[] {
 /** Policies a config names, looked up by name. */
 export type PolicyCatalog = ReadonlyMap<string, Policy>;
 
+/** The names a config has, for a message about a name it lacks (at most 20 of them). */
+function knownNames(known: Iterable<string>): string {
+  const names = [...known];
+  if (names.length === 0) return "the config has no policies";
+  const listed = names.slice(0, 20).map((name) => `"${name}"`).join(", ");
+  return `it has ${listed}${names.length > 20 ? ` and ${names.length - 20} more` : ""}`;
+}
+
 export class UnknownPolicyError extends Error {
   readonly field: string;
-  constructor(field: string, name: string) {
-    super(`${field}: no policy named "${name}" in the config`);
+  constructor(field: string, name: string, known: Iterable<string> = []) {
+    super(`${field}: no policy named "${name}" in the config (${knownNames(known)})`);
     this.name = "UnknownPolicyError";
     this.field = field;
   }
@@ -149,7 +158,7 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
     let policy: Policy;
     if (typeof item === "string") {
       const found = catalog.get(item);
-      if (!found) throw new UnknownPolicyError(at, item);
+      if (!found) throw new UnknownPolicyError(at, item, catalog.keys());
       policy = found;
     } else if (item !== null && typeof item === "object" && !Array.isArray(item)) {
       policy = parsePolicy(item, at);

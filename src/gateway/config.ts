@@ -6,6 +6,7 @@ import { routeSchema } from "../config-schema.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
+import { type RequestMatch, parseHeaderMatch, parseHostMatch } from "./match.js";
 import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./routes.js";
 
 /** The state name under which an origin's Retry-After pauses a key (see feedback.ts). */
@@ -20,6 +21,8 @@ export interface GatewayRoute {
   pattern: PathPattern;
   /** Undefined: every method. */
   methods?: ReadonlySet<string>;
+  /** match.host and match.headers; undefined when the route sets neither. */
+  request?: RequestMatch;
   key: KeySource;
   /** Used when the request does not carry `key` (else the request is a 400). */
   fallbackKey?: KeySource;
@@ -101,20 +104,35 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
   if (pause) throw new ValidationError(`${field}.policies`, `"${ORIGIN_PAUSE_POLICY}" is reserved for origin feedback; rename the policy`);
   if (raw.onLimit === "delay" && raw.maxDelayMs === 0) throw new ValidationError(`${field}.maxDelayMs`, 'must be above 0 when onLimit is "delay" (how long a request may be held), got 0');
   if (raw.onLimit === "reject" && raw.maxDelayMs > 0) throw new ValidationError(`${field}.maxDelayMs`, `is only used with onLimit "delay", got ${raw.maxDelayMs} with "reject"`);
+  const request = parseRequestMatch(raw.match, `${field}.match`);
   return {
     field,
     path: raw.match.path,
     pattern: orThrow(parsePathPattern(raw.match.path, raw.match.caseSensitive), `${field}.match.path`),
     methods: methodSet(methods),
+    ...(request ? { request } : {}),
     key: orThrow(parseKeySource(raw.key), `${field}.key`),
     fallbackKey: raw.fallbackKey === undefined ? undefined : orThrow(parseKeySource(raw.fallbackKey), `${field}.fallbackKey`),
     policies,
     onLimit: raw.onLimit,
     maxDelayMs: raw.maxDelayMs,
-    dryRun: raw.dryRun,
+    // A config's top-level dryRun (or SPILLWAY_DRY_RUN) puts every route in dry-run.
+    dryRun: raw.dryRun || config.dryRun,
     originTimeoutMs: raw.originTimeoutMs ?? originTimeoutMs,
     counting: parseRouteCounting(raw, policies, field),
   };
+}
+
+function parseRequestMatch(match: { host?: string; headers?: Record<string, string | string[] | true> }, field: string): RequestMatch | undefined {
+  if (match.host === undefined && match.headers === undefined) return undefined;
+  const request: RequestMatch = {};
+  if (match.host !== undefined) request.host = orThrow(parseHostMatch(match.host), `${field}.host`);
+  if (match.headers !== undefined) {
+    const headers = parseHeaderMatch(match.headers);
+    if ("error" in headers) throw new ValidationError(`${field}.headers.${headers.field}`, headers.error);
+    request.headers = headers;
+  }
+  return request;
 }
 
 const parseRanges = (items: readonly string[], field: string) => items.map((item, i) => orThrow(parseIpRange(item), `${field}.${i}`));

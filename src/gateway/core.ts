@@ -13,7 +13,9 @@ import { DRY_RUN_HEADER } from "../wire.js";
 import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
-import { type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf } from "./keys.js";
+import { type CfProperties, type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
+import { matchesRequest, normalHost } from "./match.js";
+import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, requestCostOf } from "./answer-count.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
@@ -37,7 +39,12 @@ export interface GatewayFacts {
   signal(): AbortSignal;
   /** Keeps background work (a lease release, an origin pause) alive: a Worker's waitUntil. */
   defer: (promise: Promise<unknown>) => void;
+  /** A Worker's `request.cf` (for `cf:` keys); absent on Node. */
+  cf?(): CfProperties | undefined;
 }
+
+/** The request's Host as match.host and `host` keys read it: the field, else the URL's. */
+const hostOf = (facts: GatewayFacts) => normalHost(facts.headers.get("host") ?? facts.url().host);
 
 /**
  * A key's view of the request, with the URL built only when a `query:` key reads it. A class,
@@ -50,11 +57,19 @@ class KeyFacts implements RequestFacts {
   readonly headers: HeaderLookup;
   readonly #facts: GatewayFacts;
   readonly #pattern: PathPattern;
+  readonly method: string;
   constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, pattern: PathPattern) {
     this.clientIp = clientIp;
     this.headers = facts.headers;
+    this.method = facts.method;
     this.#facts = facts;
     this.#pattern = pattern;
+  }
+  get host(): string | undefined {
+    return hostOf(this.#facts);
+  }
+  get cf(): CfProperties | undefined {
+    return this.#facts.cf?.();
   }
   get url(): URL {
     return this.#facts.url();
@@ -102,6 +117,10 @@ export interface GatewayCoreOptions {
   limiter: Limiter;
   log?: LogFn;
   observer?: SpillwayObserver;
+  /** Per-key limits, shared with the /v1 API (default: the config's and the store's runtime table, overridesFor). */
+  overrides?: Overrides;
+  /** Every route in dry-run (SPILLWAY_DRY_RUN on a Worker, read with its env). */
+  dryRun?: boolean;
 }
 
 /**
@@ -128,12 +147,16 @@ export class GatewayCore {
     this.observer = options.observer;
     this.#usageWarnings = new UsageWarnings(this.log);
     const { observer, limiter } = options;
+    // Default: the config's overrides, and the store's runtime table when it has one.
+    const routeOverrides = options.overrides ?? overridesFor(options.config, limiter);
     this.#preparedOf = new Map(
       parsed.routes.map((route) => {
         const label = routeLabel(route);
         // Each route decides through its own observed limiter, so decisions carry the route.
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
-        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun: route.dryRun, legacyHeaders: parsed.legacyHeaders };
+        const overrides = routeOverrides.none ? undefined : routeOverrides;
+        const dryRun = route.dryRun || options.dryRun === true;
+        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) };
         return [route, { label, limiter: routeLimiter, plan }];
       }),
     );
@@ -154,22 +177,25 @@ export class GatewayCore {
     const clientIp = resolveClientIp(facts.socketIp, forwardedFor, gateway.trustProxy);
     if (clientIp && anyRangeContains(gateway.deny.ips, clientIp)) return { forward: false, response: forbidden("the client address is on the deny list") };
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
-    const route = findRoute(gateway.routes, facts.method, path);
+    const route = findRoute(gateway.routes, facts.method, path, (candidate) => !candidate.request || matchesRequest(candidate.request, () => hostOf(facts), facts.headers));
     if (!route) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
 
     const keyFacts = new KeyFacts(clientIp, facts, route.pattern);
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
     let found = keyOf(route.key, keyFacts);
     if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, keyFacts);
-    if (found instanceof Promise) return found.then((key) => this.#decideKeyed(facts, route, target, key));
-    return this.#decideKeyed(facts, route, target, found);
+    if (found instanceof Promise) return found.then((key) => this.#decideKeyed(facts, route, target, key, keyFacts));
+    return this.#decideKeyed(facts, route, target, found, keyFacts);
   }
 
-  #decideKeyed(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey | undefined): GatewayStep | Promise<GatewayStep> {
+  #decideKeyed(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, key: RequestKey | undefined, keyFacts: RequestFacts): GatewayStep | Promise<GatewayStep> {
     const gateway = this.gateway;
     const prepared = this.#preparedOf.get(route)!;
     const { label } = prepared;
-    if (!key) return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}, which the request does not carry`)) };
+    if (!key) {
+      const missing = describeKeySource(missingPart(route.key, keyFacts));
+      return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}`)) };
+    }
     if (gateway.deny.keys.has(key.value)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
     if (gateway.allow.keys.has(key.value)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
     if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, prepared, target, key, pausedMs));
@@ -183,12 +209,12 @@ export class GatewayCore {
     let pausedInDryRun = false;
     if (pausedMs > 0) {
       const decision = pausedDecision(pausedMs);
-      if (!route.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
+      if (!plan.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
       pausedInDryRun = true;
       this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
     const signal = route.onLimit === "delay" ? facts.signal() : undefined;
-    const context = { signal, label: route.field, log: this.log, defer: facts.defer };
+    const context = { signal, label: route.field, log: this.log, defer: facts.defer, overrideKey: key.value };
     const counting = route.counting;
     if (!counting) return limitRequest(limiter, key.storeKey, plan, context).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
     const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);

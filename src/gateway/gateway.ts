@@ -6,6 +6,8 @@ import { onError } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import type { GatewayConfig } from "./config.js";
+import type { CfProperties } from "./keys.js";
+import type { Overrides } from "../overrides/overrides.js";
 import { type GatewayFacts, GatewayCore, type GatewayStep, UNROUTED, refusal } from "./core.js";
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
@@ -28,6 +30,10 @@ export interface GatewayOptions {
   log?: LogFn;
   /** Told each route's decisions, answers (route, status) and origin times. */
   observer?: SpillwayObserver;
+  /** Per-key limits (config `overrides` and the store's runtime table), shared with the /v1 API. */
+  overrides?: Overrides;
+  /** Every route in dry-run (SPILLWAY_DRY_RUN). */
+  dryRun?: boolean;
 }
 
 /**
@@ -107,7 +113,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     if (framedTwice || isRefused(path)) return refusal(framedTwice, path);
     const url = new URL(request.url);
     const defer = deferOf(c);
-    const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers: request.headers, socketIp: clientIpOf(c), signal: () => request.signal, defer };
+    const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers: request.headers, socketIp: clientIpOf(c), signal: () => request.signal, defer, cf: () => (request as { cf?: CfProperties }).cf };
     const step = await core.decide(facts);
     matched.route = step.route;
     if (!step.forward) return step.response;

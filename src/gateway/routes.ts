@@ -72,8 +72,12 @@ export function methodSet(methods: readonly string[] | undefined): ReadonlySet<s
   return set;
 }
 
-/** The first route (in config order) whose method and path match; undefined: none. */
-export function findRoute<R extends { pattern: PathPattern; methods?: ReadonlySet<string> }>(routes: readonly R[], method: string, path: CanonicalPath): R | undefined {
-  for (const route of routes) if ((!route.methods || route.methods.has(method)) && matchesPath(route.pattern, path)) return route;
+/**
+ * The first route (in config order) whose method and path match, and that `also` accepts
+ * (match.host and match.headers, match.ts); undefined: none. First match wins: a plan's route
+ * goes before the general one.
+ */
+export function findRoute<R extends { pattern: PathPattern; methods?: ReadonlySet<string> }>(routes: readonly R[], method: string, path: CanonicalPath, also?: (route: R) => boolean): R | undefined {
+  for (const route of routes) if ((!route.methods || route.methods.has(method)) && matchesPath(route.pattern, path) && (!also || also(route))) return route;
   return undefined;
 }

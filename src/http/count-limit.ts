@@ -3,7 +3,7 @@ import { rateLimitHeaders } from "../core/headers.js";
 import type { Decision, Policy } from "../core/types.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../wire.js";
-import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse } from "./limit.js";
+import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse, resolvedPlan } from "./limit.js";
 
 /**
  * Peek now, debit on the answer: how a request is limited when what it costs depends on the
@@ -42,6 +42,11 @@ export interface CountContext extends LimitContext {
  * failMode. The stack's rate policies must not be empty (the config and rateLimit() refuse it).
  */
 export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<CountedOutcome> {
+  if (plan.overrides) {
+    // Overrides first (docs/overrides.md): the peek and the debit then see ordinary policies.
+    const resolved = resolvedPlan(plan, key, context);
+    return resolved instanceof Promise ? resolved.then((one) => peekRequest(limiter, key, one, context)) : peekRequest(limiter, key, resolved, context);
+  }
   const { rated, leased } = splitOf(plan.policies);
   return applyFailMode(rated, () => limiter.peek(key, rated)).then(
     (peeked): CountedOutcome | Promise<CountedOutcome> => {

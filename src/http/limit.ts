@@ -6,6 +6,7 @@ import type { Decision, Policy } from "../core/types.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../wire.js";
 import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
+import type { Overrides } from "../overrides/overrides.js";
 
 /** How one route (or one rateLimit() middleware) limits. */
 export interface LimitPlan {
@@ -15,6 +16,8 @@ export interface LimitPlan {
   maxDelayMs: number;
   dryRun: boolean;
   legacyHeaders: boolean;
+  /** Per-key limits (docs/overrides.md); absent when none can apply. */
+  overrides?: Overrides;
 }
 
 /** A concurrency lease held for the life of an exchange. `release` is idempotent and never throws. */
@@ -38,6 +41,8 @@ export interface LimitContext {
   log: LogFn;
   /** Keeps a background promise alive (a Worker's waitUntil); default: let it run. */
   defer?: (promise: Promise<unknown>) => void;
+  /** The key as the user knows it, which overrides match (a gateway's key value); default: the store key. */
+  overrideKey?: string;
   /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
   cost?: number;
 }
@@ -126,12 +131,33 @@ function holdLease(limiter: Limiter, key: string, policies: readonly Policy[], d
  * A store failure otherwise propagates (failMode closed → the app answers 503).
  */
 export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext): Promise<LimitOutcome> {
-  const { policies } = plan;
+  const { overrides } = plan;
+  if (!overrides) return limitWith(limiter, key, plan, plan.policies, context);
+  // Overrides resolve between the plan and the store: the algorithms see ordinary policies.
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
+  if (resolved instanceof Promise) return resolved.then((policies) => limitWith(limiter, key, plan, policies, context));
+  return limitWith(limiter, key, plan, resolved, context);
+}
+
+/**
+ * The plan with the overrides for the request's key applied (docs/overrides.md): for engines
+ * that take a plan whole (count-limit.ts's peek and debit). A promise only while a stale
+ * overrides table is read.
+ */
+export function resolvedPlan(plan: LimitPlan, key: string, context: LimitContext): LimitPlan | Promise<LimitPlan> {
+  const { overrides, ...rest } = plan;
+  if (!overrides) return plan;
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
+  if (resolved instanceof Promise) return resolved.then((policies) => ({ ...rest, policies }));
+  return { ...rest, policies: resolved };
+}
+
+function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext): Promise<LimitOutcome> {
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
   const options = { cost: context.cost ?? 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
   // Promise reactions, not an async function's awaits: this runs for every limited request.
   return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
-    (decision) => outcomeOf(limiter, key, plan, context, decision),
+    (decision) => outcomeOf(limiter, key, plan, policies, context, decision),
     (failure: unknown) => {
       if (!plan.dryRun) throw failure;
       context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
@@ -141,8 +167,7 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
 }
 
 /** What a decision means for the request (see limitRequest); a promise only while a delayed request waits. */
-function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, decision: Decision): LimitOutcome | Promise<LimitOutcome> {
-  const { policies } = plan;
+function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext, decision: Decision): LimitOutcome | Promise<LimitOutcome> {
   const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   const lease = decision.allowed && decision.leaseId ? holdLease(limiter, key, policies, decision, context) : undefined;

@@ -3,14 +3,14 @@ import { type CountOption, type CostOption, type CountingPlan, checkedCost, coun
 import { peekRequest } from "./count-limit.js";
 import { type HeldLease, type LimitContext, type LimitOutcome, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
-import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "./rate-limit-plan.js";
+import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "./rate-limit-plan.js";
 
 export type { PolicyInput } from "./rate-limit-plan.js";
 export type { CountOption, CostOption, StatusClass } from "./counting-options.js";
 
 export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOptions {
   /**
-   * The key a request is counted under. Return undefined (or "") when the request carries
+   * The key a request is counted under (an array is a composite key, joined as `a|b`). Return undefined (or "") when the request carries
    * none: it is answered 400, never counted under one empty key shared by everybody.
    */
   key: (c: Context<E>) => RateLimitKey | Promise<RateLimitKey>;
@@ -67,14 +67,13 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
   const log = options.log ?? defaultLog;
   const counting = countingPlan<Response, Context<E>>(options, plan, (res) => res.status, log);
   return async function spillwayRateLimit(c, next) {
-    const key = await keyOf(c);
-    const badKey = keyProblem(key);
-    if (badKey) return problemResponse(badKey);
+    const key = requestKey(await keyOf(c));
+    if (typeof key !== "string") return problemResponse(key);
     const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) };
     let outcome: LimitOutcome;
     try {
-      if (counting) return await counted(counting, c, next, key as string, context);
-      outcome = await limitRequest(store, key as string, plan, context);
+      if (counting) return await counted(counting, c, next, key, context);
+      outcome = await limitRequest(store, key, plan, context);
     } catch (error) {
       const failure = storeFailureProblem(error, log, c.req.routePath);
       if (failure) return problemResponse(failure);

@@ -6,6 +6,9 @@ import type { LimitPlan, LogFn } from "./limit.js";
 import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
 import { type Problem, problem, problemFor } from "./problems.js";
+import { joinKeyParts } from "../overrides/key-parts.js";
+import { Overrides } from "../overrides/overrides.js";
+import { parseOverrideList } from "../overrides/parse.js";
 
 /**
  * The runtime-neutral half of `rateLimit()`: its options (all but the key function, whose
@@ -41,10 +44,30 @@ export interface RateLimitBaseOptions {
   legacyHeaders?: boolean;
   /** Structured log lines (dry-run denials, lease and store errors). Default: one JSON line on stdout. */
   log?: LogFn;
+  /**
+   * Per-key limits, as in a config's `overrides` (docs/overrides.md): `{ key, limit?, burst?,
+   * period?, policy? }`, where `key` is what the key function answers (an array joined as
+   * `a|b`) and a trailing `*` is a prefix wildcard. `policy` may be left out when there is one.
+   */
+  overrides?: readonly OverrideInput[];
 }
 
-/** What a key function may answer: undefined, null or "" mean "this request carries no key". */
-export type RateLimitKey = string | undefined | null;
+/** One override of rateLimit(): a config override whose `policy` may be left out when the middleware has one policy. */
+export interface OverrideInput {
+  policy?: string;
+  key: string;
+  limit?: number;
+  burst?: number;
+  period?: string | number;
+  expiresAt?: string | number;
+}
+
+/**
+ * What a key function may answer: undefined, null or "" mean "this request carries no key".
+ * An array is a composite key: every part must be a non-empty string; they are joined as
+ * `part|part` (a `|` or `\` inside a part escaped with `\`), the form overrides match.
+ */
+export type RateLimitKey = string | undefined | null | readonly (string | undefined | null)[];
 
 function fail(option: string, message: string): never {
   throw new TypeError(`rateLimit: ${option} ${message}`);
@@ -81,14 +104,50 @@ export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, 
     if (error instanceof ValidationError) throw new TypeError(`rateLimit: ${error.message}`);
     throw error;
   }
-  return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false };
+  const overrides = middlewareOverrides(options.overrides, policies);
+  return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false, ...(overrides ? { overrides } : {}) };
 }
 
-/** The 400 for a request without a usable key (never counted under one empty key shared by all), or undefined. */
+/** The `overrides` option, validated as a config's are (errors name `overrides.N.field`). */
+function middlewareOverrides(input: unknown, policies: readonly Policy[]): Overrides | undefined {
+  if (input === undefined) return undefined;
+  if (!Array.isArray(input)) fail("overrides", `must be an array like [{ key: "acme-*", limit: 6000 }], got ${describeValue(input)}`);
+  const catalog = new Map(policies.map((policy) => [policy.name, policy]));
+  const list = input.map((item: unknown, index) => {
+    if (item === null || typeof item !== "object" || Array.isArray(item) || (item as { policy?: unknown }).policy !== undefined) return item;
+    if (policies.length > 1) fail(`overrides.${index}.policy`, `is required when the middleware stacks policies (${policies.map((policy) => policy.name).join(", ")})`);
+    return { ...item, policy: policies[0]!.name };
+  });
+  try {
+    const configured = parseOverrideList(list, catalog);
+    return configured.length === 0 ? undefined : new Overrides({ catalog, configured });
+  } catch (error) {
+    if (error instanceof ValidationError) throw new TypeError(`rateLimit: ${error.message}`);
+    throw error;
+  }
+}
+
+/**
+ * The key a key function answered, as the limiter counts it: a string, or an array's parts
+ * joined (joinKeyParts); else the 400 for a request without a usable key (never counted
+ * under one empty key shared by all).
+ */
+export function requestKey(key: RateLimitKey): string | Problem {
+  let joined: unknown = key;
+  if (Array.isArray(key)) {
+    const missing = key.findIndex((part) => typeof part !== "string" || part === "");
+    if (missing >= 0 || key.length === 0) return problem(400, `the request carries no rate-limit key: part ${Math.max(missing, 0)} of the composite key is missing`);
+    joined = joinKeyParts(key as string[]);
+  }
+  if (typeof joined !== "string" || joined === "") return problem(400, "the request carries no rate-limit key");
+  if (!keyFitsBytes(joined)) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
+  return joined;
+}
+
+/** The 400 for a request without a usable key, or undefined (see requestKey). */
 export function keyProblem(key: unknown): Problem | undefined {
-  if (typeof key !== "string" || key === "") return problem(400, "the request carries no rate-limit key");
-  if (!keyFitsBytes(key)) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
-  return undefined;
+  const found = requestKey(key as RateLimitKey);
+  return typeof found === "string" ? undefined : found;
 }
 
 /**

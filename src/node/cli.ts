@@ -1,5 +1,6 @@
 import { readFile } from "node:fs/promises";
-import { parseConfig, parseConfigText } from "../config.js";
+import { parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
+import { overridesFor } from "../overrides/overrides.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createNodeGateway } from "./gateway.js";
@@ -9,6 +10,7 @@ import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { startServer } from "./server.js";
+import type { Limiter } from "../limiter.js";
 import { createStore } from "./stores.js";
 
 /**
@@ -28,35 +30,57 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
     return 2;
   }
+  return serve(rest);
+}
+
+/** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
+async function serve(argv: string[]): Promise<number> {
+  let limiter: Limiter | undefined;
+  // Listening for signals from the start: one that comes while the store connects, or just as
+  // "listening" is printed, still stops the server (gracefully, once it has started).
+  const stopSignal = untilStopSignal();
   try {
-    const args = parseServeArgs(rest, process.env);
+    const args = parseServeArgs(argv, process.env);
     // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
-    const config = args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] });
+    const config = withDryRunEnv(args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] }), process.env.SPILLWAY_DRY_RUN);
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
-    const limiter = await createStore(args.store);
+    limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
-    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer });
-    const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes });
-    const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
+    // One overrides cache for the API and the gateway, over the store's runtime table.
+    const overrides = overridesFor(config, limiter);
+    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer, overrides });
+    const server = await listening(startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides }), "--port", args.port, args.hostname);
+    const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
     if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
-    if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
+    if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
-    await untilSignal();
+    await stopSignal;
     console.log("spillway: shutting down (letting in-flight requests finish)");
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
   } catch (error) {
-    if (error instanceof ValidationError) {
-      console.error(`spillway: ${error.message}`);
-      return 2;
-    }
+    // Whatever failed, nothing may keep the process alive (a Redis client reconnecting forever).
+    await limiter?.close?.().catch(() => {});
     console.error(`spillway: ${(error as Error).message}`);
-    return 1;
+    return error instanceof ValidationError ? 2 : 1;
+  }
+}
+
+/** A listen that failed, said with its cause and what to do (EADDRINUSE, EACCES). */
+async function listening<T>(started: Promise<T>, flag: string, port: number, hostname: string): Promise<T> {
+  try {
+    return await started;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new Error(`cannot listen on ${hostname}:${port}: EADDRINUSE, the port is in use (stop what listens there, or pass another ${flag})`);
+    if (code === "EACCES") throw new Error(`cannot listen on ${hostname}:${port}: EACCES, ports below 1024 need privileges (pass ${flag} 1024 or above)`);
+    if (code === "EADDRNOTAVAIL") throw new Error(`cannot listen on ${hostname}:${port}: EADDRNOTAVAIL, no interface has this address (check --host)`);
+    throw error;
   }
 }
 
@@ -94,7 +118,7 @@ function init(argv: string[]): Promise<number> {
     if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
     const dir = argv[0]!;
     const files = await initProject(dir);
-    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start`);
+    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start   (its npm scripts run on the Node it pins, whatever node is on your PATH)`);
   });
 }
 
@@ -102,13 +126,30 @@ async function readConfig(path: string): Promise<string> {
   try {
     return await readFile(path, "utf8");
   } catch (error) {
-    throw new ValidationError("--config", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "ENOENT, no such file (spillway init writes one; or pass --config PATH)" : code === "EISDIR" ? "EISDIR, a directory (pass the file)" : (code ?? (error as Error).message);
+    throw new ValidationError("--config", `cannot read ${path}: ${why}`);
   }
 }
 
-function untilSignal(): Promise<void> {
+/**
+ * Resolves on the first SIGTERM or SIGINT: the server then shuts down gracefully. A second
+ * signal while shutting down stops at once (exit 130). SIGHUP (reload) belongs here too.
+ *
+ * Started through npm (`npx spillway serve`, `npm run serve`), this process is the child of a
+ * shell that npm spawned: npm passes a SIGTERM on to that shell, which dies without passing it
+ * on, and the server would live on as an orphan. So under npm, losing the parent is a stop too.
+ */
+function untilStopSignal(): Promise<void> {
   return new Promise((resolve) => {
-    process.once("SIGTERM", () => resolve());
-    process.once("SIGINT", () => resolve());
+    const parent = process.ppid;
+    const orphaned = process.env.npm_command ? setInterval(() => process.ppid !== parent && stop(), 500).unref() : undefined;
+    const stop = () => {
+      clearInterval(orphaned);
+      process.off("SIGTERM", stop).off("SIGINT", stop);
+      process.once("SIGTERM", () => process.exit(130)).once("SIGINT", () => process.exit(130));
+      resolve();
+    };
+    process.on("SIGTERM", stop).on("SIGINT", stop);
   });
 }

@@ -6,6 +6,9 @@ import type { SpillwayConfig } from "../config.js";
 import type { Limiter } from "../limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "../gateway/config.js";
 import { GatewayCore } from "../gateway/core.js";
+import { cfParts } from "../gateway/keys.js";
+import { ValidationError } from "../core/validation.js";
+import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import { createGatewayApp } from "../gateway/gateway.js";
 import { NodeGatewayEdge, originFields, switchedUnasked } from "./gateway-edge.js";
 import { NodeUpgradeEdge } from "./upgrade-edge.js";
@@ -88,6 +91,8 @@ export interface NodeGatewayOptions {
   log?: LogFn;
   /** Told each route's decisions, answers and origin times (see createGateway). */
   observer?: SpillwayObserver;
+  /** Per-key limits, shared with the /v1 API (default: the config's and the store's table, see overridesFor). */
+  overrides?: Overrides;
 }
 
 /**
@@ -109,6 +114,18 @@ export class NodeGateway {
   }
 }
 
+/** `cf:` keys read a Worker's request.cf, which Node does not have: a config error here, not a 400 per request. */
+export function refuseCfKeys(gateway: GatewayConfig): void {
+  for (const route of gateway.routes) {
+    for (const [name, source] of [["key", route.key], ["fallbackKey", route.fallbackKey]] as const) {
+      if (!source || cfParts(source).length === 0) continue;
+      const index = source.kind === "composite" ? source.parts.findIndex((part) => part.kind === "cf") : -1;
+      const field = `${route.field}.${name}${index >= 0 ? `.${index}` : ""}`;
+      throw new ValidationError(field, `"cf:${(cfParts(source)[0] as { field: string }).field}" reads request.cf, which only Cloudflare Workers have; on Node key by "ip", a header or a cookie`);
+    }
+  }
+}
+
 /**
  * The gateway for `spillway serve`, or undefined when the config has no `origin`. Call it
  * at start: a bad gateway config throws a ValidationError naming the field.
@@ -118,7 +135,9 @@ export class NodeGateway {
 export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | undefined {
   const gateway = options.gateway ?? parseGatewayConfig(options.config);
   if (!gateway) return undefined;
-  const core = new GatewayCore({ ...options, gateway });
+  refuseCfKeys(gateway);
+  const overrides = options.overrides ?? overridesFor(options.config, options.limiter);
+  const core = new GatewayCore({ ...options, gateway, overrides });
   const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
   if (options.fetchOrigin) return new NodeGateway(app, undefined);
   return new NodeGateway(app, new NodeGatewayEdge(core), new NodeUpgradeEdge(core));

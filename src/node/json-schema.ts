@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
-import { MAX_ROUTES, configFileSchema, routeSchema } from "../config-schema.js";
+import { MAX_KEY_PARTS, MAX_ROUTES, configFileSchema, routeSchema } from "../config-schema.js";
+import { overrideSchema } from "../overrides/parse.js";
 import { DURATION_PATTERN, MAX_DURATION_MS } from "../core/duration.js";
 import { ALGORITHMS } from "../core/types.js";
 import { LEASABLE_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, policySchema } from "../core/policy.js";
@@ -14,6 +15,7 @@ export function configJsonSchema(): Record<string, unknown> {
   const file = z.extend(configFileSchema, {
     policies: z.optional(z.array(policySchema)),
     routes: z.optional(z.array(routeSchema).check(z.maxLength(MAX_ROUTES))),
+    overrides: z.optional(z.array(overrideSchema)),
   });
   const schema = z.toJSONSchema(file, { io: "input", unrepresentable: "any", target: "draft-2020-12" }) as JsonObject;
   const properties = schema.properties as Record<string, JsonObject>;
@@ -29,6 +31,12 @@ export function configJsonSchema(): Record<string, unknown> {
   (route.properties as Record<string, JsonObject>).count = COUNT;
   (route.properties as Record<string, JsonObject>).cost = COST;
   route.allOf = ROUTE_RULES;
+  const override = properties.overrides!.items as JsonObject;
+  const overrideFields = override.properties as Record<string, JsonObject>;
+  overrideFields.period = { ...DURATION, description: "The key's own period." };
+  overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", format: "date-time" }], description: "When the override stops applying (epoch ms or ISO 8601)." };
+  override.anyOf = [{ required: ["limit"] }, { required: ["burst"] }, { required: ["period"] }];
+  properties.overridesTtl = { ...DURATION, description: "How long each process or isolate uses a read of the runtime overrides: the rollout bound of a change (default 10s)." };
   for (const [name, description] of Object.entries(DESCRIPTIONS)) properties[name] = { ...properties[name], description };
   return {
     $schema: "https://json-schema.org/draft/2020-12/schema",
@@ -48,10 +56,14 @@ const DURATION = {
   ],
 };
 
+const ONE_SOURCE = "ip|ip/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])|path|host|method|cf:(country|asn|colo)|(header|cookie):[!#$%&'*+\\-.^_`|~0-9A-Za-z]+|query:.+";
 const KEY_SOURCE = {
-  type: "string",
-  pattern: "^(ip|ip/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])|path|header:[!#$%&'*+\\-.^_`|~0-9A-Za-z]+|query:.+|const:.{1,256})$",
-  description: '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "path" or "const:VALUE".',
+  anyOf: [
+    { type: "string", pattern: `^(${ONE_SOURCE}|const:.{1,256})$` },
+    { type: "array", items: { type: "string", pattern: `^(${ONE_SOURCE})$` }, minItems: 1, maxItems: MAX_KEY_PARTS, uniqueItems: true },
+  ],
+  description:
+    '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" (Workers) or "const:VALUE"; an array of them is a composite key (every part required).',
 };
 
 const STATUS = { anyOf: [{ type: "integer", minimum: 100, maximum: 599 }, { type: "string", pattern: "^[1-5]xx$" }] };
@@ -112,4 +124,6 @@ const DESCRIPTIONS: Record<string, string> = {
   deny: "Addresses and keys that are always refused (403).",
   originFeedback: "An origin's 429 with Retry-After pauses that key for every caller.",
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
+  overrides: "Per-key limits: { policy, key, limit?, burst?, period? }; a trailing * in key is a prefix wildcard (docs/overrides.md).",
+  dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
 };

@@ -4,13 +4,14 @@ import { type CountOption, type CostOption, type CountingPlan, checkedCost, coun
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../http/limit.js";
 import { type Problem, problemFields } from "../http/problems.js";
+import { spelled } from "./header-names.js";
 import type { Limiter } from "../limiter.js";
 import type { LimitPlan } from "../http/limit.js";
-import { type RateLimitBaseOptions, type RateLimitKey, keyProblem, rateLimitPlan, storeFailureProblem } from "../http/rate-limit-plan.js";
+import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
   /**
-   * The key a request is counted under; may be async. Return undefined (or "") when the
+   * The key a request is counted under (an array is a composite key, joined as `a|b`); may be async. Return undefined (or "") when the
    * request carries none: it is answered 400, never counted under one empty key shared by everybody.
    */
   key: (req: Req) => RateLimitKey | Promise<RateLimitKey>;
@@ -40,7 +41,7 @@ export type NodeMiddleware<Req extends IncomingMessage = IncomingMessage> = (req
 
 function send(res: ServerResponse, status: number, headers: Record<string, string> | Headers, body: string | null): void {
   res.statusCode = status;
-  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(name, value));
+  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(spelled(name), value));
   else for (const name in headers) res.setHeader(name, headers[name]!);
   res.end(body ?? undefined);
 }
@@ -104,11 +105,10 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     // string that may carry secrets, names the request in logs.
     const label = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? "").split("?", 1)[0]!;
     try {
-      const key = await keyOf(req);
-      const badKey = keyProblem(key);
-      if (badKey) return sendProblem(res, badKey);
+      const key = requestKey(await keyOf(req));
+      if (typeof key !== "string") return sendProblem(res, key);
       const signal = watchesClose ? closeSignal(res) : undefined;
-      const outcome = await limit(req, key as string, { signal, label, log });
+      const outcome = await limit(req, key, { signal, label, log });
       if (!outcome.admitted) return await sendDenial(res, outcome.response);
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
       if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);

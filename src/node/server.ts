@@ -7,6 +7,7 @@ import { createApp } from "../http/app.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { SpillwayService } from "../service.js";
+import type { Overrides } from "../overrides/overrides.js";
 import { NodeApiEdge } from "./api-edge.js";
 import { serverListener } from "./dispatch.js";
 import { NodeGateway } from "./gateway.js";
@@ -29,6 +30,11 @@ export interface ServerOptions {
   drainTimeoutMs?: number;
   /** Client connection timeouts (see DEFAULT_SERVER_TIMEOUTS). */
   timeouts?: Partial<ServerTimeouts>;
+  /**
+   * Per-key limits for /v1 (default: the config's and `limiter`'s runtime table, overridesFor).
+   * Pass the gateway's own when `limiter` is a wrapper (observed) of the store the gateway uses.
+   */
+  overrides?: Overrides;
 }
 
 /** How long a client may take, on its connection to Spillway. */
@@ -81,7 +87,7 @@ export interface RunningServer {
  * @example const server = await startServer({ config, limiter: new MemoryStore(), port: 8787 });
  */
 export function startServer(options: ServerOptions): Promise<RunningServer> {
-  const service = new SpillwayService(options.limiter, options.config);
+  const service = new SpillwayService(options.limiter, options.config, options.overrides);
   const tokenOf = () => options.token ?? process.env.SPILLWAY_TOKEN;
   const gateway = options.fallback instanceof NodeGateway ? options.fallback : undefined;
   const fallback = gateway ? gateway.app : (options.fallback as Hono | undefined);

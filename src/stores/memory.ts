@@ -3,9 +3,11 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
+import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey } from "./local-key.js";
+import { MemoryOverrideTable } from "../overrides/table.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -52,6 +54,8 @@ export interface MemoryStoreOptions {
 export class MemoryStore implements Limiter {
   readonly kind = "memory";
   readonly maxKeys: number;
+  /** Runtime overrides (PUT /v1/overrides) live in the store: this one's own table. */
+  readonly overrides = new MemoryOverrideTable();
   private readonly keys = new KeyTable();
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;
@@ -68,7 +72,8 @@ export class MemoryStore implements Limiter {
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    options = storeCheckOptions(options);
     policies = storePolicies(policies); // a policy as written in a config is parsed, garbage refused: never admitted by default
     return this.entry(key, policies).check(policies, options);
   }

@@ -1,5 +1,7 @@
 import type { Hono } from "hono";
-import { type SpillwayConfig, parseConfig } from "../config.js";
+import { type SpillwayConfig, parseConfig, withDryRunEnv } from "../config.js";
+import { Overrides, overrideTableOf } from "../overrides/overrides.js";
+import { DurableObjectOverrideTable } from "../stores/durable-object-overrides.js";
 import type { Limiter } from "../limiter.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
@@ -72,13 +74,19 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
     if (!found) {
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
-      const store = new LocalCache(storeOf(env));
+      const raw = storeOf(env);
+      const store = new LocalCache(raw);
       const stats = new LiveStats(config.policies.map((policy) => policy.name));
       const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
       if (env.SPILLWAY_ANALYTICS) observers.push(analyticsObserver(env.SPILLWAY_ANALYTICS, parseSampleRate(env.SPILLWAY_ANALYTICS_SAMPLE_RATE)));
       const observer = combineObservers(observers);
-      const service = new SpillwayService(observeLimiter(store, observer, "api"), config);
-      const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer }) : undefined;
+      // Runtime overrides live in the OVERRIDES Durable Object (or a store option's own table);
+      // this isolate reads them once per overridesTtl, shared by the /v1 API and the gateway.
+      const table = env.OVERRIDES ? new DurableObjectOverrideTable(env.OVERRIDES) : options.store ? overrideTableOf(raw) : undefined;
+      const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs, shareReads: false });
+      const service = new SpillwayService(observeLimiter(store, observer, "api"), config, overrides);
+      const dryRun = withDryRunEnv(config, env.SPILLWAY_DRY_RUN).dryRun;
+      const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun }) : undefined;
       // /v1/top and /v1/stats per isolate. No /metrics (the Worker's is Analytics Engine) nor
       // /dashboard (its chart library would double the Worker's bundle).
       const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats } });

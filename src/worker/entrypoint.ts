@@ -2,6 +2,8 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import { rpcAnswer } from "../rpc-errors.js";
 import type { AcquireAnswer, SpillwayService } from "../service.js";
+import type { OverrideView } from "../overrides/admin.js";
+import { ValidationError } from "../core/validation.js";
 import type { Env } from "./env.js";
 
 /**
@@ -50,6 +52,24 @@ export abstract class SpillwayEntrypoint extends WorkerEntrypoint<Env> {
 
   extend(request: unknown): Promise<ExtendResult> {
     return rpcAnswer(() => this.service().extend(request));
+  }
+
+  /** `PUT /v1/overrides`: `{ policy, key, limit?, burst?, period?, expiresAt? }`; answers the override as stored. */
+  putOverride(request: unknown): Promise<OverrideView> {
+    return rpcAnswer(() => this.service().overrideAdmin.put(request));
+  }
+
+  /** `DELETE /v1/overrides`: `{ policy, key }`. */
+  deleteOverride(request: unknown): Promise<{ deleted: boolean }> {
+    return rpcAnswer(() => this.service().overrideAdmin.delete(request));
+  }
+
+  /** `GET /v1/overrides`: `{ policy, cursor? }`; 1,000 a page, then a `cursor` for the next. */
+  listOverrides(request: unknown): Promise<{ overrides: OverrideView[]; cursor?: string }> {
+    return rpcAnswer(async () => {
+      if (request === null || typeof request !== "object" || Array.isArray(request)) throw new ValidationError("request", "must be an object like { policy: \"per-key\" }");
+      return this.service().overrideAdmin.list(request as Record<string, string | undefined>);
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Limiter } from "../../src/limiter.js";
+import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
 // gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
@@ -68,6 +69,7 @@ export const GATEWAY_TABLE_CONFIG = {
     // Counting what the origin answers (gateway-counting-table.ts).
     { name: "budget", algorithm: "fixed-window", limit: 100, period: "1h" },
     { name: "strikes", algorithm: "fixed-window", limit: 2, period: "1s", block: "1h" },
+    ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -83,7 +85,9 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/tokens-json/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     { match: { path: "/cost-request/*" }, key: "header:x-user", policies: ["budget"], cost: { requestHeader: "x-cost" } },
     { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
+    ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
   ],
+  overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)
   deny: { ips: ["203.0.113.0/24"], keys: ["banned"] },
   allow: { ips: ["198.51.100.7"], keys: ["vip"] },
   trustProxy: ["10.255.0.0/16"],

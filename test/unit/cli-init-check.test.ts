@@ -59,7 +59,7 @@ describe("spillway init DIR", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     expect(manifest).toMatchObject({ name: "my-limiter", dependencies: { spillway: `^${own.version}` }, scripts: { start: "wrangler dev" } });
     const wrangler = await readFile(join(dir, "wrangler.toml"), "utf8");
     expect(wrangler).toContain('name = "my-limiter"');
-    expect(wrangler).toContain('new_sqlite_classes = ["LimiterObject"]');
+    expect(wrangler).toContain('new_sqlite_classes = ["LimiterObject", "OverridesObject"]');
     expect(wrangler).toContain("spillway check --config spillway.config.json");
     const config = JSON.parse(await readFile(join(dir, "spillway.config.json"), "utf8"));
     expect(config.$schema).toBe("./node_modules/spillway/spillway.schema.json");

@@ -1,0 +1,208 @@
+import { describe, expect, it } from "vitest";
+import { parseConfig, withDryRunEnv } from "../../src/config.js";
+import { parsePolicy } from "../../src/core/policy.js";
+import { ValidationError } from "../../src/core/validation.js";
+import { Overrides } from "../../src/overrides/overrides.js";
+import { MAX_OVERRIDES_PER_POLICY, type Override, parseOverride } from "../../src/overrides/parse.js";
+import { OverrideIndex } from "../../src/overrides/resolver.js";
+import { MemoryOverrideTable, type OverrideTable, overridesPage } from "../../src/overrides/table.js";
+
+const window = parsePolicy({ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }, "p");
+const gcra = parsePolicy({ name: "smooth", algorithm: "gcra", limit: 60, period: "1m", burst: 5 }, "p");
+const conc = parsePolicy({ name: "slots", algorithm: "concurrency", limit: 2 }, "p");
+const catalog = new Map([window, gcra, conc].map((policy) => [policy.name, policy]));
+const NOW = 1_800_000_000_000;
+
+describe("override resolution", () => {
+  const index = new OverrideIndex([
+    { policy: "per-key", key: "acme-*", limit: 100 },
+    { policy: "per-key", key: "acme-eu-*", limit: 200 },
+    { policy: "per-key", key: "acme-eu-1", limit: 1 },
+    { policy: "per-key", key: "*", limit: 50 },
+    { policy: "per-key", key: "old", limit: 7, expiresAtMs: NOW - 1 },
+    { policy: "smooth", key: "acme-*", limit: 600 },
+  ]);
+  const limitOf = (key: string) => index.resolve([window], key, NOW)[0]!.limit;
+
+  it("exact beats every wildcard; among wildcards the longest prefix wins", () => {
+    expect(limitOf("acme-eu-1")).toBe(1);
+    expect(limitOf("acme-eu-2")).toBe(200);
+    expect(limitOf("acme-us")).toBe(100);
+    expect(limitOf("acme-")).toBe(100);
+    expect(limitOf("acm")).toBe(50);
+  });
+
+  it("an expired override applies nowhere", () => {
+    expect(limitOf("old")).toBe(50);
+  });
+
+  it("keeps the name and algorithm; a limit without burst moves gcra's burst with it", () => {
+    const [resolved] = index.resolve([gcra], "acme-x", NOW);
+    expect(resolved).toEqual({ ...gcra, limit: 600, burst: 600 });
+    expect(new OverrideIndex([{ policy: "smooth", key: "k", burst: 9 }]).resolve([gcra], "k", NOW)[0]).toEqual({ ...gcra, burst: 9 });
+    expect(new OverrideIndex([{ policy: "per-key", key: "k", periodMs: 1000 }]).resolve([window], "k", NOW)[0]).toEqual({ ...window, periodMs: 1000 });
+  });
+
+  it("answers the same arrays and policies while nothing changes (stores cache by identity)", () => {
+    const stack = [window, conc];
+    expect(index.resolve(stack, "nobody-at-all", NOW)).not.toBe(stack); // "*" applies to per-key
+    expect(new OverrideIndex([]).resolve(stack, "x", NOW)).toBe(stack);
+    expect(index.resolve(stack, "acme-1", NOW)).toBe(index.resolve(stack, "acme-2", NOW));
+    expect(index.resolve([window], "acme-1", NOW)[0]).toBe(index.resolve([window], "acme-2", NOW)[0]);
+    expect(index.resolve([conc], "acme-1", NOW)).toEqual([conc]);
+  });
+});
+
+describe("override validation", () => {
+  const fieldOf = (input: unknown) => {
+    try {
+      parseOverride(input, catalog, "overrides.0", NOW);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return "accepted";
+  };
+  it.each([
+    [{ policy: "per-key", key: "k", limit: 0 }, /^overrides\.0\.limit: .*positive integer/],
+    [{ policy: "per-key", key: "k", burst: 3 }, /^overrides\.0\.burst: .*only used by gcra and token-bucket/],
+    [{ policy: "slots", key: "k", period: "1s" }, /^overrides\.0\.period: .*not used by concurrency/],
+    [{ policy: "per-key", key: "k" }, /^overrides\.0: .*at least one of limit, burst and period/],
+    [{ policy: "per-key", key: "", limit: 1 }, /^overrides\.0\.key: /],
+    [{ policy: "per-key", key: "k".repeat(513), limit: 1 }, /^overrides\.0\.key: .*512/],
+    [{ policy: "per-key", key: "k", limit: 1, period: "soon" }, /^overrides\.0\.period: /],
+    [{ policy: "per-key", key: "k", limit: 1, expiresAt: NOW - 5 }, /^overrides\.0\.expiresAt: must be in the future/],
+    [{ policy: "per-key", key: "k", limit: 1, expiresAt: "tomorrow" }, /^overrides\.0\.expiresAt: /],
+    [{ policy: "per-key", key: "k", limit: 1, algorithm: "gcra" }, /^overrides\.0\.algorithm: is not a known field/],
+    [{ policy: "nope", key: "k", limit: 1 }, /^overrides\.0\.policy: no policy named "nope"/],
+  ])("refuses a bad override naming the field (%#)", (input, message) => {
+    expect(fieldOf(input)).toMatch(message);
+  });
+
+  it("accepts durations and dates as written", () => {
+    expect(parseOverride({ policy: "per-key", key: "k", period: "2s", expiresAt: "2099-01-01T00:00:00Z" }, catalog, "", NOW)).toEqual({ policy: "per-key", key: "k", periodMs: 2000, expiresAtMs: Date.parse("2099-01-01T00:00:00Z") });
+  });
+
+  it("in a config: an unknown policy and a (policy, key) twice are errors naming the entry", () => {
+    const policies = [{ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }];
+    expect(() => parseConfig({ policies, overrides: [{ policy: "other", key: "a", limit: 1 }] })).toThrow(/^overrides\.0\.policy: no policy named "other"/);
+    expect(() => parseConfig({ policies, overrides: [{ policy: "per-key", key: "a", limit: 1 }, { policy: "per-key", key: "a", limit: 2 }] })).toThrow(/^overrides\.1\.key: /);
+    expect(parseConfig({ policies }).overridesTtlMs).toBe(10_000);
+    expect(() => parseConfig({ policies, overridesTtl: 0 })).toThrow(/^overridesTtl: /);
+  });
+});
+
+describe("SPILLWAY_DRY_RUN", () => {
+  const config = parseConfig({});
+  it("turns dry-run on with 1 or true, leaves it with 0, false or empty, refuses anything else", () => {
+    expect(withDryRunEnv(config, "1").dryRun).toBe(true);
+    expect(withDryRunEnv(config, "true").dryRun).toBe(true);
+    for (const off of [undefined, "", "0", "false"]) expect(withDryRunEnv(config, off).dryRun).toBe(false);
+    expect(() => withDryRunEnv(config, "yes")).toThrow(/^SPILLWAY_DRY_RUN: must be "1" or "true"/);
+  });
+});
+
+describe("the overrides cache", () => {
+  function cached(table: OverrideTable, clock: { ms: number }, logs: unknown[] = []) {
+    return new Overrides({ catalog, table, ttlMs: 1000, clockMs: () => clock.ms, log: (entry) => logs.push(entry) });
+  }
+  const limitOf = async (overrides: Overrides, key = "k") => (await overrides.resolve([window], key))[0]!.limit;
+
+  it("reads the table at most once per half TTL, waits only when older than the TTL", async () => {
+    const table = new MemoryOverrideTable();
+    let reads = 0;
+    const counting: OverrideTable = { ...table, versions: (names) => (reads++, table.versions(names)), load: (p) => table.load(p), put: (o) => table.put(o), delete: (p, k) => table.delete(p, k) };
+    const clock = { ms: 0 };
+    const overrides = cached(counting, clock);
+    expect(overrides.resolve([window], "k")).toBeInstanceOf(Promise); // nothing read yet: wait for it
+    expect(await limitOf(overrides)).toBe(10);
+    await table.put({ policy: "per-key", key: "k", limit: 3 });
+    clock.ms = 400;
+    expect(overrides.resolve([window], "k")).toEqual([window]); // fresh: no read, no promise
+    expect(reads).toBe(1);
+    clock.ms = 600; // past half: refreshed in the background, this request goes on with what is held
+    expect(await overrides.resolve([window], "k")).toEqual([window]);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(await limitOf(overrides)).toBe(3);
+    expect(reads).toBe(2);
+    await table.delete("per-key", "k");
+    clock.ms = 5000; // idle past the TTL: waited for
+    expect(await limitOf(overrides)).toBe(10);
+  });
+
+  it("a failed refresh keeps the overrides held and is logged, not thrown", async () => {
+    const table = new MemoryOverrideTable();
+    await table.put({ policy: "per-key", key: "k", limit: 4 });
+    const clock = { ms: 0 };
+    const logs: unknown[] = [];
+    let down = false;
+    const flaky: OverrideTable = { versions: (names) => (down ? Promise.reject(new Error("store down")) : table.versions(names)), load: (p) => table.load(p), put: (o) => table.put(o), delete: (p, k) => table.delete(p, k) };
+    const overrides = cached(flaky, clock, logs);
+    expect(await limitOf(overrides)).toBe(4);
+    down = true;
+    clock.ms = 2000;
+    expect(await limitOf(overrides)).toBe(4);
+    expect(logs).toEqual([expect.objectContaining({ event: "overrides-refresh-failed" })]);
+  });
+
+  it("a read in flight when a change is made here does not hide it; a Worker's request waits on its own read", async () => {
+    const table = new MemoryOverrideTable();
+    let hold: (() => void) | undefined;
+    const held: OverrideTable = {
+      versions: async (names) => {
+        const versions = await table.versions(names);
+        if (hold === undefined) await new Promise<void>((resolve) => (hold = resolve));
+        return versions;
+      },
+      load: (p) => table.load(p),
+      put: (o) => table.put(o),
+      delete: (p, k) => table.delete(p, k),
+    };
+    const clock = { ms: 0 };
+    for (const shareReads of [true, false]) {
+      hold = undefined;
+      const overrides = new Overrides({ catalog, table: held, ttlMs: 1000, clockMs: () => clock.ms, shareReads });
+      const first = overrides.resolve([window], "k"); // its read reads versions, then waits
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await table.put({ policy: "per-key", key: "k", limit: shareReads ? 6 : 7 });
+      clock.ms += 1;
+      overrides.invalidate();
+      clock.ms += 1;
+      const second = overrides.resolve([window], "k");
+      hold!();
+      expect((await second)[0]!.limit).toBe(shareReads ? 6 : 7);
+      await first; // the older read ends last and is dropped: the change stays applied
+      expect(overrides.find("per-key", "k")?.limit).toBe(shareReads ? 6 : 7);
+      await table.delete("per-key", "k");
+    }
+  });
+
+  it("after a change made here, this process applies it at once", async () => {
+    const table = new MemoryOverrideTable();
+    const overrides = cached(table, { ms: 0 });
+    expect(await limitOf(overrides)).toBe(10);
+    await table.put({ policy: "per-key", key: "k", limit: 2 });
+    overrides.invalidate();
+    expect(await limitOf(overrides)).toBe(2);
+  });
+});
+
+describe("the memory store's table", () => {
+  it(`holds at most ${MAX_OVERRIDES_PER_POLICY} per policy, replacing existing keys`, async () => {
+    const table = new MemoryOverrideTable();
+    for (let i = 0; i < MAX_OVERRIDES_PER_POLICY; i++) await table.put({ policy: "per-key", key: `k${i}`, limit: 1 });
+    await expect(table.put({ policy: "per-key", key: "one-more", limit: 1 })).rejects.toThrow(/already has 100000 overrides/);
+    await table.put({ policy: "per-key", key: "k5", limit: 2 });
+    await table.put({ policy: "smooth", key: "other-policy", limit: 2 });
+    expect((await table.load("per-key")).length).toBe(MAX_OVERRIDES_PER_POLICY);
+  });
+
+  it("pages 1,000 at a time in key order, without expired ones", () => {
+    const overrides: Override[] = Array.from({ length: 2500 }, (_, i) => ({ policy: "p", key: `k${String(i).padStart(5, "0")}`, limit: 1, ...(i === 3 ? { expiresAtMs: NOW - 1 } : {}) }));
+    const first = overridesPage(overrides.slice().reverse(), undefined, NOW);
+    expect(first.overrides.map((one) => one.key).slice(0, 4)).toEqual(["k00000", "k00001", "k00002", "k00004"]);
+    const second = overridesPage(overrides, first.cursor, NOW);
+    const third = overridesPage(overrides, second.cursor, NOW);
+    expect([first.overrides.length, second.overrides.length, third.overrides.length, third.cursor]).toEqual([1000, 1000, 499, undefined]);
+    expect(() => overridesPage(overrides, "%%", NOW)).toThrow(ValidationError);
+  });
+});
