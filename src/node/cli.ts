@@ -1,5 +1,7 @@
 import { readFile } from "node:fs/promises";
-import { parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
+import { type SpillwayConfig, parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
+import type { Limiter } from "../limiter.js";
+import type { SpillwayObserver } from "../observe/observer.js";
 import { overridesFor } from "../overrides/overrides.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
@@ -8,8 +10,11 @@ import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
-import { createNodeObservability, startMetricsServer } from "./observability.js";
-import { startServer } from "./server.js";
+import { type NodeObservability, createNodeObservability, startMetricsServer } from "./observability.js";
+import { type OriginAgents, originAgents } from "./origin-agents.js";
+import { ConfigReloader, onHangup, registerReloadMetrics } from "./reload.js";
+import type { RuntimeParts } from "./runtime.js";
+import { type RunningServer, startServer } from "./server.js";
 import { createStore } from "./stores.js";
 
 /**
@@ -29,27 +34,37 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
     return 2;
   }
+  // First: SIGHUP's default is to end the process, which must never happen to a server being reloaded.
+  const reloads: Array<() => Promise<unknown>> = [];
+  const offHangup = onHangup(reloads);
   try {
     const args = parseServeArgs(rest, process.env);
     // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
-    const config = withDryRunEnv(args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] }), process.env.SPILLWAY_DRY_RUN);
+    const startText = args.configPath ? await readConfig(args.configPath) : undefined;
+    const config = startText !== undefined ? configOf(startText, args.configPath!) : parseConfig({ policies: [] });
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     const limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
-    // One overrides cache for the API and the gateway, over the store's runtime table.
-    const overrides = overridesFor(config, limiter);
-    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer, overrides });
-    const server = await startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides });
+    // One set of origin connection pools for every generation of the gateway.
+    const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
+    const parts = runtimePartsOf(config, serving, gateway);
+    const server = await startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes });
+    const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing) : undefined;
+    if (reloader) reloads.push(() => reloader.reload("signal"));
+    if (reloader && observing) registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
+    const stopWatching = args.watch ? reloader?.watch() : undefined;
     const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
+    if (rls) reloads.push(() => rls.reload());
     if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await untilSignal();
     console.log("spillway: shutting down (letting in-flight requests finish)");
+    stopWatching?.();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
@@ -60,7 +75,42 @@ export async function main(argv: string[]): Promise<number> {
     }
     console.error(`spillway: ${(error as Error).message}`);
     return 1;
+  } finally {
+    offHangup();
   }
+}
+
+/** What every generation of the runtime is built over: the store, the observer, the origin pools. */
+interface Serving {
+  limiter: Limiter;
+  observer: SpillwayObserver | undefined;
+  agents: OriginAgents;
+}
+
+/** A config file's text as `serve` reads it, at start and on every reload: strictly, SPILLWAY_DRY_RUN applied. */
+function configOf(text: string, path: string): SpillwayConfig {
+  return withDryRunEnv(parseConfigText(text, path), process.env.SPILLWAY_DRY_RUN);
+}
+
+/** The runtime parts of a config: one overrides cache for the API and the gateway, over the store's runtime table. */
+function runtimePartsOf(config: SpillwayConfig, serving: Serving, gateway = parseGatewayConfig(config)): RuntimeParts {
+  const overrides = overridesFor(config, serving.limiter);
+  const fallback = createNodeGateway({ config, gateway, limiter: serving.limiter, observer: serving.observer, overrides, agents: serving.agents });
+  return { config, fallback, overrides };
+}
+
+/** SIGHUP and --watch: the same parse and build as at start; the store, port and flags stay. */
+function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined): ConfigReloader {
+  return new ConfigReloader({
+    path,
+    startText,
+    generation: () => server.generation,
+    apply(text) {
+      const parts = runtimePartsOf(configOf(text, path), serving);
+      observing?.configure(parts.config);
+      return server.reload(parts);
+    },
+  });
 }
 
 /** Runs a command body, mapping a ValidationError to exit status 2 and its message. */

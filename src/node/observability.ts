@@ -20,6 +20,8 @@ export interface NodeObservability {
   /** For createApp: /v1/top, /v1/stats, /metrics, /dashboard. */
   routes: Observability;
   prometheus: PrometheusObserver;
+  /** A reload's config: its policies get their own series (a removed one keeps its counts). */
+  configure(config: SpillwayConfig): void;
 }
 
 /**
@@ -29,18 +31,22 @@ export interface NodeObservability {
  * @example const observing = createNodeObservability({ config, limiter }); startServer({ config, limiter: observing.apiLimiter, observability: observing.routes, … })
  */
 export function createNodeObservability(options: { config: SpillwayConfig; limiter: Limiter; log?: LogSink }): NodeObservability {
-  const names = options.config.policies.map((policy) => policy.name);
-  const stats = new LiveStats(names);
-  const concurrencyNames = options.config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
-  const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNames);
+  const stats = new LiveStats(options.config.policies.map((policy) => policy.name));
+  const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNamesOf(options.config));
   const observer = combineObservers([prometheus, stats, logObserver(options.log)]);
   return {
     observer,
     apiLimiter: observeLimiter(options.limiter, observer, "api"),
     routes: { stats, metrics: () => prometheus.scrape(), dashboardHtml },
     prometheus,
+    configure(config) {
+      stats.addPolicies(config.policies.map((policy) => policy.name));
+      prometheus.addConcurrencyPolicies(concurrencyNamesOf(config));
+    },
   };
 }
+
+const concurrencyNamesOf = (config: SpillwayConfig) => config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
 
 export interface MetricsServer {
   url: string;
