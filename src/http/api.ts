@@ -4,7 +4,8 @@ import { ValidationError } from "../core/validation.js";
 import type { Checked, SpillwayService } from "../service.js";
 import { bearerAuth } from "./auth.js";
 import { FAILED_OPEN_HEADER } from "../wire.js";
-import { BodyTooLargeError, costAboveCapacityDetail } from "./problems.js";
+import { BodyTooLargeError, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
+import { NoOverrideTableError } from "../overrides/admin.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
@@ -135,9 +136,17 @@ export function createApi({ service, tokenOf }: ApiOptions): Hono {
   }
   // Runtime overrides (docs/overrides.md): rare admin calls, served by the app on both runtimes.
   const admin = service.overrideAdmin;
+  const answered = (run: () => Promise<unknown>) =>
+    run().then(
+      (body) => toResponse(json(body)),
+      (error: unknown) => {
+        if (error instanceof NoOverrideTableError) return problemResponse(problem(503, error.message));
+        throw error;
+      },
+    );
   api.use("/overrides", auth);
-  api.put("/overrides", async (c) => toResponse(json(await admin.put(await jsonBody(c.req.raw)))));
-  api.delete("/overrides", async (c) => toResponse(json(await admin.delete(await jsonBody(c.req.raw)))));
-  api.get("/overrides", async (c) => toResponse(json(await admin.list(c.req.query()))));
+  api.put("/overrides", async (c) => answered(async () => admin.put(await jsonBody(c.req.raw))));
+  api.delete("/overrides", async (c) => answered(async () => admin.delete(await jsonBody(c.req.raw))));
+  api.get("/overrides", (c) => answered(() => admin.list(c.req.query())));
   return api;
 }

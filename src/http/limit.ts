@@ -127,7 +127,7 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
   const { overrides } = plan;
   if (!overrides) return limitWith(limiter, key, plan, plan.policies, context);
   // Overrides resolve between the plan and the store: the algorithms see ordinary policies.
-  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key);
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
   if (resolved instanceof Promise) return resolved.then((policies) => limitWith(limiter, key, plan, policies, context));
   return limitWith(limiter, key, plan, resolved, context);
 }
@@ -140,7 +140,7 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
 export function resolvedPlan(plan: LimitPlan, key: string, context: LimitContext): LimitPlan | Promise<LimitPlan> {
   const { overrides, ...rest } = plan;
   if (!overrides) return plan;
-  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key);
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
   if (resolved instanceof Promise) return resolved.then((policies) => ({ ...rest, policies }));
   return { ...rest, policies: resolved };
 }

@@ -1,7 +1,6 @@
 import * as z from "zod/mini";
 import { type PolicyCatalog, UnknownPolicyError } from "../core/policy.js";
 import { ValidationError, describeValue, parseWith } from "../core/validation.js";
-import { StoreUnavailableError } from "../limiter.js";
 import type { Overrides } from "./overrides.js";
 import { type OverrideView, overrideView, parseOverride } from "./parse.js";
 import { type OverrideTable, overridesPage } from "./table.js";
@@ -14,6 +13,18 @@ const listQuery = z.strictObject({ policy: z.optional(z.string()), cursor: z.opt
 function object(body: unknown): Record<string, unknown> {
   if (body === null || typeof body !== "object" || Array.isArray(body)) throw new ValidationError("body", `must be a JSON object, got ${describeValue(body)}`);
   return body as Record<string, unknown>;
+}
+
+/**
+ * This deployment has nowhere to keep runtime overrides (a Worker without the OVERRIDES
+ * binding): a 503 that says how to add it. Not a store failure: nothing is down, and nothing
+ * is logged for it.
+ */
+export class NoOverrideTableError extends Error {
+  constructor() {
+    super("runtime overrides need a store that holds them (the memory store, Redis, or on a Worker the OVERRIDES Durable Object binding: see docs/overrides.md); config overrides still apply");
+    this.name = "NoOverrideTableError";
+  }
 }
 
 /**
@@ -32,7 +43,7 @@ export class OverrideAdmin {
 
   #table(): OverrideTable {
     const table = this.#overrides.table;
-    if (!table) throw new StoreUnavailableError("runtime overrides need a store that holds them (the memory store, Redis, or on a Worker the OVERRIDES Durable Object binding); config overrides still apply");
+    if (!table) throw new NoOverrideTableError();
     return table;
   }
 

@@ -18,7 +18,16 @@ export interface OverridesOptions {
   /** Told when a refresh fails (the previous overrides stay in force meanwhile). */
   log?: (entry: Record<string, unknown>) => void;
   clockMs?: () => number;
+  /**
+   * Whether a request that must wait for a read may join one another request started (default
+   * true). A Worker says false: workerd ties I/O to the request that started it, so a request
+   * waits only on its own read there.
+   */
+  shareReads?: boolean;
 }
+
+/** A read in flight this long is given up on (its request may have been cancelled): the next starts afresh. */
+const STUCK_READ_MS = 5000;
 
 /**
  * The overrides in force in this process or isolate: the config's, and the store's runtime
@@ -41,7 +50,13 @@ export class Overrides {
   #runtime = new Map<string, Override[]>();
   #versions: string[] = [];
   #loadedAtMs = Number.NEGATIVE_INFINITY;
+  /** When the newest applied read started: an older read that ends later is dropped. */
+  #appliedStartMs = Number.NEGATIVE_INFINITY;
   #refreshing: Promise<void> | undefined;
+  #refreshingSinceMs = 0;
+  /** A read started before (or at) this may predate a change made here: it does not count as fresh. */
+  #invalidatedAtMs = Number.NEGATIVE_INFINITY;
+  readonly #shareReads: boolean;
 
   constructor(options: OverridesOptions) {
     this.ttlMs = options.ttlMs ?? DEFAULT_OVERRIDES_TTL_MS;
@@ -51,6 +66,7 @@ export class Overrides {
     this.#log = options.log ?? ((entry) => console.warn(JSON.stringify({ spillway: true, ...entry })));
     this.#clockMs = options.clockMs ?? Date.now;
     this.#index = new OverrideIndex(this.#configured);
+    this.#shareReads = options.shareReads ?? true;
   }
 
   /** Whether nothing can ever apply (no config overrides, no table): callers skip resolve then. */
@@ -62,11 +78,13 @@ export class Overrides {
    * `policies` as they apply to `key` (the key as the user knows it). The same array when no
    * override applies; a promise only while a stale table is being read (see the class comment).
    */
-  resolve(policies: readonly Policy[], key: string): readonly Policy[] | Promise<readonly Policy[]> {
+  resolve(policies: readonly Policy[], key: string, defer?: (promise: Promise<unknown>) => void): readonly Policy[] | Promise<readonly Policy[]> {
     const nowMs = this.#clockMs();
     if (this.table && nowMs - this.#loadedAtMs >= this.ttlMs / 2) {
-      const refreshing = this.#refresh();
-      if (nowMs - this.#loadedAtMs >= this.ttlMs) return refreshing.then(() => this.#index.resolve(policies, key, this.#clockMs()));
+      if (nowMs - this.#loadedAtMs >= this.ttlMs) return this.#refresh(this.#shareReads).then(() => this.#index.resolve(policies, key, this.#clockMs()));
+      // In the background; `defer` (a Worker's waitUntil) keeps it alive past this request.
+      const refreshing = this.#refresh(true);
+      defer?.(refreshing);
     }
     const index = this.#index;
     return index.empty ? policies : index.resolve(policies, key, nowMs);
@@ -80,33 +98,43 @@ export class Overrides {
   /** After a change made here: the next request reads the table again, so this process applies it at once. */
   invalidate(): void {
     this.#loadedAtMs = Number.NEGATIVE_INFINITY;
+    this.#refreshing = undefined;
+    this.#invalidatedAtMs = this.#clockMs();
   }
 
-  #refresh(): Promise<void> {
-    if (!this.#refreshing) {
-      const startedMs = this.#clockMs();
-      this.#refreshing = this.#read().then(
-        () => {
-          this.#loadedAtMs = startedMs;
-          this.#refreshing = undefined;
-        },
-        (error: unknown) => {
-          // Keep what is held; try again after half a TTL rather than on every request.
-          this.#log({ event: "overrides-refresh-failed", error: String(error) });
-          this.#loadedAtMs = Math.max(this.#loadedAtMs, startedMs - this.ttlMs / 2);
-          this.#refreshing = undefined;
-        },
-      );
+  /** A read of the table; `join`: share the one in flight (unless it looks stuck). */
+  #refresh(join: boolean): Promise<void> {
+    const startedMs = this.#clockMs();
+    if (join && this.#refreshing && startedMs - this.#refreshingSinceMs < STUCK_READ_MS) return this.#refreshing;
+    const reading = this.#read(startedMs).then(
+      () => {
+        if (startedMs > this.#invalidatedAtMs) this.#loadedAtMs = Math.max(this.#loadedAtMs, startedMs);
+      },
+      (error: unknown) => {
+        // Keep what is held; try again after half a TTL rather than on every request.
+        this.#log({ event: "overrides-refresh-failed", error: String(error) });
+        this.#loadedAtMs = Math.max(this.#loadedAtMs, startedMs - this.ttlMs / 2);
+      },
+    );
+    if (join) {
+      this.#refreshing = reading;
+      this.#refreshingSinceMs = startedMs;
+      void reading.then(() => {
+        if (this.#refreshing === reading) this.#refreshing = undefined;
+      });
     }
-    return this.#refreshing;
+    return reading;
   }
 
-  async #read(): Promise<void> {
+  async #read(startedMs: number): Promise<void> {
     const table = this.table!;
     const versions = await table.versions(this.#names);
     const changed = this.#names.filter((_name, i) => versions[i] !== this.#versions[i]);
     if (changed.length === 0) return;
     const loaded = await Promise.all(changed.map((name) => table.load(name)));
+    // Two reads may overlap (a Worker's requests each read their own): the newer one stands.
+    if (startedMs < this.#appliedStartMs) return;
+    this.#appliedStartMs = startedMs;
     changed.forEach((name, i) => this.#runtime.set(name, loaded[i]!));
     this.#versions = versions;
     this.#index = new OverrideIndex([...this.#configured, ...[...this.#runtime.values()].flat()]);

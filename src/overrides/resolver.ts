@@ -6,6 +6,7 @@ class Entry {
   readonly override: Override;
   #base: Policy | undefined;
   #resolved: Policy | undefined;
+  #alone: readonly Policy[] | undefined;
   constructor(override: Override) {
     this.override = override;
   }
@@ -14,8 +15,14 @@ class Entry {
     if (this.#base !== base) {
       this.#base = base;
       this.#resolved = applyOverride(base, this.override);
+      this.#alone = undefined;
     }
     return this.#resolved!;
+  }
+  /** A stack of that policy alone: one array, not one per request. */
+  stackFor(base: Policy): readonly Policy[] {
+    const policy = this.policyFor(base);
+    return this.#alone ?? (this.#alone = [policy]);
   }
 }
 
@@ -91,7 +98,7 @@ export class OverrideIndex {
   resolve(policies: readonly Policy[], key: string, nowMs: number): readonly Policy[] {
     if (policies.length === 1) {
       const entry = this.#byPolicy.get(policies[0]!.name)?.find(key, nowMs);
-      return entry ? [entry.policyFor(policies[0]!)] : policies;
+      return entry ? entry.stackFor(policies[0]!) : policies;
     }
     let entries: (Entry | undefined)[] | undefined;
     for (let i = 0; i < policies.length; i++) {

@@ -83,7 +83,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
       // Runtime overrides live in the OVERRIDES Durable Object (or a store option's own table);
       // this isolate reads them once per overridesTtl, shared by the /v1 API and the gateway.
       const table = env.OVERRIDES ? new DurableObjectOverrideTable(env.OVERRIDES) : options.store ? overrideTableOf(raw) : undefined;
-      const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs });
+      const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs, shareReads: false });
       const service = new SpillwayService(observeLimiter(store, observer, "api"), config, overrides);
       const dryRun = withDryRunEnv(config, env.SPILLWAY_DRY_RUN).dryRun;
       const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun }) : undefined;

@@ -144,6 +144,38 @@ describe("the overrides cache", () => {
     expect(logs).toEqual([expect.objectContaining({ event: "overrides-refresh-failed" })]);
   });
 
+  it("a read in flight when a change is made here does not hide it; a Worker's request waits on its own read", async () => {
+    const table = new MemoryOverrideTable();
+    let hold: (() => void) | undefined;
+    const held: OverrideTable = {
+      versions: async (names) => {
+        const versions = await table.versions(names);
+        if (hold === undefined) await new Promise<void>((resolve) => (hold = resolve));
+        return versions;
+      },
+      load: (p) => table.load(p),
+      put: (o) => table.put(o),
+      delete: (p, k) => table.delete(p, k),
+    };
+    const clock = { ms: 0 };
+    for (const shareReads of [true, false]) {
+      hold = undefined;
+      const overrides = new Overrides({ catalog, table: held, ttlMs: 1000, clockMs: () => clock.ms, shareReads });
+      const first = overrides.resolve([window], "k"); // its read reads versions, then waits
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await table.put({ policy: "per-key", key: "k", limit: shareReads ? 6 : 7 });
+      clock.ms += 1;
+      overrides.invalidate();
+      clock.ms += 1;
+      const second = overrides.resolve([window], "k");
+      hold!();
+      expect((await second)[0]!.limit).toBe(shareReads ? 6 : 7);
+      await first; // the older read ends last and is dropped: the change stays applied
+      expect(overrides.find("per-key", "k")?.limit).toBe(shareReads ? 6 : 7);
+      await table.delete("per-key", "k");
+    }
+  });
+
   it("after a change made here, this process applies it at once", async () => {
     const table = new MemoryOverrideTable();
     const overrides = cached(table, { ms: 0 });

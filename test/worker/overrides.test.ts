@@ -86,7 +86,9 @@ describe("runtime overrides on the Worker", () => {
   it("without an OVERRIDES binding, config overrides apply and /v1/overrides answers 503", async () => {
     const worker = createWorker({ ...config, overrides: [{ policy: "ov-window", key: "cfg-*", limit: 9 }] });
     const bare = { ...env, OVERRIDES: undefined };
-    expect((await call(worker, "PUT", "/v1/overrides", { policy: "ov-window", key: "k", limit: 3 }, bare)).status).toBe(503);
+    const refused = await call(worker, "PUT", "/v1/overrides", { policy: "ov-window", key: "k", limit: 3 }, bare);
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(/OVERRIDES Durable Object binding/);
     const ctx = createExecutionContext();
     const request = new Request("http://spillway.test/v1/check", { method: "POST", headers: { authorization: "Bearer test-token" }, body: JSON.stringify({ key: `cfg-${uniqueKey()}`, policy: "ov-window" }) });
     const response = await worker.fetch(request, bare as never, ctx);
