@@ -63,10 +63,36 @@ function policyNamed(policies: readonly Policy[], name: string): Policy | undefi
 
 function policyItem(quotedName: string, result: PolicyDecision, policy: Policy | undefined): string {
   if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
-  // The quota is `limit` per `period` (a gcra/token-bucket burst lets more through at once).
-  const quota = policy ? policy.limit : result.limit;
-  const windowSeconds = policy ? secondsUp(policy.periodMs) : 0;
-  return `${quotedName};q=${quota};w=${windowSeconds}`;
+  // Without its policy the period is unknown: the quota alone, never a made-up window.
+  if (!policy) return `${quotedName};q=${result.limit}`;
+  return `${quotedName};${quotaItem(policy.limit, policy.periodMs)}`;
+}
+
+/** The longest window `w` may name: the longest period, 366 d, in seconds. */
+const MAX_WINDOW_SECONDS = 366 * 86_400;
+
+/**
+ * `q=…;w=…` for `limit` per `periodMs`, exact (SPEC §4). `w` is whole seconds, so a period
+ * that is not is advertised over the smallest whole-second window holding whole periods,
+ * with the quota scaled to it: that window is lcm(period, 1000 ms), i.e. period / gcd(period,
+ * 1000) seconds, holding 1000 / gcd periods. 10 per 250 ms: gcd 250, so w=1 and q=40 (not
+ * q=10;w=1, which would under-state what it admits fourfold); 5 per 1500 ms: w=3, q=10. When
+ * that window is longer than 366 d, `w` is left out rather than rounded. The quota is `limit`
+ * per period (a gcra/token-bucket burst lets more through at once).
+ *
+ * @example quotaItem(10, 250) // "q=40;w=1"
+ */
+export function quotaItem(limit: number, periodMs: number): string {
+  if (periodMs % 1000 === 0) return `q=${limit};w=${periodMs / 1000}`;
+  const divisor = gcd(periodMs, 1000);
+  const windowSeconds = periodMs / divisor;
+  if (windowSeconds > MAX_WINDOW_SECONDS) return `q=${limit}`;
+  return `q=${limit * (1000 / divisor)};w=${windowSeconds}`;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
 }
 
 /** A structured-field string: policy names match [a-z0-9._-], so only quoting is needed. */

@@ -47,8 +47,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
     const resolved = resolvedPlan(plan, key, context);
     return resolved instanceof Promise ? resolved.then((one) => peekRequest(limiter, key, one, context)) : peekRequest(limiter, key, resolved, context);
   }
-  const rated = plan.policies.filter((policy) => policy.algorithm !== "concurrency");
-  const leased = concurrencyPolicies(plan.policies);
+  const { rated, leased } = splitOf(plan.policies);
   return applyFailMode(rated, () => limiter.peek(key, rated)).then(
     (peeked): CountedOutcome | Promise<CountedOutcome> => {
       const headers = fieldsOf(peeked, rated, plan);
@@ -67,6 +66,17 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => Promise.resolve({ [DRY_RUN_HEADER]: "error" }) };
     },
   );
+}
+
+/** A stack's rate policies (peeked, debited) and concurrency policies (leased), split once per stack: a plan lives as long as its route. */
+const splits = new WeakMap<readonly Policy[], { rated: Policy[]; leased: Policy[] }>();
+function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy[] } {
+  let split = splits.get(policies);
+  if (!split) {
+    split = { rated: policies.filter((policy) => policy.algorithm !== "concurrency"), leased: concurrencyPolicies(policies) };
+    splits.set(policies, split);
+  }
+  return split;
 }
 
 /** Concurrency policies take their lease as always (limitRequest), once the rate policies let the request in; their fields join. */

@@ -77,13 +77,20 @@ export function deferOf(c: Context): (promise: Promise<unknown>) => void {
 export function quotaExceededResponse(decision: Decision, headers: Record<string, string>, cost = 1): Response {
   const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
   const detail =
-    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")}); retry after ${headers["Retry-After"]} s`;
+    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")})${blockedUntil(decision)}; retry after ${headers["Retry-After"]} s`;
   const body = problem(429, detail, {
     type: QUOTA_EXCEEDED_TYPE,
     title: "Request cannot be satisfied as assigned quota has been exceeded",
     "violated-policies": violated,
   });
   return problemResponse(body, headers);
+}
+
+/** "; blocked until <ISO time>" while a block (policy `block`) refuses the key, else "". */
+function blockedUntil(decision: Decision): string {
+  let blockedMs: number | undefined;
+  for (const result of decision.policies) if (result.blockedMs !== undefined) blockedMs = Math.max(blockedMs ?? 0, result.blockedMs);
+  return blockedMs === undefined ? "" : `; blocked until ${new Date(Date.now() + blockedMs).toISOString()}`;
 }
 
 /**

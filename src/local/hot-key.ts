@@ -116,6 +116,12 @@ export function deniedDecision(denied: NonNullable<HotKey["denied"]>, nowMs: num
   // untilMs from the call's start (never later than the store's moment).
   const passedMs = Math.max(0, nowMs - denied.receivedAtMs);
   const retryAfterMs = Math.max(1, Math.ceil(denied.untilMs - nowMs));
-  const policies = denied.decision.policies.map((part) => ({ ...part, resetMs: Math.max(0, part.resetMs - passedMs), retryAfterMs }));
-  return { ...denied.decision, resetMs: Math.max(0, denied.decision.resetMs - passedMs), retryAfterMs, policies };
+  const policies = denied.decision.policies.map((part) => {
+    const moved = { ...part, resetMs: Math.max(0, part.resetMs - passedMs), retryAfterMs };
+    if (part.blockedMs !== undefined) moved.blockedMs = Math.max(1, part.blockedMs - passedMs);
+    return moved;
+  });
+  const decision = { ...denied.decision, resetMs: Math.max(0, denied.decision.resetMs - passedMs), retryAfterMs, policies };
+  if (decision.blockedMs !== undefined) decision.blockedMs = Math.max(1, decision.blockedMs - passedMs);
+  return decision;
 }

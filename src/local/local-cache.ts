@@ -24,7 +24,7 @@ const RATE_CHECK: Omit<CheckOptions, "cost"> = { mode: "reject", maxWaitMs: 0 };
  *
  * - Deny cache: a store denial (cost c, retryAfterMs r) is repeated here for cost ≥ c
  *   until r has passed since the call was sent. Rate algorithms are monotone, so the store
- *   would deny too.
+ *   would deny too. A block (policy `block`) is repeated for every cost until it ends.
  * - Token batches (`share > 0`, fixed-window, sliding-window, token-bucket): one store call
  *   admits a cost of b units, which are then admitted here one request at a time until the
  *   store's window (or refill interval) ends. Every unit admitted here was debited in the
@@ -162,7 +162,12 @@ export class LocalCache extends ForwardingLimiter {
   }
 
   private remember(entry: HotKey, decision: Decision, cost: number, sentAtMs: number): Decision {
-    if (!decision.allowed && decision.retryAfterMs !== null) {
+    if (decision.allowed) return decision;
+    const blockedMs = decision.policies[0]?.blockedMs;
+    if (blockedMs !== undefined) {
+      // A block refuses every request, whatever its cost, until it ends.
+      entry.denied = { decision, cost: 1, untilMs: sentAtMs + blockedMs, receivedAtMs: this.clockMs() };
+    } else if (decision.retryAfterMs !== null) {
       entry.denied = { decision, cost, untilMs: sentAtMs + decision.retryAfterMs, receivedAtMs: this.clockMs() };
     }
     return decision;

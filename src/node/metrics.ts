@@ -41,7 +41,7 @@ export class PrometheusObserver implements SpillwayObserver {
     collectDefaultMetrics({ register: this.registry });
     this.decisions = new Counter({
       name: "spillway_decisions_total",
-      help: "Decisions per policy of the stack, by outcome (allowed, denied, failed_open, error).",
+      help: "Decisions per policy of the stack, by outcome (allowed, denied, blocked: denied while a block holds the key, failed_open, error).",
       labelNames: ["policy", "outcome"],
       registers,
       collect() {

@@ -147,13 +147,15 @@ function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome
   res.once("close", () => {
     // An answer that never went out was not given: nothing to count.
     if (!res.headersSent) return;
-    if (counting.counted && !counting.counted(res, req)) return;
-    if (!counting.responseCost) return void outcome.settle(1);
+    // Your functions run after the response, outside any handler: what they throw is logged, not thrown.
     void Promise.resolve()
-      .then(() => counting.responseCost!(res, req))
+      .then(() => {
+        if (counting.counted && !counting.counted(res, req)) return undefined;
+        return counting.responseCost ? counting.responseCost(res, req) : 1;
+      })
       .then(
-        (cost) => outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label)),
-        (error: unknown) => log({ event: "cost-failed", route: label, option: "cost.response", error: String(error) }),
+        (cost) => (cost === undefined ? undefined : outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label))),
+        (error: unknown) => log({ event: "count-failed", route: label, error: String(error) }),
       );
   });
 }

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
+import { ORIGIN_PAUSE_POLICY } from "../gateway/config.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
 import { LiveStats } from "../observe/live-stats.js";
@@ -31,7 +32,7 @@ export interface NodeObservability {
  * @example const observing = createNodeObservability({ config, limiter }); startServer({ config, limiter: observing.apiLimiter, observability: observing.routes, … })
  */
 export function createNodeObservability(options: { config: SpillwayConfig; limiter: Limiter; log?: LogSink }): NodeObservability {
-  const stats = new LiveStats(options.config.policies.map((policy) => policy.name));
+  const stats = new LiveStats(policyNamesOf(options.config));
   const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNamesOf(options.config));
   const observer = combineObservers([prometheus, stats, logObserver(options.log)]);
   return {
@@ -40,10 +41,17 @@ export function createNodeObservability(options: { config: SpillwayConfig; limit
     routes: { stats, metrics: () => prometheus.scrape(), dashboardHtml },
     prometheus,
     configure(config) {
-      stats.addPolicies(config.policies.map((policy) => policy.name));
+      stats.addPolicies(policyNamesOf(config));
       prometheus.addConcurrencyPolicies(concurrencyNamesOf(config));
     },
   };
+}
+
+/** The config's policies, and the gateway's own origin-feedback pause: every other name is `inline`. */
+function policyNamesOf(config: SpillwayConfig): string[] {
+  const names = config.policies.map((policy) => policy.name);
+  if (config.gateway?.originFeedback) names.push(ORIGIN_PAUSE_POLICY);
+  return names;
 }
 
 const concurrencyNamesOf = (config: SpillwayConfig) => config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);

@@ -1,3 +1,4 @@
+import type { PolicyDecision } from "../core/types.js";
 import type { StoreHealth } from "../limiter.js";
 import { HeavyHitters, type HeavyHitter } from "./heavy-hitters.js";
 import type { DecisionEvent, DecisionOutcome, StoreErrorEvent, SpillwayObserver } from "./observer.js";
@@ -36,7 +37,7 @@ const LATENCY_SAMPLES = 2048;
  * would let any caller grow /metrics and /v1/stats without bound.
  */
 export const INLINE_POLICY_LABEL = "inline";
-const emptyCounts = (): OutcomeCounts => ({ allowed: 0, denied: 0, failed_open: 0, error: 0 });
+const emptyCounts = (): OutcomeCounts => ({ allowed: 0, denied: 0, blocked: 0, failed_open: 0, error: 0 });
 
 export const toTopEntry = (hitter: HeavyHitter): TopEntry => ({
   key: hitter.key,
@@ -45,6 +46,12 @@ export const toTopEntry = (hitter: HeavyHitter): TopEntry => ({
   errorBound: hitter.errorBound,
   lastSeen: new Date(hitter.lastSeenMs).toISOString(),
 });
+
+/** One policy's outcome: a denial while its block holds the key is `blocked`. */
+function resultOutcome(result: PolicyDecision): DecisionOutcome {
+  if (result.allowed) return "allowed";
+  return result.blockedMs === undefined ? "denied" : "blocked";
+}
 
 /**
  * Runtime-neutral live numbers for /v1/stats, /v1/top and the dashboard, per process (Node)
@@ -85,7 +92,7 @@ export class LiveStats implements SpillwayObserver {
     if (event.outcome === "failed_open") this.failedOpen++;
     // Per policy of the stack (no callback: this runs for every decision).
     const results = event.results;
-    if (results) for (let i = 0; i < results.length; i++) this.countsOf(results[i]!.policy)[results[i]!.allowed ? "allowed" : "denied"]++;
+    if (results) for (let i = 0; i < results.length; i++) this.countsOf(results[i]!.policy)[resultOutcome(results[i]!)]++;
     else for (let i = 0; i < event.policies.length; i++) this.countsOf(event.policies[i]!.name)[event.outcome]++;
     if (event.outcome === "denied") {
       const nowMs = Date.now();

@@ -1,4 +1,4 @@
-import type { DecisionEvent, SpillwayObserver, StoreErrorEvent, StoreErrorKind } from "./observer.js";
+import type { BlockEvent, DecisionEvent, SpillwayObserver, StoreErrorEvent, StoreErrorKind } from "./observer.js";
 
 /**
  * One JSON log line, the same schema on both runtimes (Workers Logs on Cloudflare, stdout on
@@ -9,10 +9,11 @@ import type { DecisionEvent, SpillwayObserver, StoreErrorEvent, StoreErrorKind }
  *   `suppressed` (errors of that kind left out since the last line): at most one line per
  *   kind every STORE_ERROR_LOG_INTERVAL_MS (StoreErrorLog)
  * - `store-reset`: the store lost its data (src/stores/redis/data-loss.ts)
+ * - `block`: key, source, policy, store, blockedMs (a block that a denial or a debit started)
  * - `config-reload` (Node): result (`ok` | `error`), generation (the one in force after it),
  *   path, trigger (`signal` | `watch`), and for an error the `field` and `error` (src/node/reload.ts)
  */
-export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "store-reset" | "config-reload"; time: string } & Record<string, unknown>;
+export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "store-reset" | "block" | "config-reload"; time: string } & Record<string, unknown>;
 
 /** Where log lines go: by default one line on stdout (console.log, which Workers Logs collects). */
 export type LogSink = (line: LogLine) => void;
@@ -89,6 +90,9 @@ export function logObserver(sink: LogSink = stdoutSink, options: { denials?: boo
       } else if (event.outcome === "failed_open") {
         sink({ spillway: true, event: "fail-open", time: new Date().toISOString(), key: event.key, source: event.source, policies: event.policies.map((policy) => policy.name), store: event.store, durationMs: round(event.durationMs) });
       }
+    },
+    block(event: BlockEvent) {
+      sink({ spillway: true, event: "block", time: new Date().toISOString(), key: event.key, source: event.source, policy: event.policy, store: event.store, blockedMs: event.blockedMs });
     },
     storeError(event: StoreErrorEvent) {
       storeErrors.report(event.kind, { operation: event.operation, key: event.key, source: event.source, store: event.store, error: errorText(event.error) });

@@ -37,6 +37,16 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
     throw error;
   };
 
+  // A block just started shows its whole length (ms are whole: a later answer shows less).
+  const blocksStarted = (key: string, policies: readonly Policy[], decision: Decision) => {
+    if (decision.allowed || !observer.block) return;
+    for (const part of decision.policies) {
+      if (part.blockedMs === undefined) continue;
+      const policy = policies.find((one) => one.name === part.policy);
+      if (policy?.blockMs === part.blockedMs) observer.block({ source, store, key, policy: part.policy, blockedMs: part.blockedMs });
+    }
+  };
+
   const observed: Limiter = {
     kind: limiter.kind,
     check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
@@ -55,6 +65,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
           policy: decision.policy,
           durationMs,
         });
+        blocksStarted(key, policies, decision);
         return decision;
       }, (error: unknown) => failed("check", key, policies, startedMs, error));
     },
@@ -68,7 +79,11 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       }, (error: unknown) => failed("acquire", key, policies, startedMs, error));
     },
     peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
-    debit: (key, policies, cost) => watched("debit", key, limiter.debit(key, policies, cost)),
+    debit: (key, policies, cost) =>
+      watched("debit", key, limiter.debit(key, policies, cost)).then((decision) => {
+        blocksStarted(key, policies, decision);
+        return decision;
+      }),
     reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),
     release: (key, policies, leaseId) => watched("release", key, limiter.release(key, policies, leaseId)),
     extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),

@@ -1,8 +1,11 @@
 import type { Policy, PolicyDecision } from "../core/types.js";
 
-/** What became of one decision, for one policy of its stack. */
-export type DecisionOutcome = "allowed" | "denied" | "failed_open" | "error";
-export const DECISION_OUTCOMES: readonly DecisionOutcome[] = ["allowed", "denied", "failed_open", "error"];
+/**
+ * What became of one decision, for one policy of its stack. `blocked` is a policy's denial
+ * while its block (policy `block`) holds the key; a stack's outcome is `denied` either way.
+ */
+export type DecisionOutcome = "allowed" | "denied" | "blocked" | "failed_open" | "error";
+export const DECISION_OUTCOMES: readonly DecisionOutcome[] = ["allowed", "denied", "blocked", "failed_open", "error"];
 
 /** `unavailable`: the store could not be reached (failMode applies); `fault`: it answered with an error. */
 export type StoreErrorKind = "unavailable" | "fault";
@@ -36,6 +39,16 @@ export interface StoreErrorEvent {
   error: unknown;
 }
 
+/** A block (policy `block`) that a check's denial or a debit's overdraft just started. */
+export interface BlockEvent {
+  source: string;
+  store: string;
+  key: string;
+  policy: string;
+  /** How long the key is refused: the policy's block. */
+  blockedMs: number;
+}
+
 export interface GatewayRequestEvent {
   /** The route's index (`0`), or `unrouted` for a request no route matched. */
   route: string;
@@ -57,6 +70,7 @@ export interface OriginEvent {
 export interface SpillwayObserver {
   decision?(event: DecisionEvent): void;
   storeError?(event: StoreErrorEvent): void;
+  block?(event: BlockEvent): void;
   gatewayRequest?(event: GatewayRequestEvent): void;
   originDuration?(event: OriginEvent): void;
 }
@@ -67,6 +81,7 @@ export function combineObservers(observers: readonly SpillwayObserver[]): Spillw
   const storeError = observers.flatMap((o) => (o.storeError ? [o.storeError.bind(o)] : []));
   const gatewayRequest = observers.flatMap((o) => (o.gatewayRequest ? [o.gatewayRequest.bind(o)] : []));
   const originDuration = observers.flatMap((o) => (o.originDuration ? [o.originDuration.bind(o)] : []));
+  const block = observers.flatMap((o) => (o.block ? [o.block.bind(o)] : []));
   const combined: SpillwayObserver = {};
   // Plain loops, not forEach with an arrow (these run several times per request), and one
   // function literal each, so that each call site sees one kind of listener.
@@ -74,5 +89,6 @@ export function combineObservers(observers: readonly SpillwayObserver[]): Spillw
   if (storeError.length) combined.storeError = (event) => { for (const listener of storeError) listener(event); };
   if (gatewayRequest.length) combined.gatewayRequest = (event) => { for (const listener of gatewayRequest) listener(event); };
   if (originDuration.length) combined.originDuration = (event) => { for (const listener of originDuration) listener(event); };
+  if (block.length) combined.block = (event) => { for (const listener of block) listener(event); };
   return combined;
 }

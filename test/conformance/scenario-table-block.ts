@@ -36,6 +36,23 @@ export const BLOCK_SCENARIOS: Scenario[] = [
       check(1500, { cost: 0, expect: { allowed: false, blockedMs: 5000, retryAfterMs: 5000 } }),
       check(2000, { expect: { allowed: false, retryAfterMs: 4500 } }),
       peek(6500, { expect: { allowed: true, remaining: 1, resetMs: 0 } }),
+      // A cost above capacity can never pass: the caller's mistake, not a rate exceeded.
+      check(6500, { cost: 2, expect: { allowed: false, retryAfterMs: null } }),
+      check(6501, { expect: { allowed: true } }),
+    ],
+  },
+  {
+    name: "block: a rate policy stacked with a concurrency one blocks on an acquire's denial too",
+    policies: {
+      r: { name: "r", algorithm: "fixed-window", limit: 1, period: "1s", block: "5s" },
+      c: { name: "c", algorithm: "concurrency", limit: 2, lease: "10s" },
+    },
+    steps: [
+      { atMs: 0, op: "acquire", as: "first", expect: { acquired: true } },
+      { atMs: 10, op: "acquire", expect: { acquired: false, retryAfterMs: 5000 } },
+      check(1000, { use: ["r"], expect: { allowed: false, blockedMs: 4010 } }),
+      { atMs: 1000, op: "release", lease: "first", expect: { released: true } },
+      { atMs: 5010, op: "acquire", expect: { acquired: true } },
     ],
   },
   {

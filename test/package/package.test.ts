@@ -67,10 +67,10 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the build, the command and the documents; no sources, tests, benchmarks or CI", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua"]) {
+    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua", "proto/envoy/service/ratelimit/v3/rls.proto", "proto/LICENSE"]) {
       expect(packedFiles).toContain(file);
     }
-    const stray = packedFiles.filter((file) => !/^(dist|bin)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|spillway\.schema\.json)$/.test(file));
+    const stray = packedFiles.filter((file) => !/^(dist|bin|proto)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|spillway\.schema\.json)$/.test(file));
     expect(stray).toEqual([]);
     expect(packedFiles.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
   });

@@ -116,12 +116,16 @@ describe("health tells the truth about a Redis that refuses writes", { timeout: 
     await admin.config("SET", "requirepass", "s3cret");
     // Connections made before keep their rights: make the store reconnect (this one stays).
     await admin.call("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes");
-    const sick = await untilHealth(503);
-    expect(sick.body).toMatchObject({ ok: false, store: "redis" });
-    expect(String(sick.body.error)).toMatch(/NOAUTH/);
-    expect(await storeUp()).toBe("0");
-
-    await admin.config("SET", "requirepass", "");
+    try {
+      // First "reconnecting", then the refused AUTH of the next attempt.
+      let sick = await untilHealth(503);
+      for (let i = 0; i < 100 && !String(sick.body.error).includes("NOAUTH"); i++) sick = await healthz();
+      expect(sick.body).toMatchObject({ ok: false, store: "redis" });
+      expect(String(sick.body.error)).toMatch(/NOAUTH/);
+      expect(await storeUp()).toBe("0");
+    } finally {
+      await admin.config("SET", "requirepass", "");
+    }
     expect((await untilHealth(200)).body).toEqual({ ok: true, store: "redis" });
     expect(await storeUp()).toBe("1");
     expect(await check()).toBe(200);

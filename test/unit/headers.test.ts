@@ -32,20 +32,29 @@ describe("rateLimitHeaders", () => {
     });
   });
 
-  it("rounds the window up to whole seconds", () => {
-    const cases: [string | number, number][] = [
-      [1, 1],
-      ["250ms", 1],
-      [1000, 1],
-      [1001, 2],
-      ["90s", 90],
-      ["1d", 86_400],
+  it("advertises an exact window: whole seconds, else the smallest whole-second window of whole periods, q scaled", () => {
+    const cases: [string | number, string][] = [
+      [1, "q=5000;w=1"],
+      ["250ms", "q=20;w=1"],
+      [1000, "q=5;w=1"],
+      [1001, "q=5000;w=1001"],
+      [1500, "q=10;w=3"],
+      ["90s", "q=5;w=90"],
+      ["1d", "q=5;w=86400"],
+      // 366 d is the longest period; a window of whole periods that is whole seconds would be
+      // 1000 periods long here, far past 366 d: no w at all rather than a wrong one.
+      [31_622_399_999, "q=5"],
     ];
-    for (const [period, windowSeconds] of cases) {
+    for (const [period, item] of cases) {
       const policy = policyOf({ algorithm: "fixed-window", limit: 5, period });
       const decision = new Subject([policy]).check(0);
-      expect(rateLimitHeaders(decision, [policy])["RateLimit-Policy"]).toBe(`"p";q=5;w=${windowSeconds}`);
+      expect(rateLimitHeaders(decision, [policy])["RateLimit-Policy"], String(period)).toBe(`"p";${item}`);
     }
+  });
+
+  it("10 per 250 ms is q=40;w=1 (it admits 40 a second), not q=10;w=1", () => {
+    const policy = policyOf({ name: "burst", algorithm: "gcra", limit: 10, period: "250ms" });
+    expect(rateLimitHeaders(new Subject([policy]).check(0), [policy])["RateLimit-Policy"]).toBe('"burst";q=40;w=1');
   });
 
   it("gives t as the reset, rounded up, for an admitted policy and omits Retry-After", () => {

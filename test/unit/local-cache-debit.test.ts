@@ -43,3 +43,21 @@ describe("LocalCache.debit", () => {
     expect(store.calls).toBe(calls + 2);
   });
 });
+
+describe("LocalCache and block", () => {
+  it("the deny cache serves a block, for every cost, without a store call until it ends", async () => {
+    let nowMs = 5_000_000;
+    const store = new FlakyStore(new MemoryStore({ clockMs: () => nowMs }), () => "ok");
+    const cache = new LocalCache(store, { clockMs: () => nowMs });
+    const boxed = parsePolicy({ name: "boxed", algorithm: "fixed-window", limit: 3, period: "1s", block: "10s", local: { share: 0 } }, "policy");
+    expect(await cache.check("k", [boxed], { ...check, cost: 3 })).toMatchObject({ allowed: true });
+    expect(await cache.check("k", [boxed], { ...check, cost: 2 })).toMatchObject({ allowed: false, blockedMs: 10_000, retryAfterMs: 10_000 });
+    const calls = store.calls;
+    nowMs += 4000; // the window refilled long ago; the block holds
+    expect(await cache.check("k", [boxed], check)).toMatchObject({ allowed: false, blockedMs: 6000, retryAfterMs: 6000 });
+    expect(store.calls).toBe(calls);
+    nowMs += 6000;
+    expect(await cache.check("k", [boxed], check)).toMatchObject({ allowed: true });
+    expect(store.calls).toBe(calls + 1);
+  });
+});

@@ -72,6 +72,14 @@ export function nodeMiddlewareCountingSuite(host: string, mount: MountMiddleware
       expect(remainingOf(await get(constant, "di"))).toBe(75);
     });
 
+    it("a count function that throws after the response is logged; nothing crashes, nothing is debited", async () => {
+      const logs: Record<string, unknown>[] = [];
+      const url = await serve({ log: (entry) => logs.push(entry), count: () => { throw new RangeError("a bug in count"); } }, (_req, res) => void res.end("ok"));
+      expect((await get(url, "fy")).status).toBe(200);
+      await vi.waitFor(() => expect(logs).toMatchObject([{ event: "count-failed", error: "RangeError: a bug in count" }]));
+      expect(await remaining("fy", THREE)).toBe(3);
+    });
+
     it("a cost function's bad answer counts 1 and is logged, never a 500", async () => {
       const logs: Record<string, unknown>[] = [];
       const url = await serve({ policies: budget, log: (entry) => logs.push(entry), cost: { response: () => -5 } }, (_req, res) => void res.end("ok"));
