@@ -5,6 +5,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parseServeArgs } from "../../src/node/cli-args.js";
+import { configDir } from "./rls-helpers.js";
 
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const children: ChildProcess[] = [];
@@ -177,5 +179,36 @@ describe("spillway serve: reload without restart", { timeout: PROCESS_TEST_TIMEO
       agent.destroy();
       upstream.close();
     }
+  });
+
+  it("one SIGHUP reloads --config and --rls-config, each on its own", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "spillway-reload-"));
+    const path = join(dir, "spillway.config.json");
+    const policy = (limit: number) => JSON.stringify({ policies: [{ name: "per-key", algorithm: "sliding-log", limit, period: "1h" }] });
+    await writeFile(path, policy(5));
+    const rlsDir = await configDir({ "limits.yaml": "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 3 }\n" });
+    const serve = run(["serve", "--config", path, "--store", "memory", "--port", "0", "--rls-port", "0", "--rls-config", rlsDir]);
+    await serve.waitFor(/listening on/);
+    await serve.waitFor(/rate limit service/);
+    // A broken RLS file does not hold back a good --config.
+    await writeFile(join(rlsDir, "limits.yaml"), "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: fortnight, requests_per_unit: 3 }\n");
+    await writeFile(path, policy(7));
+    serve.child.kill("SIGHUP");
+    await serve.waitFor(/"event":"config-reload"[^\n]*"result":"ok"/);
+    await serve.waitFor(/rls: reload refused/);
+    // And the other way round.
+    const from = serve.output().length;
+    await writeFile(join(rlsDir, "limits.yaml"), "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 4 }\n");
+    await writeFile(path, policy(0));
+    serve.child.kill("SIGHUP");
+    await serve.waitFor(/rls: reloaded/, from);
+    await serve.waitFor(/"event":"config-reload"[^\n]*"result":"error"/, from);
+    expect(serve.reloads().map((line) => [line.result, line.generation])).toEqual([["ok", 2], ["error", 2]]);
+    expect(serve.child.exitCode).toBe(null);
+  });
+
+  it("--watch needs --config (an RLS config alone reloads on SIGHUP)", () => {
+    expect(parseServeArgs(["--config", "c.json", "--watch", "--store", "memory"], {}).watch).toBe(true);
+    expect(() => parseServeArgs(["--rls-port", "0", "--rls-config", "rls.yaml", "--watch", "--store", "memory"], {})).toThrow("--watch: watches --config, which is not given");
   });
 });
