@@ -45,6 +45,21 @@ export interface Limiter {
    * undefined where it cannot happen or be told. Read at scrape time.
    */
   storeResets?(): number;
+  /**
+   * Store calls in flight, calls waiting for a slot, and calls shed so far, where calls are
+   * bounded (the Redis store; see docs/operations.md); undefined elsewhere. Read at scrape time.
+   */
+  callCounts?(): CallCounts;
+}
+
+/** What a store's call bound holds now (see Limiter.callCounts). */
+export interface CallCounts {
+  /** Calls sent and not yet answered (nor timed out). */
+  inFlight: number;
+  /** Calls waiting for a slot, oldest first. */
+  queued: number;
+  /** Calls shed since the store was made (OverloadedError): the queue was full or a call waited too long. */
+  shed: number;
 }
 
 /** Leases held (their cost) and callers waiting for one, of one concurrency policy. */
@@ -58,6 +73,20 @@ export class StoreUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "StoreUnavailableError";
+  }
+}
+
+/**
+ * Spillway itself is saturated: more store calls are waiting than it may queue, or a call waited
+ * longer than it may for a slot (a Durable Object's `overloaded` error means the same). Nothing
+ * was decided, and it is deliberately *not* a StoreUnavailableError: shedding never admits,
+ * whatever the failMode (a burst must not turn `failMode: "open"` into "admit everyone").
+ * The HTTP layer answers 503 with Retry-After and type `urn:spillway:problem:overloaded`.
+ */
+export class OverloadedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "OverloadedError";
   }
 }
 
@@ -92,7 +121,8 @@ export function applyFailMode(policies: readonly Policy[], run: () => Promise<De
 
 /**
  * The fail-open rule, once: an error may be failed open only when the store was unreachable
- * (never a store fault or bad input) and every policy of the stack is `failMode: "open"`.
+ * or did not answer within its timeout (StoreUnavailableError), never a store fault, local
+ * overload (OverloadedError) or bad input, and every policy of the stack is `failMode: "open"`.
  */
 export function mayFailOpen(policies: readonly Policy[], error: unknown): boolean {
   return error instanceof StoreUnavailableError && policies.every((policy) => policy.failMode === "open");
@@ -124,12 +154,14 @@ export class ForwardingLimiter implements Limiter {
   readonly store: Limiter;
   readonly leaseCounts?: () => Map<string, LeaseCount>;
   readonly storeResets?: () => number;
+  readonly callCounts?: () => CallCounts;
 
   constructor(store: Limiter) {
     this.store = store;
     this.kind = store.kind;
     if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
     if (store.storeResets) this.storeResets = () => store.storeResets!();
+    if (store.callCounts) this.callCounts = () => store.callCounts!();
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {

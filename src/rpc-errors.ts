@@ -1,5 +1,5 @@
-import { StoreFaultError, StoreUnavailableError } from "./limiter.js";
-import { STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "./wire.js";
+import { OverloadedError, StoreFaultError, StoreUnavailableError } from "./limiter.js";
+import { OVERLOADED_PREFIX, STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "./wire.js";
 
 // No Workers-only or Node-only imports: the entrypoint (workerd) and bindingLimiter (any runtime) share this.
 
@@ -12,6 +12,7 @@ import { STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "./wire.js";
 export function toRpcError(error: unknown): unknown {
   if (error instanceof StoreUnavailableError) return new Error(`${STORE_UNAVAILABLE_PREFIX}${error.message}`);
   if (error instanceof StoreFaultError) return new Error(`${STORE_FAULT_PREFIX}${error.message}`);
+  if (error instanceof OverloadedError) return new Error(`${OVERLOADED_PREFIX}${error.message}`);
   return error;
 }
 

@@ -22,13 +22,20 @@ export function keyFitsBytes(key: string): boolean {
 export const STORE_UNAVAILABLE_PREFIX = "store unavailable: ";
 /** Message prefix of an RPC error when the store answered with an error (a bug or misconfiguration): nothing was admitted. */
 export const STORE_FAULT_PREFIX = "store fault: ";
+/** Message prefix of an RPC error when Spillway (or a Durable Object) was overloaded and shed the call: nothing was admitted. */
+export const OVERLOADED_PREFIX = "overloaded: ";
 
 /**
- * Problem `type`s of the two 503s over HTTP. Both are 503, but a client must tell them
- * apart: an unreachable store may be failed open by a policy, a store fault never may.
+ * Problem `type`s of the 503s over HTTP. All are 503, but a client must tell them apart: an
+ * unreachable store may be failed open by a policy, a store fault or an overload never may.
  */
 export const STORE_UNAVAILABLE_TYPE = "urn:spillway:problem:store-unavailable";
 export const STORE_FAULT_TYPE = "urn:spillway:problem:store-fault";
+/**
+ * Problem type of the 503 that sheds load (with Retry-After): Spillway or its store is saturated,
+ * nothing was decided, and no failMode admits it. Retry later, not at once.
+ */
+export const OVERLOADED_TYPE = "urn:spillway:problem:overloaded";
 /** Problem type of a 429 (the IANA-registered quota-exceeded type). */
 export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 /** Problem type of the gateway's 504: the origin stayed silent past originTimeoutMs. */

@@ -1,7 +1,7 @@
 import { describeValue } from "../core/validation.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
-import { type StoreHealth, StoreFaultError } from "../limiter.js";
-import { STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
+import { OverloadedError, type StoreHealth, StoreFaultError } from "../limiter.js";
+import { OVERLOADED_PREFIX, OVERLOADED_TYPE, STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
 import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
 import { functionOption, integerOption } from "./options.js";
 import { type PolicyRef, type PolicySpec, type RemoteLimiter, policyToWire } from "./target.js";
@@ -24,7 +24,8 @@ export interface HttpLimiterOptions {
 /**
  * The Spillway HTTP API (README "HTTP API") as a Limiter. 503, other 5xx, network errors and timeouts
  * throw LimiterUnavailableError, except a 503 whose problem type is a store fault, which
- * throws StoreFaultError (no failMode may hide it); 400/401/404/413 throw LimiterRequestError with the server's detail.
+ * throws StoreFaultError, or an overload (shed), which throws OverloadedError (no failMode may
+ * hide either); 400/401/404/413 throw LimiterRequestError with the server's detail.
  *
  * @example
  * const limiter = httpLimiter({ url: "https://limits.example.com", token: env.SPILLWAY_TOKEN });
@@ -65,11 +66,14 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
       if (okStatuses.includes(response.status)) return text === "" ? undefined : parseJson(text);
       const detail = problemDetail(text) ?? response.statusText ?? "";
       // A store fault must never look like an outage: failMode "open" would admit on it.
-      if (problemType(text) === STORE_FAULT_TYPE) throw new StoreFaultError(`limiter at ${base.host}: ${detail}`);
+      const type = problemType(text);
+      if (type === STORE_FAULT_TYPE) throw new StoreFaultError(`limiter at ${base.host}: ${detail}`);
+      // Shed by an overloaded limiter: nothing was decided, and no failMode may admit on it either.
+      if (type === OVERLOADED_TYPE) throw new OverloadedError(`limiter at ${base.host}: ${detail}`);
       if (response.status >= 500) throw new LimiterUnavailableError(`limiter at ${base.host} answered ${response.status}: ${detail}`, { status: response.status });
       throw new LimiterRequestError(response.status, detail);
     } catch (error) {
-      if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError) throw error;
+      if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError || error instanceof OverloadedError) throw error;
       throw new LimiterUnavailableError(`limiter at ${base.host} sent an unreadable answer: ${String((error as Error)?.message ?? error)}`, { cause: error });
     } finally {
       clearTimeout(timer);
@@ -129,7 +133,8 @@ export interface SpillwayBinding {
  * A Spillway service binding (`[[services]]` with the RPC entrypoint) as a Limiter. The
  * binding is the capability, so no token. Errors the entrypoint throws for bad input (they
  * name the field) become LimiterRequestError (400, or 404 for an unknown policy name); a
- * store fault (`store fault: …`) becomes StoreFaultError, which no failMode may hide; every
+ * store fault (`store fault: …`) becomes StoreFaultError and a shed call (`overloaded: …`)
+ * OverloadedError, which no failMode may hide; every
  * other failure (`store unavailable: …`, binding unreachable, retryable) becomes LimiterUnavailableError.
  *
  * @example const throttle = createThrottle({ limiter: bindingLimiter(env.SPILLWAY), key: "openai", policy: "openai-rpm" });
@@ -176,12 +181,13 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
  * path without spaces. Anything else (network, an overloaded isolate) means no decision was made.
  */
 function rpcError(error: unknown): Error {
-  if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError) return error;
+  if (error instanceof LimiterUnavailableError || error instanceof LimiterRequestError || error instanceof StoreFaultError || error instanceof OverloadedError) return error;
   const found = error as { message?: unknown; retryable?: unknown; remote?: unknown } | null;
   const message = String(found?.message ?? error);
   if (message.startsWith(STORE_UNAVAILABLE_PREFIX)) return new LimiterUnavailableError(`limiter binding: ${message}`, { cause: error });
   // Not "unavailable": that is a StoreUnavailableError, and a failMode "open" would admit traffic on a bug.
   if (message.startsWith(STORE_FAULT_PREFIX)) return new StoreFaultError(`limiter binding: ${message}`, { cause: error });
+  if (message.startsWith(OVERLOADED_PREFIX)) return new OverloadedError(`limiter binding: ${message}`, { cause: error });
   if (found?.remote === true && found.retryable !== true && /^[\w.-]+: /.test(message)) {
     return new LimiterRequestError(/: no policy named /.test(message) ? 404 : 400, message, { cause: error });
   }

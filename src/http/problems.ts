@@ -3,9 +3,9 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
 import type { Decision } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
-import { StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { defaultStoreErrorLog, errorText } from "../observe/log-lines.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
+import { OVERLOADED_TYPE, STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
 
 
 /** An RFC 9457 problem body; extra members (`field`, `violated-policies`) ride along. */
@@ -37,8 +37,19 @@ export function problem(status: number, detail: string, extensions: Record<strin
 export function problemResponse(body: Problem, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status: body.status,
-    headers: { "content-type": "application/problem+json", ...headers },
+    headers: { "content-type": "application/problem+json", ...problemFields(body), ...headers },
   });
+}
+
+/** Retry-After of a shed 503, in seconds: long enough for a burst's queue to drain, short enough not to idle. */
+export const OVERLOADED_RETRY_AFTER_S = 1;
+
+const OVERLOADED_FIELDS: Readonly<Record<string, string>> = { "retry-after": String(OVERLOADED_RETRY_AFTER_S) };
+const NO_FIELDS: Readonly<Record<string, string>> = {};
+
+/** The fields a problem's answer carries besides content-type: Retry-After on a shed 503 (overloaded), else none. */
+export function problemFields(body: Problem): Readonly<Record<string, string>> {
+  return body.type === OVERLOADED_TYPE ? OVERLOADED_FIELDS : NO_FIELDS;
 }
 
 /**
@@ -69,6 +80,10 @@ export function problemFor(error: unknown): Problem {
   if (error instanceof StoreUnavailableError) {
     return { ...problem(503, `the limiter store is unavailable and the policy fails closed: ${error.message}`), type: STORE_UNAVAILABLE_TYPE };
   }
+  // Shed, never admitted (whatever the failMode): Spillway or its store is saturated.
+  if (error instanceof OverloadedError) {
+    return { ...problem(503, `the limiter is overloaded and shed this request; nothing was decided or admitted (${error.message}); retry after ${OVERLOADED_RETRY_AFTER_S} s`), type: OVERLOADED_TYPE };
+  }
   // Never admit on a store fault, whatever the failMode; it is logged as an error.
   if (error instanceof StoreFaultError) return { ...problem(503, "the limiter store answered with an error; nothing was admitted"), type: STORE_FAULT_TYPE };
   return problem(500, "internal error");
@@ -96,6 +111,7 @@ export function loggedProblem(error: unknown): Problem {
   if (error instanceof StoreFaultError || error instanceof StoreUnavailableError) {
     defaultStoreErrorLog.report(error instanceof StoreFaultError ? "fault" : "unavailable", { status: body.status, error: errorText(error) });
   } else if (body.status >= 500 && body.status !== 503) console.error("spillway: internal error", error);
-  else if (body.status === 503) console.warn(`spillway: ${body.detail}`);
+  // Shedding is logged where it starts and stops (once per episode), not once per request of a burst.
+  else if (body.status === 503 && !(error instanceof OverloadedError)) console.warn(`spillway: ${body.detail}`);
   return body;
 }

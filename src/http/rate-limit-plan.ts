@@ -3,7 +3,7 @@ import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../config-schema.js";
 import type { LimitPlan, LogFn } from "./limit.js";
-import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
 import { type Problem, problem, problemFor } from "./problems.js";
 import { joinKeyParts } from "../overrides/key-parts.js";
@@ -156,6 +156,8 @@ export function keyProblem(key: unknown): Problem | undefined {
  * the app's to handle.
  */
 export function storeFailureProblem(error: unknown, log: LogFn, route: string): Problem | undefined {
+  // Shed (overloaded): answered 503 with Retry-After, not logged per request of a burst.
+  if (error instanceof OverloadedError) return problemFor(error);
   if (!(error instanceof StoreUnavailableError) && !(error instanceof StoreFaultError)) return undefined;
   log({ event: error instanceof StoreFaultError ? "store-fault" : "store-unavailable", route, error: String(error) });
   return problemFor(error);

@@ -1,14 +1,14 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ApiAnswer, type ApiRoute, MAX_BODY_BYTES, answerApi, parseJsonBody } from "../http/api.js";
 import { authRefusal } from "../http/auth.js";
-import { BodyTooLargeError, type Problem, loggedProblem } from "../http/problems.js";
+import { BodyTooLargeError, type Problem, loggedProblem, problemFields } from "../http/problems.js";
 import type { SpillwayService } from "../service.js";
 import { rawField } from "./raw-fields.js";
 import { TurnQueue } from "./turn-queue.js";
 
 const problemAnswer = (problem: Problem, headers: Record<string, string> = {}): ApiAnswer => ({
   status: problem.status,
-  headers: { "content-type": "application/problem+json", ...headers },
+  headers: { "content-type": "application/problem+json", ...problemFields(problem), ...headers },
   body: JSON.stringify(problem),
 });
 

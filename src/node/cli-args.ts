@@ -1,9 +1,11 @@
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
+import { DEFAULT_MAX_IN_FLIGHT } from "../stores/call-queue.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls-args.js";
 
-export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string } | { kind: "redis-cluster"; urls: string[] };
+/** `maxInFlight`: --max-inflight, the Redis store calls in flight at most (docs/operations.md). */
+export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string; maxInFlight?: number } | { kind: "redis-cluster"; urls: string[]; maxInFlight?: number };
 
 export interface ServeArgs {
   /** Optional only with --rls-config (a rate limit service alone needs no spillway.config.json). */
@@ -24,7 +26,7 @@ export interface ServeArgs {
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
        spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
-                      [--redis URL | --redis-cluster URL,URL,... | --store memory [--memory-max-keys N]]
+                      [--redis URL | --redis-cluster URL,URL,... [--max-inflight N] | --store memory [--memory-max-keys N]]
                       [--metrics-port N | --no-metrics]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
@@ -40,6 +42,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
   --memory-max-keys N    (key, policy) states the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS});
                          beyond it the least recently used key is evicted and starts fresh
+  --max-inflight N       Redis calls in flight at most (default ${DEFAULT_MAX_IN_FLIGHT}); past it calls wait their turn,
+                         and when too many wait, requests are shed with 503 (never admitted)
 ${RLS_USAGE}
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
@@ -64,6 +68,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         "redis-cluster": { type: "string" },
         store: { type: "string" },
         "memory-max-keys": { type: "string" },
+        "max-inflight": { type: "string" },
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
         watch: { type: "boolean" },
@@ -103,7 +108,17 @@ function parseMetrics(values: { "metrics-port"?: string; "no-metrics"?: boolean 
   return port === undefined ? { metrics: true } : { metrics: true, metricsPort: parsePort(port, "--metrics-port") };
 }
 
-function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string }, env: Record<string, string | undefined>): StoreChoice {
+type StoreFlags = { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string; "max-inflight"?: string };
+
+function parseStore(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {
+  const choice = parseStoreKind(values, env);
+  const maxInFlight = values["max-inflight"];
+  if (maxInFlight === undefined) return choice;
+  if (choice.kind === "memory") throw new ValidationError("--max-inflight", "only applies to Redis (--redis, --redis-cluster): the memory store answers in this process, with no calls in flight");
+  return { ...choice, maxInFlight: positiveInteger("--max-inflight", maxInFlight) };
+}
+
+function parseStoreKind(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {
   const maxKeys = values["memory-max-keys"];
   if (maxKeys !== undefined && values.store !== "memory") throw new ValidationError("--memory-max-keys", "only applies to --store memory (Redis keys expire on their own)");
   const chosen = [values.redis !== undefined, values["redis-cluster"] !== undefined, values.store !== undefined].filter(Boolean).length;
@@ -127,9 +142,13 @@ function parseStore(values: { redis?: string; "redis-cluster"?: string; store?: 
 }
 
 function parseMaxKeys(value: string): number {
-  const maxKeys = Number(value);
-  if (!/^\d+$/.test(value) || maxKeys < 1 || !Number.isSafeInteger(maxKeys)) throw new ValidationError("--memory-max-keys", `must be a positive integer, got ${JSON.stringify(value)}`);
-  return maxKeys;
+  return positiveInteger("--memory-max-keys", value);
+}
+
+function positiveInteger(flag: string, value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || number < 1 || !Number.isSafeInteger(number)) throw new ValidationError(flag, `must be a positive integer, got ${JSON.stringify(value)}`);
+  return number;
 }
 
 function checkRedisUrl(url: string, field: string): void {

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
-import type { Limiter } from "../limiter.js";
+import type { CallCounts, Limiter } from "../limiter.js";
 import { BucketHistogram } from "./bucket-histogram.js";
 import type { LiveStats } from "../observe/live-stats.js";
 import { DECISION_OUTCOMES, type DecisionEvent, type SpillwayObserver } from "../observe/observer.js";
@@ -113,6 +113,7 @@ export class PrometheusObserver implements SpillwayObserver {
         });
       }
     }
+    if (limiter.callCounts) registerCallQueueMetrics(this.registry, limiter.kind, () => limiter.callCounts!());
     // Every configured series exists from the start at 0: rates work from the first scrape.
     for (const kind of ["unavailable", "fault"]) this.storeErrors.labels(limiter.kind, kind).inc(0);
     this.durationChild(limiter.kind);
@@ -155,4 +156,40 @@ export class PrometheusObserver implements SpillwayObserver {
     if (!found) this.durationChildren.set(store, (found = this.decisionDuration.child(store)));
     return found;
   }
+}
+
+/**
+ * The store's call bound (docs/operations.md, "Overload and bursts"), read at scrape time:
+ * calls waiting for a slot, calls in flight, and calls shed (503 overloaded, never admitted).
+ */
+function registerCallQueueMetrics(registry: Registry, store: string, counts: () => CallCounts): void {
+  const registers = [registry];
+  new Gauge({
+    name: "spillway_queue_depth",
+    help: "Store calls waiting for a slot now (past --max-inflight calls in flight).",
+    labelNames: ["store"],
+    registers,
+    collect() {
+      this.set({ store }, counts().queued);
+    },
+  });
+  new Gauge({
+    name: "spillway_store_inflight",
+    help: "Store calls sent and not yet answered now (at most --max-inflight).",
+    labelNames: ["store"],
+    registers,
+    collect() {
+      this.set({ store }, counts().inFlight);
+    },
+  });
+  new Counter({
+    name: "spillway_shed_total",
+    help: "Store calls shed with 503 overloaded (the queue was full or a call waited too long); never admitted.",
+    labelNames: ["store"],
+    registers,
+    collect() {
+      this.reset();
+      this.inc({ store }, counts().shed);
+    },
+  });
 }

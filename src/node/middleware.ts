@@ -3,7 +3,7 @@ import { concurrencyPolicies } from "../core/concurrency.js";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../http/counting-options.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../http/limit.js";
-import type { Problem } from "../http/problems.js";
+import { type Problem, problemFields } from "../http/problems.js";
 import type { Limiter } from "../limiter.js";
 import type { LimitPlan } from "../http/limit.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
@@ -46,7 +46,7 @@ function send(res: ServerResponse, status: number, headers: Record<string, strin
 }
 
 function sendProblem(res: ServerResponse, body: Problem): void {
-  send(res, body.status, { "content-type": "application/problem+json" }, JSON.stringify(body));
+  send(res, body.status, { "content-type": "application/problem+json", ...problemFields(body) }, JSON.stringify(body));
 }
 
 /** A denial built by the shared engine (a web Response: the 429 problem) written to Node's response. */

@@ -18,7 +18,8 @@ const STARTUP_WAIT_MS = 3000;
  */
 export async function createStore(choice: StoreChoice, log: (line: string) => void = console.warn): Promise<Limiter> {
   if (choice.kind === "memory") return new MemoryStore({ maxKeys: choice.maxKeys });
-  const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log }) : new RedisStore({ clusterNodes: choice.urls, log });
+  const { maxInFlight } = choice;
+  const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log, maxInFlight }) : new RedisStore({ clusterNodes: choice.urls, log, maxInFlight });
   if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: ${choice.kind} is not reachable yet; serving with failMode until it is`);
   return new LocalCache(store);
 }

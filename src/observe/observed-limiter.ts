@@ -1,5 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
-import { type Limiter, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
+import { type Limiter, OverloadedError, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
 import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
 
 /** failed_open exactly when applyFailMode will admit (its rule, not a copy of it). */
@@ -22,8 +22,11 @@ function failureOutcome(policies: readonly Policy[], error: unknown): DecisionOu
  */
 export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, source: string): Limiter {
   const store = limiter.kind;
-  const storeError = (operation: string, key: string, error: unknown) =>
+  const storeError = (operation: string, key: string, error: unknown) => {
+    // A call shed by an overload is no store error (spillway_shed_total counts it), nor logged per request.
+    if (error instanceof OverloadedError) return;
     observer.storeError?.({ store, kind: error instanceof StoreUnavailableError ? "unavailable" : "fault", operation, source, key, error });
+  };
   // Errors of calls that make no decision still say how the store is doing.
   const watched = <T>(operation: string, key: string, run: Promise<T>): Promise<T> =>
     run.catch((error: unknown) => {

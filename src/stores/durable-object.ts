@@ -2,7 +2,7 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 import { sleep } from "../core/sleep.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
-import { type Limiter, type StoreHealth, StoreUnavailableError } from "../limiter.js";
+import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../limiter.js";
 
 /**
  * What one key's Durable Object answers over RPC: the store declares the surface it needs,
@@ -64,7 +64,8 @@ export async function withRetries<T>(call: () => Promise<T>, options: RetryOptio
 
 /**
  * The Worker's store: each key is its own LimiterObject (`getByName(key)`). Errors that
- * survive the retries become StoreUnavailableError, so the policy's failMode decides.
+ * survive the retries become StoreUnavailableError, so the policy's failMode decides; an
+ * object's `overloaded` error becomes OverloadedError (shed with 503, never failed open).
  */
 export class DurableObjectStore implements Limiter {
   private readonly namespace: KeyLimiterNamespace;
@@ -126,6 +127,8 @@ export class DurableObjectStore implements Limiter {
     try {
       return await withRetries(() => run(this.namespace.getByName(key)), this.retry);
     } catch (error) {
+      // An overloaded object is shed, never failed open: a burst on one key must not admit it all.
+      if ((error as DurableObjectError | null)?.overloaded) throw new OverloadedError(`Durable Object overloaded: ${(error as Error).message}`, { cause: error });
       throw new StoreUnavailableError(`Durable Object call failed: ${(error as Error).message}`, { cause: error });
     }
   }

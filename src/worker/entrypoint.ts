@@ -19,7 +19,9 @@ import type { Env } from "./env.js";
  *   policy fails closed; no decision was made, try later;
  * - `store fault: …` (STORE_FAULT_PREFIX): the store answered with an error (a bug or a
  *   misconfiguration); nothing was admitted, whatever the failMode.
- * `bindingLimiter` (spillway/client) turns these into LimiterRequestError, LimiterUnavailableError and StoreFaultError.
+ * - `overloaded: …` (OVERLOADED_PREFIX): a Durable Object was overloaded and the call was
+ *   shed; nothing was decided or admitted, whatever the failMode; retry later.
+ * `bindingLimiter` (spillway/client) turns these into LimiterRequestError, LimiterUnavailableError, StoreFaultError and OverloadedError.
  *
  * @example const decision = await env.SPILLWAY.check({ key: "user:42", policy: "per-minute" });
  */

@@ -33,9 +33,26 @@ export class WriteCoalescer {
   private windowPeak = 0;
   private windowCalls = 0;
   private held = false;
+  /** Told once the held writes are out (afterHeldWrites). */
+  private flushed: (() => void)[] = [];
 
   constructor(client: Redis) {
     this.client = client;
+  }
+
+  /**
+   * While writes are held, `then` runs right after they go out (and true is answered): store
+   * timeouts start from the write, not from the hand-over (errors.ts, Deadlines). False otherwise.
+   */
+  afterHeldWrites(then: () => void): boolean {
+    if (!this.held) return false;
+    this.flushed.push(then);
+    return true;
+  }
+
+  /** Whether writes are held now (until the end of this turn). */
+  get holding(): boolean {
+    return this.held;
   }
 
   /** Call before sending a command on the client. */
@@ -57,6 +74,10 @@ export class WriteCoalescer {
     setImmediate(() => {
       this.held = false;
       socket.uncork();
+      if (this.flushed.length === 0) return;
+      const flushed = this.flushed;
+      this.flushed = [];
+      for (const then of flushed) then();
     });
   }
 }
@@ -79,6 +100,14 @@ export class ClusterWriteCoalescer {
   beforeSend(): void {
     const coalescers = this.coalescers;
     for (let i = 0; i < coalescers.length; i++) coalescers[i]!.beforeSend();
+  }
+
+  /** WriteCoalescer.afterHeldWrites over every node: `then` runs once the last node holding writes has sent them. */
+  afterHeldWrites(then: () => void): boolean {
+    const holding = this.coalescers.filter((coalescer) => coalescer.holding);
+    let left = holding.length;
+    for (const coalescer of holding) coalescer.afterHeldWrites(() => --left === 0 && then());
+    return holding.length > 0;
   }
 
   private readonly added = (node: Redis): void => {

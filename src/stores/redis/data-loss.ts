@@ -61,6 +61,9 @@ export class DataLossGuard {
   private resetCount = 0;
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly watched = new WeakSet<Redis>();
+  private periodic: Redis | undefined;
+  /** Checks run one at a time: two at once could both see one loss (one by SET NX, one by the id). */
+  private checking: Promise<unknown> = Promise.resolve();
   /** What the last failed connection attempt said (NOAUTH, ECONNREFUSED …), until one succeeds. */
   lastConnectionError: string | undefined;
 
@@ -78,7 +81,7 @@ export class DataLossGuard {
     client.on("end", () => {
       if (client.status === "end") this.close();
     });
-    this.timer = setInterval(() => this.verifySoon(), options.checkIntervalMs ?? DEFAULT_DATA_CHECK_INTERVAL_MS);
+    this.timer = setInterval(() => this.checkPeriodically(), options.checkIntervalMs ?? DEFAULT_DATA_CHECK_INTERVAL_MS);
     this.timer.unref?.();
     if (client.status === "ready") this.verifySoon();
   }
@@ -108,6 +111,24 @@ export class DataLossGuard {
 
   close(): void {
     clearInterval(this.timer);
+    this.periodic?.disconnect();
+  }
+
+  /**
+   * The check on the timer. Standalone, it goes over a connection of its own, so that it never
+   * comes between a caller's commands on the store's connection (pipelines, MULTI, or a test
+   * counting them); a Cluster's are its masters' connections. Unverified, it is the full
+   * verification, which grants wait for, on the store's own connection.
+   */
+  private checkPeriodically(): void {
+    const client = this.options.client;
+    if (!this.verified || isCluster(client)) return this.verifySoon();
+    if (!this.periodic) {
+      this.periodic = (client as Redis).duplicate();
+      this.periodic.on("error", () => {}); // its trouble shows on the store's connection
+      if (this.periodic.status === "wait") this.periodic.connect().catch(() => {}); // lazyConnect
+    }
+    if (this.periodic.status === "ready") this.verifyNode("server", this.periodic).catch(() => {});
   }
 
   private watch(node: Redis): void {
@@ -152,24 +173,28 @@ export class DataLossGuard {
     throw new StoreUnavailableError("redis data check: the connection dropped during every check");
   }
 
-  private async verifyNode(nodeKey: string, node: Redis): Promise<void> {
+  private verifyNode(nodeKey: string, node: Redis): Promise<void> {
+    const run = this.checking.then(() => this.checkNode(nodeKey, node));
+    this.checking = run.catch(() => {});
+    return run;
+  }
+
+  private async checkNode(nodeKey: string, node: Redis): Promise<void> {
     const client = this.options.client;
     const markerKey = markerKeyFor(client, this.options.keyPrefix, nodeKey);
-    // INFO may be refused (ACLs, managed services): the marker alone then decides.
-    const [info, marker] = await Promise.all([node.info("server").catch(() => ""), node.get(markerKey)]);
+    // Sent together, nothing waiting on another's answer: a check adds no round trip after a
+    // store's first call. SET NX writes the marker when there is none (first start, or lost);
+    // GET then reads whichever is there. INFO may be refused (ACLs): the marker alone decides.
+    const [info, created, marker] = await Promise.all([node.info("server").catch(() => ""), node.set(markerKey, crypto.randomUUID(), "NX"), node.get(markerKey)]);
     const runId = /run_id:(\w+)/.exec(info)?.[1] ?? "";
     const known = this.known.get(nodeKey);
     let reason: string | undefined;
     if (known) {
-      if (marker === null) reason = "the data is gone (a restart without persistence, FLUSHALL or FLUSHDB)";
+      if (created === "OK") reason = "the data is gone (a restart without persistence, FLUSHALL or FLUSHDB)";
       else if (marker !== known.markerId) reason = "the data was replaced (another Spillway process found it lost first)";
       else if (runId && known.runId && runId !== known.runId) reason = `another server process answers (run_id ${known.runId} -> ${runId}): a restart or failover, which may have lost the last writes`;
     } else if (this.verifiedOnce) reason = "a Cluster master not seen before serves keys (a failover to a replica or a new node), which may lack the last writes";
-    let markerId = marker;
-    if (markerId === null) {
-      await node.set(markerKey, crypto.randomUUID(), "NX");
-      markerId = await node.get(markerKey);
-    }
+    const markerId = marker;
     this.known.set(nodeKey, { markerId: markerId ?? "", runId });
     if (reason) this.detected(nodeKey, reason);
   }

@@ -48,6 +48,7 @@ export async function withTimeout<T>(pending: Promise<T>, timeoutMs: number, wha
 
 /** A call waiting for its reply, in a Deadlines list (oldest first). */
 interface Waiting {
+  /** Infinity until the turn that sent the call has ended (see Deadlines). */
   deadlineMs: number;
   what: string;
   reject: (error: Error) => void;
@@ -63,22 +64,46 @@ interface Waiting {
  * deadline throws StoreUnavailableError and the timer moves on to the next one; under load
  * that is about one timer per timeoutMs, not one per call.
  *
- * Same semantics as withTimeout: the rejection waits one more turn (setImmediate) so that an
- * answer Redis sent in time is read first when this process stalled; a late answer (or a late
- * error) is swallowed; every error is translated (translateRedisError).
+ * The clock measures the store, not this process (a burst of thousands of requests parsed in
+ * one long turn once made every decision "time out" against a healthy Redis):
+ * - a call's timeoutMs starts when the turn of the event loop that sent it has ended and its
+ *   command has been written (a coalesced write goes out at the end of a turn; coalesce.ts),
+ *   not when it was handed to ioredis;
+ * - a call is rejected one turn after the timer fired, and only if it was due when the timer
+ *   fired: the poll phase in between has read every answer that reached the socket by then,
+ *   however long this process was busy before;
+ * - while the store keeps answering (any call, in the last timeoutMs), it is working through a
+ *   queue, and a call waits on, up to capMs (20 × timeoutMs, at least 1 s) past its write.
+ * A late answer (or a late error) is swallowed; every error is translated (translateRedisError).
  */
 export class Deadlines {
   readonly timeoutMs: number;
   private readonly settled: (error: Error | undefined) => void;
   private head: Waiting | undefined;
   private tail: Waiting | undefined;
+  /** The first call whose deadline is not set yet: every call from it to the tail was sent this turn. */
+  private unstamped: Waiting | undefined;
+  private stampPending = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private sweeping = false;
+  /** When the timer fired for a sweep under way (its grace turn); undefined when none is. */
+  private firedMs: number | undefined;
+  /** When the store last answered any call (late ones included): it is working through its queue. */
+  private lastReplyMs = Number.NEGATIVE_INFINITY;
+  /** How long past its write a call may wait at most while the store keeps answering others. */
+  readonly capMs: number;
 
-  /** `settled` hears every outcome: undefined on a reply, the thrown error otherwise. */
-  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}) {
+  /** Calls `then` once the writes held now are out and answers true; false when none are held. */
+  private readonly afterHeldWrites: (then: () => void) => boolean;
+
+  /**
+   * `settled` hears every outcome: undefined on a reply, the thrown error otherwise.
+   * `afterHeldWrites`: the write coalescer's (coalesce.ts), when writes may be held.
+   */
+  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}, afterHeldWrites: (then: () => void) => boolean = () => false) {
     this.timeoutMs = timeoutMs;
+    this.capMs = Math.max(1000, 20 * timeoutMs);
     this.settled = settled;
+    this.afterHeldWrites = afterHeldWrites;
   }
 
   /**
@@ -89,14 +114,20 @@ export class Deadlines {
     // Callbacks are inline and anonymous, the work is in methods: a named closure per call
     // costs a defineProperty where the sources run through tsx (esbuild's keepNames).
     return new Promise<T>((resolve, reject) => {
-      const waiting: Waiting = { deadlineMs: performance.now() + this.timeoutMs, what, reject, prev: this.tail, next: undefined, linked: true };
+      const waiting: Waiting = { deadlineMs: Number.POSITIVE_INFINITY, what, reject, prev: this.tail, next: undefined, linked: true };
       if (this.tail) this.tail.next = waiting;
       else this.head = waiting;
       this.tail = waiting;
-      if (this.timer === undefined && !this.sweeping) this.arm(this.timeoutMs);
+      this.unstamped ??= waiting;
+      if (!this.stampPending) {
+        // One per turn that sends, not one per call.
+        this.stampPending = true;
+        setImmediate(this.stamp);
+      }
       pending.then(
         (value) => this.answer(waiting, value, resolve),
         (error: unknown) => {
+          this.lastReplyMs = performance.now();
           if (!recover || !waiting.linked) return this.fail(waiting, error);
           let retry: Promise<T>;
           try {
@@ -114,6 +145,7 @@ export class Deadlines {
   }
 
   private answer<T>(waiting: Waiting, value: T, resolve: (value: T) => void): void {
+    this.lastReplyMs = performance.now();
     if (!waiting.linked) return; // late: that caller was told already
     this.unlink(waiting);
     this.settled(undefined);
@@ -130,6 +162,7 @@ export class Deadlines {
 
   private unlink(waiting: Waiting): void {
     waiting.linked = false;
+    if (this.unstamped === waiting) this.unstamped = waiting.next;
     if (waiting.prev) waiting.prev.next = waiting.next;
     else this.head = waiting.next;
     if (waiting.next) waiting.next.prev = waiting.prev;
@@ -143,23 +176,57 @@ export class Deadlines {
     this.timer.unref?.();
   }
 
+  /** The turn that sent the unstamped calls has ended: their clocks start when their writes are out. */
+  private readonly stamp = (): void => {
+    // Writes held to the end of a turn (coalesce.ts) go out in a check phase to come: start the clocks then.
+    if (!this.afterHeldWrites(this.stampNow)) this.stampNow();
+  };
+
+  private readonly stampNow = (): void => {
+    this.stampPending = false;
+    const deadlineMs = performance.now() + this.timeoutMs;
+    for (let waiting = this.unstamped; waiting; waiting = waiting.next) waiting.deadlineMs = deadlineMs;
+    this.unstamped = undefined;
+    if (this.timer === undefined && this.firedMs === undefined && this.head) this.arm(this.head.deadlineMs - performance.now());
+  };
+
+  /** When the oldest call is due: its deadline while the store is silent, later while it answers others. */
+  private dueMs(waiting: Waiting): number {
+    const answeringUntilMs = this.lastReplyMs + this.timeoutMs;
+    return Math.min(waiting.deadlineMs - this.timeoutMs + this.capMs, Math.max(waiting.deadlineMs, answeringUntilMs));
+  }
+
   private readonly fire = (): void => {
     this.timer = undefined;
-    this.sweeping = true;
+    const nowMs = performance.now();
+    const head = this.head;
+    if (!head || head.deadlineMs === Number.POSITIVE_INFINITY) return; // nothing stamped waits: stamp arms again
+    // Armed for a call answered since, or the store answered meanwhile: wait for what is due now.
+    if (this.dueMs(head) > nowMs) return this.arm(this.dueMs(head) - nowMs);
+    this.firedMs = nowMs;
     setImmediate(this.sweep);
   };
 
+  /**
+   * One turn after the timer fired: the poll phase in between has read every answer that
+   * reached the socket before then. Rejects the calls due when the timer fired, not those due
+   * since (their answers may have come after that read).
+   */
   private readonly sweep = (): void => {
-    this.sweeping = false;
-    const nowMs = performance.now();
+    const firedMs = this.firedMs!;
+    this.firedMs = undefined;
     let waiting = this.head;
-    while (waiting && waiting.deadlineMs <= nowMs) {
+    while (waiting && this.dueMs(waiting) <= firedMs) {
       this.unlink(waiting);
-      const error = new StoreUnavailableError(`redis ${waiting.what} did not answer within ${this.timeoutMs} ms`);
+      const waitedMs = firedMs - (waiting.deadlineMs - this.timeoutMs);
+      const error = new StoreUnavailableError(
+        waitedMs < this.capMs ? `redis ${waiting.what} did not answer within ${this.timeoutMs} ms` : `redis ${waiting.what} did not answer within ${this.capMs} ms (it answered other calls meanwhile)`,
+      );
       this.settled(error);
       waiting.reject(error);
       waiting = this.head;
     }
-    if (waiting) this.arm(waiting.deadlineMs - nowMs);
+    // A call sent this turn (no deadline yet) is armed for by stamp.
+    if (waiting && waiting.deadlineMs !== Number.POSITIVE_INFINITY) this.arm(this.dueMs(waiting) - performance.now());
   };
 }

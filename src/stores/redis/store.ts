@@ -1,10 +1,10 @@
-import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
-import { type Limiter, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { CallQueue } from "../call-queue.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
@@ -13,10 +13,14 @@ import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { type Stack, stackOf } from "./stacks.js";
+import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
 import { RedisOverrideTable } from "./overrides.js";
+import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, createClient, positiveNumber } from "./options.js";
 import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
 import { probeWrites } from "./nodes.js";
+
+export { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, REDIS_CLIENT_OPTIONS, type RedisStoreOptions } from "./options.js";
 
 /*
  * Two reply protocols for a check, chosen in RedisStore.check:
@@ -36,55 +40,7 @@ import { probeWrites } from "./nodes.js";
  * (README, "Redis mode"), so the protocol is chosen by it.
  */
 
-export interface RedisStoreOptions {
-  /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
-  client?: RedisClient;
-  /** Or a URL to connect to (`redis://host:6379/0`). */
-  url?: string;
-  /** Or the startup nodes of a Redis Cluster (`["redis://10.0.0.1:7000", ...]`). */
-  clusterNodes?: readonly (string | ClusterNode)[];
-  /** Prefix of every key (default "spillway:"); must not contain braces. */
-  keyPrefix?: string;
-  /**
-   * Whose clock decides (default "server": Redis's TIME, so many Node processes agree).
-   * "client" passes `clockMs()` in: for Redis services that forbid TIME in scripts, and tests.
-   */
-  clock?: "server" | "client";
-  /** The client clock (default Date.now); used only with `clock: "client"`. */
-  clockMs?: () => number;
-  /** Client clock only: keys live this much longer than their state, to absorb clock skew (default 1000). */
-  clientExpirySlackMs?: number;
-  /** Per-call timeout in ms (default 50): past it the call throws StoreUnavailableError. */
-  timeoutMs?: number;
-  /** Lease waiters retry at least this often, in case a wake-up message is lost (default 250). */
-  pollIntervalMs?: number;
-  /** Where availability changes are logged (default console.warn). */
-  log?: (line: string) => void;
-  /**
-   * Under load (many commands in flight on a connection), hold further writes to the end of
-   * the event-loop turn and send them together (default true). See coalesce.ts.
-   */
-  coalesceWrites?: boolean;
-  /** How often the data-loss markers are read back (default 1000 ms; see data-loss.ts). */
-  dataCheckIntervalMs?: number;
-}
-
-export const DEFAULT_TIMEOUT_MS = 50;
 const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0 } as const;
-export const DEFAULT_POLL_INTERVAL_MS = 250;
-
-/**
- * ioredis settings for a limiter: fail fast instead of queueing while Redis is down (no
- * unbounded offline queue), never resend a command that already timed out for its caller
- * (it would consume quota nobody was told about), and reconnect quickly and forever.
- */
-export const REDIS_CLIENT_OPTIONS = {
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 0,
-  autoResendUnfulfilledCommands: false,
-  connectTimeout: 1000,
-  retryStrategy: (attempt: number) => Math.min(attempt * 50, 250),
-} satisfies RedisOptions;
 
 /**
  * The Redis store: every decision is one FCALL (Redis 7+; EVALSHA before) of Lua that
@@ -111,6 +67,10 @@ export class RedisStore implements Limiter {
   private readonly waiters: LeaseWaiters;
   private readonly log: (line: string) => void;
   private readonly deadlines: Deadlines;
+  /** Bounds the calls in flight; the rest wait here, and the wait never counts against timeoutMs. */
+  private readonly calls: CallQueue;
+  /** Frees in the background the leases no caller holds (an unanswered release or acquire). */
+  private readonly undo: LeaseUndo;
   /** Coalesces the client's writes under load (shared by every store on the client), unless turned off. */
   private readonly coalescer: WriteCoalescer | ClusterWriteCoalescer | undefined;
   private available = true;
@@ -138,13 +98,22 @@ export class RedisStore implements Limiter {
     this.log = options.log ?? ((line) => console.warn(line));
     if (options.coalesceWrites !== undefined && typeof options.coalesceWrites !== "boolean") throw new TypeError(`coalesceWrites must be true or false, got ${String(options.coalesceWrites)}`);
     if (options.coalesceWrites !== false) this.coalescer = this.runner.coalescer;
+    this.calls = new CallQueue({
+      maxInFlight: options.maxInFlight,
+      maxQueued: options.maxQueued,
+      queueTimeoutMs: options.queueTimeoutMs,
+      onShedding: (shedding, detail) => this.log(shedding ? `spillway: overloaded, shedding store calls with 503: ${detail}` : `spillway: no longer shedding: ${detail}`),
+    });
+    this.undo = new LeaseUndo({ log: this.log });
     const dataCheckIntervalMs = positiveNumber("dataCheckIntervalMs", options.dataCheckIntervalMs ?? 1000, 10);
     this.dataLoss = dataLossGuardFor({ client: this.client, keyPrefix: this.keyPrefix, store: this.kind, waitMs: Math.max(4 * this.timeoutMs, 250), checkIntervalMs: dataCheckIntervalMs, log: this.log });
     this.deadlines = new Deadlines(this.timeoutMs, (error) => {
+      // Every call that took a slot ends here, once: its caller was told.
+      this.calls.done();
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
-    });
+    }, (then) => this.coalescer?.afterHeldWrites(then) ?? false);
   }
 
   /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (src/overrides/redis.ts). */
@@ -191,7 +160,14 @@ export class RedisStore implements Limiter {
         : peek
           ? [0, "peek"]
           : [options.cost];
-    const reply = (await this.run("check", key, stack, args)) as string;
+    let reply: string;
+    try {
+      reply = (await this.run("check", key, stack, args)) as string;
+    } catch (error) {
+      // Its caller gets an error, but the script may have run and granted the lease: free it.
+      if (leaseId) this.undoLease(key, stack, leaseId, stackLeaseMs(policies), error, false);
+      throw error;
+    }
     return decodeDecision(reply, policies, leaseId);
   }
 
@@ -216,14 +192,16 @@ export class RedisStore implements Limiter {
     // What the lease is granted for: the override, else the shortest lease of the stack.
     const grantedMs = options.leaseMs ?? (concurrencyPolicies(policies).length > 0 ? stackLeaseMs(policies) : 0);
     const leaseArg = options.leaseMs ?? "";
+    const stack = stackOf(policies);
     return this.waiters.acquire(
       {
         attempt: async (waiterId, mayWait) => {
           const fencedMs = await this.leaseFenceMs(policies);
           if (fencedMs > 0) return mayWait ? { status: "queued", untilExpiryMs: fencedMs } : { status: "denied", retryAfterMs: fencedMs };
-          return decodeAcquireAttempt((await this.run("acquire", key, stackOf(policies), [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs);
+          return decodeAcquireAttempt((await this.run("acquire", key, stack, [waiterId, leaseArg, mayWait ? "1" : "0", this.waiterTtlMs])) as IntegerReply, policies, waiterId, grantedMs);
         },
-        leave: async (waiterId) => (await this.run("leave", key, stackOf(policies), [waiterId])) as number,
+        leave: async (waiterId) => (await this.run("leave", key, stack, [waiterId])) as number,
+        abandon: (waiterId, error) => this.undoLease(key, stack, waiterId, grantedMs, error, true),
       },
       options.maxWaitMs,
     );
@@ -231,7 +209,14 @@ export class RedisStore implements Limiter {
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
     policies = storePolicies(policies);
-    return { released: (await this.run("release", key, stackOf(policies), [leaseId])) === 1 };
+    const stack = stackOf(policies);
+    try {
+      return { released: (await this.run("release", key, stack, [leaseId])) === 1 };
+    } catch (error) {
+      // The caller is told, and the lease is still freed as soon as Redis answers.
+      if (unanswered(error)) this.undo.add(`release of lease ${leaseId}`, () => this.run("release", key, stack, [leaseId]), stackLeaseMs(policies));
+      throw error;
+    }
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
@@ -256,8 +241,30 @@ export class RedisStore implements Limiter {
     }
   }
 
+  /**
+   * A call that may have granted lease `leaseId` failed for its caller: release the lease (and
+   * leave the waiter queue, for an acquire that `queued`), in the background until Redis
+   * answers. Not for a call shed before it was sent: nothing to undo, and more calls are the
+   * last thing an overload needs.
+   */
+  private undoLease(key: string, stack: Stack, leaseId: string, leaseMs: number, error: unknown, queued: boolean): void {
+    if (error instanceof OverloadedError) return;
+    const release = () => this.run("release", key, stack, [leaseId]);
+    const leaveThenRelease = async () => {
+      await this.run("leave", key, stack, [leaseId]);
+      return release();
+    };
+    this.undo.add(`release of lease ${leaseId} (its caller got an error)`, queued ? leaveThenRelease : release, leaseMs);
+  }
+
+  /** Calls in flight, waiting for a slot, and shed so far (read by /metrics). */
+  callCounts(): CallCounts {
+    return this.calls.counts();
+  }
+
   async close(): Promise<void> {
     this.waiters.close();
+    this.undo.close();
     if (!this.ownsClient) return;
     this.dataLoss.close();
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
@@ -300,11 +307,25 @@ export class RedisStore implements Limiter {
     return this.send("single", stack, keys, args);
   }
 
-  /** One FCALL (or EVALSHA), bounded by timeoutMs, recovering from a missing library or script. */
+  /** One call: at once when a slot is free (the usual case), else when one frees up, FIFO (or shed). */
   private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    if (this.calls.tryTake()) return this.sendNow(name, stack, keys, args);
+    return this.calls.wait(() => this.sendNow(name, stack, keys, args));
+  }
+
+  /**
+   * One FCALL (or EVALSHA) on a slot taken, bounded by timeoutMs, recovering from a missing
+   * library or script. Always ends in deadlines.run, whose settlement gives the slot back.
+   */
+  private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
-    this.coalescer?.beforeSend();
-    const first = this.runner.send(name, stack.algorithms, keys, args);
+    let first: ReturnType<ScriptRunner["send"]>;
+    try {
+      this.coalescer?.beforeSend();
+      first = this.runner.send(name, stack.algorithms, keys, args);
+    } catch (error) {
+      return this.deadlines.run(Promise.reject(error), name);
+    }
     if (!first.recoverable) return this.deadlines.run(first.reply, name);
     return this.deadlines.run(first.reply, name, (error) => this.runner.recover(error, name, stack.algorithms, keys, args));
   }
@@ -318,7 +339,7 @@ export class RedisStore implements Limiter {
   private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     this.connecting ??= settledConnection(this.client, this.timeoutMs).finally(() => (this.connecting = undefined));
     await this.connecting;
-    if (this.client.status === "ready") return this.send(name, stack, keys, args);
+    if (this.client.status === "ready") return this.sendNow(name, stack, keys, args);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
   }
@@ -337,19 +358,3 @@ export class RedisStore implements Limiter {
   }
 }
 
-function createClient(options: RedisStoreOptions): RedisClient {
-  if (options.clusterNodes) {
-    return new Cluster([...options.clusterNodes], {
-      enableOfflineQueue: false,
-      clusterRetryStrategy: REDIS_CLIENT_OPTIONS.retryStrategy,
-      redisOptions: REDIS_CLIENT_OPTIONS,
-    });
-  }
-  if (!options.url) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
-  return new Redis(options.url, REDIS_CLIENT_OPTIONS);
-}
-
-function positiveNumber(name: string, value: number, min: number): number {
-  if (!Number.isFinite(value) || value < min) throw new TypeError(`${name} must be a number ≥ ${min}, got ${value}`);
-  return value;
-}

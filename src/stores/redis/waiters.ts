@@ -1,8 +1,9 @@
 import type { AcquireResult } from "../../core/types.js";
-import { StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { OverloadedError, newLeaseId } from "../../limiter.js";
 import type { AcquireAttempt } from "./codec.js";
 import { isCluster } from "./connection.js";
 import { withTimeout } from "./errors.js";
+import { unanswered } from "./undo.js";
 import type { RedisClient } from "./scripts.js";
 
 /** How long a first waiter waits for its subscription before relying on polls alone. */
@@ -13,6 +14,11 @@ export interface WaitCalls {
   attempt(waiterId: string, mayWait: boolean): Promise<AcquireAttempt>;
   /** Leaves the queue; answers retryAfterMs. */
   leave(waiterId: string): Promise<number>;
+  /**
+   * The caller does not get the lease, but an attempt that failed for it (`error`: no answer in
+   * time, or none at all) may have taken it in Redis: free it, in the background.
+   */
+  abandon(waiterId: string, error: unknown): void;
 }
 
 export interface LeaseWaitersOptions {
@@ -52,8 +58,17 @@ export class LeaseWaiters {
       poked = true;
       wakeUp?.();
     });
+    // An attempt that failed for us: it may have taken a lease all the same (one that was
+    // sent, rather than shed before it was, when there is such an attempt).
+    let failedAttempt: unknown;
+    const noteFailure = (error: unknown) => {
+      if (failedAttempt === undefined || failedAttempt instanceof OverloadedError) failedAttempt = error;
+    };
     try {
-      let result = await calls.attempt(waiterId, mayWait);
+      let result = await calls.attempt(waiterId, mayWait).catch((error: unknown) => {
+        noteFailure(error);
+        throw error;
+      });
       if (result.status === "queued" && !this.subscriptionLive) {
         await this.subscribe(Math.min(SUBSCRIBE_WAIT_MS, deadlineMs - performance.now()));
         poked = true; // a wake-up may have gone by before the subscription was live
@@ -79,8 +94,9 @@ export class LeaseWaiters {
           result = await calls.attempt(waiterId, true);
           lastError = undefined;
         } catch (error) {
-          // Redis is away for a moment: keep our place and try again until the deadline.
-          if (!(error instanceof StoreUnavailableError)) throw error;
+          noteFailure(error);
+          // Redis is away for a moment (or this process is shedding): keep our place and try again until the deadline.
+          if (!unanswered(error)) throw error;
           lastError = error;
         }
       }
@@ -88,13 +104,21 @@ export class LeaseWaiters {
         const { status: _status, ...lease } = result;
         return { acquired: true, ...lease };
       }
-      if (result.status === "denied") return { acquired: false, retryAfterMs: result.retryAfterMs };
-      if (this.closed) return { acquired: false, retryAfterMs: null };
-      try {
-        return { acquired: false, retryAfterMs: await calls.leave(waiterId) };
-      } catch (error) {
-        throw lastError ?? error;
+      let answer: AcquireResult;
+      if (result.status === "denied") answer = { acquired: false, retryAfterMs: result.retryAfterMs };
+      else if (this.closed) answer = { acquired: false, retryAfterMs: null };
+      else {
+        try {
+          answer = { acquired: false, retryAfterMs: await calls.leave(waiterId) };
+        } catch (error) {
+          throw lastError ?? error;
+        }
       }
+      if (failedAttempt !== undefined) calls.abandon(waiterId, failedAttempt);
+      return answer;
+    } catch (error) {
+      if (failedAttempt !== undefined) calls.abandon(waiterId, failedAttempt);
+      throw error;
     } finally {
       this.pokes.delete(waiterId);
     }
