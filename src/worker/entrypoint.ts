@@ -8,7 +8,8 @@ import type { Env } from "./env.js";
 
 /**
  * Service-binding RPC: other Workers call `env.SPILLWAY.check({ key, policy })` with the
- * same shapes as the HTTP API. No token: holding the binding is the capability.
+ * same shapes as the HTTP API (`mode: "debit"` included: the state after the debit, never a
+ * refusal). No token: holding the binding is the capability.
  * `createWorker(config).Rpc` is the concrete class, bound to that config; this one is its
  * shape, for a caller's `Service<SpillwayEntrypoint>`.
  *

@@ -116,7 +116,7 @@ export class RedisStore implements Limiter {
     }, (then) => this.coalescer?.afterHeldWrites(then) ?? false);
   }
 
-  /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (src/overrides/redis.ts). */
+  /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (overrides.ts beside this file). */
   get overrides(): RedisOverrideTable {
     return (this.#overrides ??= new RedisOverrideTable(this.client, this.keyPrefix));
   }
