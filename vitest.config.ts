@@ -38,10 +38,12 @@ export default defineConfig({
           // that project's Node, tsc and spillway command: minutes, not seconds, on a cold cache.
           include: ["test/package/**/*.test.ts"],
           environment: "node",
+          // One `npm pack` for every file (test/package/pack.global.ts): files read it with inject("tarball").
+          globalSetup: ["test/package/pack.global.ts"],
           // After the other projects, not beside them: its tsc and npm runs take the CPU that the
           // Redis fault tests' deadlines (50 ms) are measured against.
           sequence: { groupOrder: 1 },
-          // Each file packs the package (which rebuilds dist/): one at a time.
+          // Each file installs and runs whole projects: one at a time.
           fileParallelism: false,
           testTimeout: 60_000,
           hookTimeout: 300_000,

@@ -4,8 +4,16 @@
 // Node's own type stripping (Node 22.18+/23.6+, on by default), with bin/ts-hooks.mjs
 // mapping their `.js` import specifiers to `.ts`, so an edit is live without a rebuild and no
 // stale dist/ is ever what a test or `npm run serve` measured. A checkout on a Node without type
-// stripping runs dist/ too (built by `npm install`'s prepare, or `npm run build`).
+// stripping runs dist/ too (built by `npm run build`).
 import { existsSync } from "node:fs";
+
+// The one line an older Node gets, before any module that needs a newer one is loaded. `init`
+// only writes files, and the project it writes pins its own Node: it runs on an older one too.
+const [major, minor] = process.versions.node.split(".").map(Number);
+if ((major < 22 || (major === 22 && minor < 12)) && process.argv[2] !== "init") {
+  console.error(`spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath})`);
+  process.exit(1);
+}
 
 const fromSources =
   process.features.typescript &&
@@ -23,4 +31,7 @@ if (fromSources) {
   console.error("spillway: dist/ is missing: run `npm run build` first");
   process.exit(1);
 }
-process.exitCode = await cli.main(process.argv.slice(2));
+const code = await cli.main(process.argv.slice(2));
+// Done (a failure, or serve after its graceful shutdown): exit now, whatever is still pending
+// (a Redis client's reconnection, a DNS lookup in flight). stdout and stderr are synchronous here.
+process.exit(code);

@@ -1,4 +1,4 @@
-// `npm run build` (and `prepare`): src/ → dist/ with tsc (tsconfig.build.json), then the
+// `npm run build` (and `prepack`, so `npm pack` and `npm publish` ship a fresh build): src/ → dist/ with tsc (tsconfig.build.json), then the
 // files modules read at run time next to the modules that read them (the Redis store's Lua,
 // src/stores/redis/scripts.ts). dist/ is emptied first so no module deleted from src/ lingers.
 import { execFileSync } from "node:child_process";

@@ -53,10 +53,10 @@ export async function scaffoldWorker(work: string, tarball: string, name = "my-l
 
 export const wrangler = (project: string) => join(project, "node_modules", ".bin", "wrangler");
 
-/** `wrangler deploy --dry-run --minify`: answers wrangler's output and the bundle's bytes, raw and gzipped. */
+/** `wrangler deploy --dry-run` (the scaffold's wrangler.toml sets minify): answers wrangler's output and the bundle's bytes, raw and gzipped. */
 export async function bundleWorker(project: string): Promise<{ output: string; bytes: number; gzipBytes: number }> {
   const outdir = join(project, ".bundle");
-  const output = await sh(wrangler(project), ["deploy", "--dry-run", "--minify", "--outdir", outdir], project, true);
+  const output = await sh(wrangler(project), ["deploy", "--dry-run", "--outdir", outdir], project, true);
   const code = readFileSync(join(outdir, "index.js"));
   return { output, bytes: code.length, gzipBytes: gzipSync(code, { level: 9 }).length };
 }

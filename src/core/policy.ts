@@ -127,10 +127,18 @@ export function parsePolicyList(input: unknown, field: string): Policy[] {
 /** Policies a config names, looked up by name. */
 export type PolicyCatalog = ReadonlyMap<string, Policy>;
 
+/** The names a config has, for a message about a name it lacks (at most 20 of them). */
+function knownNames(known: Iterable<string>): string {
+  const names = [...known];
+  if (names.length === 0) return "the config has no policies";
+  const listed = names.slice(0, 20).map((name) => `"${name}"`).join(", ");
+  return `it has ${listed}${names.length > 20 ? ` and ${names.length - 20} more` : ""}`;
+}
+
 export class UnknownPolicyError extends Error {
   readonly field: string;
-  constructor(field: string, name: string) {
-    super(`${field}: no policy named "${name}" in the config`);
+  constructor(field: string, name: string, known: Iterable<string> = []) {
+    super(`${field}: no policy named "${name}" in the config (${knownNames(known)})`);
     this.name = "UnknownPolicyError";
     this.field = field;
   }
@@ -150,7 +158,7 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
     let policy: Policy;
     if (typeof item === "string") {
       const found = catalog.get(item);
-      if (!found) throw new UnknownPolicyError(at, item);
+      if (!found) throw new UnknownPolicyError(at, item, catalog.keys());
       policy = found;
     } else if (item !== null && typeof item === "object" && !Array.isArray(item)) {
       policy = parsePolicy(item, at);

@@ -180,9 +180,11 @@ function recordWithExtra(origin: Readonly<Record<string, string>>, extra: Record
 /** Adds `extra` to an answer's fields (a record without hop-by-hop fields), in place: RateLimit lists join the origin's own, the rest replace. */
 export function addExtraFields(headers: Record<string, string>, extra: Record<string, string>): Record<string, string> {
   for (const name in extra) {
+    // The origin's record has lower-case names; Spillway's fields keep their spelling (RateLimit).
     const lower = name.toLowerCase();
     const own = headers[lower];
-    headers[lower] = isListField(lower) && own !== undefined ? `${own}, ${extra[name]}` : extra[name]!;
+    if (own !== undefined && lower !== name) delete headers[lower];
+    headers[name] = isListField(lower) && own !== undefined ? `${own}, ${extra[name]}` : extra[name]!;
   }
   return headers;
 }

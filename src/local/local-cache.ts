@@ -1,4 +1,5 @@
 import { describeValue } from "../core/validation.js";
+import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import type { CheckOptions, Decision, Policy } from "../core/types.js";
 import { ForwardingLimiter, type Limiter } from "../limiter.js";
@@ -49,7 +50,8 @@ export class LocalCache extends ForwardingLimiter {
     this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
   }
 
-  override async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  override async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    options = storeCheckOptions(options);
     policies = storePolicies(policies);
     const policy = policies[0]!;
     if (policies.length !== 1 || !policy.local || options.mode !== "reject" || !(options.cost > 0)) return this.store.check(key, policies, options);

@@ -1,3 +1,4 @@
+import { spelled } from "./header-names.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type ApiAnswer, type ApiRoute, MAX_BODY_BYTES, answerApi, parseJsonBody } from "../http/api.js";
 import { authRefusal } from "../http/auth.js";
@@ -94,7 +95,10 @@ interface ApiRequest {
   route: ApiRoute;
 }
 
-function write(res: ServerResponse, { status, headers, body }: ApiAnswer): void {
+function write(res: ServerResponse, { status, headers: given, body }: ApiAnswer): void {
+  // Spillway's fields spelled alike on every answer (the API builds some from a web Headers).
+  const headers: Record<string, string> = {};
+  for (const name in given) headers[spelled(name)] = given[name]!;
   if (body === null) {
     res.writeHead(status, headers);
     res.end();

@@ -1,3 +1,4 @@
+import { validateRedisUrl } from "../stores/redis/connection-errors.js";
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
@@ -151,14 +152,13 @@ function positiveInteger(flag: string, value: string): number {
   return number;
 }
 
+/** The store's own URL rule (validateRedisUrl), as a flag's ValidationError (exit 2). */
 function checkRedisUrl(url: string, field: string): void {
-  let parsed: URL;
   try {
-    parsed = new URL(url);
-  } catch {
-    throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
+    validateRedisUrl(url, field);
+  } catch (error) {
+    throw new ValidationError(field, (error as Error).message.slice(field.length).replace(/^:?\s*/, ""));
   }
-  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") throw new ValidationError(field, `must be a redis:// or rediss:// URL, got ${JSON.stringify(url)}`);
 }
 
 /** Parses `spillway check` flags: `--config FILE`, `--rls-config PATH`, or both. */

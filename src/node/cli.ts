@@ -1,20 +1,17 @@
 import { readFile } from "node:fs/promises";
-import { type SpillwayConfig, parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
-import type { Limiter } from "../limiter.js";
-import type { SpillwayObserver } from "../observe/observer.js";
-import { overridesFor } from "../overrides/overrides.js";
+import { parseConfig, parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { createNodeGateway } from "./gateway.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
-import { type NodeObservability, createNodeObservability, startMetricsServer } from "./observability.js";
-import { type OriginAgents, originAgents } from "./origin-agents.js";
-import { ConfigReloader, onHangup, registerReloadMetrics } from "./reload.js";
-import type { RuntimeParts } from "./runtime.js";
-import { type RunningServer, startServer } from "./server.js";
+import { createNodeObservability, startMetricsServer } from "./observability.js";
+import { originAgents } from "./origin-agents.js";
+import { onHangup, registerReloadMetrics } from "./reload.js";
+import { type Serving, configOf, configReloader, runtimePartsOf } from "./serve-reload.js";
+import { startServer } from "./server.js";
+import type { Limiter } from "../limiter.js";
 import { createStore } from "./stores.js";
 
 /**
@@ -34,83 +31,70 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
     return 2;
   }
-  // First: SIGHUP's default is to end the process, which must never happen to a server being reloaded.
+  return serve(rest);
+}
+
+/** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
+async function serve(argv: string[]): Promise<number> {
+  let limiter: Limiter | undefined;
+  // Listening for signals from the start: one that comes while the store connects, or just as
+  // "listening" is printed, still stops the server (gracefully, once it has started).
+  const stopSignal = untilStopSignal();
+  // SIGHUP's default is to end the process, which must never happen to a server being reloaded.
   const reloads: Array<() => Promise<unknown>> = [];
   const offHangup = onHangup(reloads);
   try {
-    const args = parseServeArgs(rest, process.env);
+    const args = parseServeArgs(argv, process.env);
     // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
     const startText = args.configPath ? await readConfig(args.configPath) : undefined;
     const config = startText !== undefined ? configOf(startText, args.configPath!) : parseConfig({ policies: [] });
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
-    const limiter = await createStore(args.store);
+    limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
     // One set of origin connection pools for every generation of the gateway.
     const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
     const parts = runtimePartsOf(config, serving, gateway);
-    const server = await startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes });
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes }), "--port", args.port, args.hostname);
     const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing) : undefined;
     if (reloader) reloads.push(() => reloader.reload("signal"));
     if (reloader && observing) registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
     const stopWatching = args.watch ? reloader?.watch() : undefined;
-    const metricsServer = observing && args.metricsPort !== undefined ? await startMetricsServer(observing.prometheus, args.metricsPort, args.hostname) : undefined;
+    const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
     if (rls) reloads.push(() => rls.reload());
     if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
-    if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is");
+    if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
-    await untilSignal();
+    await stopSignal;
     console.log("spillway: shutting down (letting in-flight requests finish)");
     stopWatching?.();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
   } catch (error) {
-    if (error instanceof ValidationError) {
-      console.error(`spillway: ${error.message}`);
-      return 2;
-    }
+    // Whatever failed, nothing may keep the process alive (a Redis client reconnecting forever).
+    await limiter?.close?.().catch(() => {});
     console.error(`spillway: ${(error as Error).message}`);
-    return 1;
+    return error instanceof ValidationError ? 2 : 1;
   } finally {
     offHangup();
   }
 }
 
-/** What every generation of the runtime is built over: the store, the observer, the origin pools. */
-interface Serving {
-  limiter: Limiter;
-  observer: SpillwayObserver | undefined;
-  agents: OriginAgents;
-}
-
-/** A config file's text as `serve` reads it, at start and on every reload: strictly, SPILLWAY_DRY_RUN applied. */
-function configOf(text: string, path: string): SpillwayConfig {
-  return withDryRunEnv(parseConfigText(text, path), process.env.SPILLWAY_DRY_RUN);
-}
-
-/** The runtime parts of a config: one overrides cache for the API and the gateway, over the store's runtime table. */
-function runtimePartsOf(config: SpillwayConfig, serving: Serving, gateway = parseGatewayConfig(config)): RuntimeParts {
-  const overrides = overridesFor(config, serving.limiter);
-  const fallback = createNodeGateway({ config, gateway, limiter: serving.limiter, observer: serving.observer, overrides, agents: serving.agents });
-  return { config, fallback, overrides };
-}
-
-/** SIGHUP and --watch: the same parse and build as at start; the store, port and flags stay. */
-function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined): ConfigReloader {
-  return new ConfigReloader({
-    path,
-    startText,
-    generation: () => server.generation,
-    apply(text) {
-      const parts = runtimePartsOf(configOf(text, path), serving);
-      observing?.configure(parts.config);
-      return server.reload(parts);
-    },
-  });
+/** A listen that failed, said with its cause and what to do (EADDRINUSE, EACCES). */
+async function listening<T>(started: Promise<T>, flag: string, port: number, hostname: string): Promise<T> {
+  try {
+    return await started;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new Error(`cannot listen on ${hostname}:${port}: EADDRINUSE, the port is in use (stop what listens there, or pass another ${flag})`);
+    if (code === "EACCES") throw new Error(`cannot listen on ${hostname}:${port}: EACCES, ports below 1024 need privileges (pass ${flag} 1024 or above)`);
+    if (code === "EADDRNOTAVAIL") throw new Error(`cannot listen on ${hostname}:${port}: EADDRNOTAVAIL, no interface has this address (check --host)`);
+    throw error;
+  }
 }
 
 /** Runs a command body, mapping a ValidationError to exit status 2 and its message. */
@@ -147,7 +131,7 @@ function init(argv: string[]): Promise<number> {
     if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
     const dir = argv[0]!;
     const files = await initProject(dir);
-    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start`);
+    console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start   (its npm scripts run on the Node it pins, whatever node is on your PATH)`);
   });
 }
 
@@ -155,13 +139,30 @@ async function readConfig(path: string): Promise<string> {
   try {
     return await readFile(path, "utf8");
   } catch (error) {
-    throw new ValidationError("--config", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === "ENOENT" ? "ENOENT, no such file (spillway init writes one; or pass --config PATH)" : code === "EISDIR" ? "EISDIR, a directory (pass the file)" : (code ?? (error as Error).message);
+    throw new ValidationError("--config", `cannot read ${path}: ${why}`);
   }
 }
 
-function untilSignal(): Promise<void> {
+/**
+ * Resolves on the first SIGTERM or SIGINT: the server then shuts down gracefully. A second
+ * signal while shutting down stops at once (exit 130). SIGHUP is a reload (reload.ts, onHangup).
+ *
+ * Started through npm (`npx spillway serve`, `npm run serve`), this process is the child of a
+ * shell that npm spawned: npm passes a SIGTERM on to that shell, which dies without passing it
+ * on, and the server would live on as an orphan. So under npm, losing the parent is a stop too.
+ */
+function untilStopSignal(): Promise<void> {
   return new Promise((resolve) => {
-    process.once("SIGTERM", () => resolve());
-    process.once("SIGINT", () => resolve());
+    const parent = process.ppid;
+    const orphaned = process.env.npm_command ? setInterval(() => process.ppid !== parent && stop(), 500).unref() : undefined;
+    const stop = () => {
+      clearInterval(orphaned);
+      process.off("SIGTERM", stop).off("SIGINT", stop);
+      process.once("SIGTERM", () => process.exit(130)).once("SIGINT", () => process.exit(130));
+      resolve();
+    };
+    process.on("SIGTERM", stop).on("SIGINT", stop);
   });
 }

@@ -1,3 +1,4 @@
+import { spelled } from "./header-names.js";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
@@ -265,7 +266,7 @@ function quietly(promise: Promise<unknown>): void {
 function flatFields(headers: Headers): string[] {
   const fields: string[] = [];
   headers.forEach((value, name) => {
-    if (name !== "set-cookie") fields.push(name, value);
+    if (name !== "set-cookie") fields.push(spelled(name), value);
   });
   for (const cookie of headers.getSetCookie()) fields.push("set-cookie", cookie);
   return fields;

@@ -23,7 +23,8 @@ export async function initProject(dir: string): Promise<string[]> {
   if (!PROJECT_NAME.test(name)) throw new ValidationError("DIR", `${JSON.stringify(basename(root))} gives no usable Worker name (letters, digits and -)`);
   const manifest = ownManifest();
   const wrangler = manifest.devDependencies?.wrangler ?? "4";
-  const files = scaffoldFiles(name, { spillway: manifest.version, wrangler: wrangler.startsWith("^") ? wrangler : `^${wrangler}` });
+  const node = manifest.devDependencies?.node ?? "24";
+  const files = scaffoldFiles(name, { spillway: manifest.version, wrangler: wrangler.startsWith("^") ? wrangler : `^${wrangler}`, node });
   for (const [path, content] of Object.entries(files)) {
     await mkdir(dirname(join(root, path)), { recursive: true });
     await writeFile(join(root, path), content);

@@ -4,6 +4,7 @@ import { type CountOption, type CostOption, type CountingPlan, checkedCost, coun
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../http/limit.js";
 import { type Problem, problemFields } from "../http/problems.js";
+import { spelled } from "./header-names.js";
 import type { Limiter } from "../limiter.js";
 import type { LimitPlan } from "../http/limit.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
@@ -40,7 +41,7 @@ export type NodeMiddleware<Req extends IncomingMessage = IncomingMessage> = (req
 
 function send(res: ServerResponse, status: number, headers: Record<string, string> | Headers, body: string | null): void {
   res.statusCode = status;
-  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(name, value));
+  if (headers instanceof Headers) headers.forEach((value, name) => res.setHeader(spelled(name), value));
   else for (const name in headers) res.setHeader(name, headers[name]!);
   res.end(body ?? undefined);
 }

@@ -20,6 +20,7 @@ export async function createStore(choice: StoreChoice, log: (line: string) => vo
   if (choice.kind === "memory") return new MemoryStore({ maxKeys: choice.maxKeys });
   const { maxInFlight } = choice;
   const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log, maxInFlight }) : new RedisStore({ clusterNodes: choice.urls, log, maxInFlight });
-  if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: ${choice.kind} is not reachable yet; serving with failMode until it is`);
+  // ready() has logged why (the URL, the system's error, a hint) when it answers false.
+  if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: serving anyway: policies follow their failMode until ${choice.kind} answers (/healthz says when)`);
   return new LocalCache(store);
 }

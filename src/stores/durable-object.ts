@@ -1,5 +1,6 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { sleep } from "../core/sleep.js";
+import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../limiter.js";
@@ -78,7 +79,8 @@ export class DurableObjectStore implements Limiter {
     this.retry = retry;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    options = storeCheckOptions(options);
     // Checked here, not in the object: a TypeError must not become StoreUnavailableError (failMode).
     policies = storePolicies(policies);
     return this.call(key, (stub) => stub.check([...policies], { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs }));

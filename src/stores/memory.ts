@@ -3,6 +3,7 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
+import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey } from "./local-key.js";
@@ -71,7 +72,8 @@ export class MemoryStore implements Limiter {
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
   }
 
-  async check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+  async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    options = storeCheckOptions(options);
     policies = storePolicies(policies); // a policy as written in a config is parsed, garbage refused: never admitted by default
     return this.entry(key, policies).check(policies, options);
   }

@@ -56,8 +56,9 @@ describe("resolvePolicies", () => {
     expect(resolvePolicies(["per-hour", { name: "burst", algorithm: "token-bucket", limit: 1, period: "1s", burst: 3 }], catalog).map((p) => p.name)).toEqual(["per-hour", "burst"]);
   });
 
-  it("answers an unknown name with UnknownPolicyError at its position", () => {
-    expect(failure(() => resolvePolicies("per-day", catalog))).toEqual(["UnknownPolicyError", "policy", 'policy: no policy named "per-day" in the config']);
+  it("answers an unknown name with UnknownPolicyError at its position, naming the policies that exist", () => {
+    expect(failure(() => resolvePolicies("per-day", catalog))).toEqual(["UnknownPolicyError", "policy", 'policy: no policy named "per-day" in the config (it has "per-minute", "per-hour")']);
+    expect(failure(() => resolvePolicies("per-day", new Map()))[2]).toBe('policy: no policy named "per-day" in the config (the config has no policies)');
     expect(failure(() => resolvePolicies(["per-minute", "per-day"], catalog))[1]).toBe("policy.1");
   });
 

@@ -1,3 +1,4 @@
+import { validateRedisUrl } from "./connection-errors.js";
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { RedisClient } from "./scripts.js";
 
@@ -65,14 +66,15 @@ export const REDIS_CLIENT_OPTIONS = {
 /** The client a store makes for itself from `url` or `clusterNodes`. */
 export function createClient(options: RedisStoreOptions): RedisClient {
   if (options.clusterNodes) {
+    options.clusterNodes.forEach((node, index) => typeof node === "string" && validateRedisUrl(node, `RedisStore: clusterNodes.${index}`));
     return new Cluster([...options.clusterNodes], {
       enableOfflineQueue: false,
       clusterRetryStrategy: REDIS_CLIENT_OPTIONS.retryStrategy,
       redisOptions: REDIS_CLIENT_OPTIONS,
     });
   }
-  if (!options.url) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
-  return new Redis(options.url, REDIS_CLIENT_OPTIONS);
+  if (options.url === undefined) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
+  return new Redis(validateRedisUrl(options.url, "RedisStore: url"), REDIS_CLIENT_OPTIONS);
 }
 
 export function positiveNumber(name: string, value: number, min: number): number {

@@ -1,6 +1,7 @@
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
 import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
@@ -12,6 +13,7 @@ import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js"
 import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { CONNECTING, settledConnection } from "./connection.js";
+import { describeConnectionError, redactRedisUrl, validateRedisUrl } from "./connection-errors.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
@@ -79,11 +81,17 @@ export class RedisStore implements Limiter {
   private readonly dataLoss: DataLossGuard;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
   private connecting: Promise<void> | undefined;
+  /** Where this store connects, for messages (password hidden). */
+  private readonly target: string | undefined;
+  #connectionError: string | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
-    if (this.ownsClient) this.client.on("error", () => {}); // reported through health() and the log instead
+    this.target = targetOf(options);
+    // Reported through ready(), health(), the log and each call's error instead.
+    if (this.ownsClient) this.client.on("error", (error: Error) => (this.#connectionError = describeConnectionError(error, this.target)));
+    this.client.on("ready", () => (this.#connectionError = undefined));
     this.runner = runnerFor(this.client);
     this.kind = this.runner.isCluster ? "redis-cluster" : "redis";
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
@@ -121,18 +129,32 @@ export class RedisStore implements Limiter {
     return (this.#overrides ??= new RedisOverrideTable(this.client, this.keyPrefix));
   }
 
-  /** Resolves true once connected (at most `timeoutMs` of waiting), false if not yet. */
+  /**
+   * Why the last connection attempt failed (the URL without its password, the system's error
+   * and a hint), or undefined while connected or before any attempt failed.
+   */
+  get connectionError(): string | undefined {
+    return this.#connectionError;
+  }
+
+  /**
+   * Resolves true once connected (at most `timeoutMs` of waiting), false if not yet: then
+   * `connectionError` says why, and the store's log has said it once.
+   */
   async ready(timeoutMs = 2000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (this.client.status !== "ready") {
-      if (Date.now() >= deadline) return false;
+      if (Date.now() >= deadline) {
+        this.log(`spillway: ${this.kind} not connected after ${timeoutMs} ms: ${this.#connectionError ?? `still ${this.client.status}${this.target ? ` (${redactRedisUrl(this.target)})` : ""}`}`);
+        return false;
+      }
       await sleep(10);
     }
     return true;
   }
 
-  check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
-    return this.decide(key, policies, options, false);
+  check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    return this.decide(key, policies, storeCheckOptions(options), false);
   }
 
   /** A check, or a peek (`peek`: reports, starts no block: check.lua's mode "peek"). */
@@ -319,6 +341,7 @@ export class RedisStore implements Limiter {
    */
   private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
+    if (this.client.status !== "ready" && this.#connectionError) return this.notConnected(name);
     let first: ReturnType<ScriptRunner["send"]>;
     try {
       this.coalescer?.beforeSend();
@@ -340,8 +363,14 @@ export class RedisStore implements Limiter {
     this.connecting ??= settledConnection(this.client, this.timeoutMs).finally(() => (this.connecting = undefined));
     await this.connecting;
     if (this.client.status === "ready") return this.sendNow(name, stack, keys, args);
+    if (this.#connectionError) return this.notConnected(name);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
+  }
+
+  /** A call while disconnected fails with why (ioredis alone says "Stream isn't writeable …"). */
+  private notConnected(name: ScriptName): Promise<unknown> {
+    return this.deadlines.run(Promise.reject(new StoreUnavailableError(`redis ${name} failed: ${this.#connectionError}`)), name);
   }
 
   /** Before a lease is granted: waits for the data to be verified after a reconnect; >0 while fenced after a loss. */
@@ -356,5 +385,14 @@ export class RedisStore implements Limiter {
     this.available = available;
     this.log(available ? `spillway: ${this.kind} store available again` : `spillway: ${this.kind} store unavailable: ${detail}`);
   }
+}
+
+/** Where the store connects, for messages: its URL, or its Cluster's first startup node. */
+function targetOf(options: RedisStoreOptions): string | undefined {
+  if (options.url !== undefined) return options.url;
+  const first = options.clusterNodes?.[0];
+  if (typeof first === "string") return first;
+  if (typeof first === "number") return `redis://127.0.0.1:${first}`;
+  return first ? `redis://${first.host ?? "127.0.0.1"}:${first.port ?? 6379}` : undefined;
 }
 
