@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { ValidationError } from "../core/validation.js";
-import { type Limiter, StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import type { WireRequest } from "../rls/request.js";
 import { type RlsAnswer, RlsService } from "../rls/service.js";
 import type { RlsStats } from "../rls/stats.js";
@@ -132,6 +132,8 @@ function grpcError(error: unknown, log: (line: string) => void): grpc.ServiceErr
   if (error instanceof ValidationError) return status(grpc.status.INVALID_ARGUMENT, error.message);
   if (error instanceof StoreUnavailableError) return status(grpc.status.UNAVAILABLE, `store unavailable: ${error.message}`);
   if (error instanceof StoreFaultError) return status(grpc.status.INTERNAL, `store fault: ${error.message}`);
+  // Shed, never admitted: Spillway's store calls are saturated (--max-inflight).
+  if (error instanceof OverloadedError) return status(grpc.status.RESOURCE_EXHAUSTED, `overloaded: ${error.message}`);
   log(`spillway: rls: ShouldRateLimit failed: ${(error as Error).message}`);
   return status(grpc.status.INTERNAL, "internal error");
 }
