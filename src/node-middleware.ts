@@ -18,6 +18,7 @@ export type { LogFn } from "./http/limit.js";
 export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";
 export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";
+export type { RuntimeParts } from "./node/runtime.js";
 export { parseConfig, type SpillwayConfig } from "./config.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
 export { ForwardingLimiter } from "./limiter.js";

@@ -20,17 +20,20 @@ export interface ServeArgs {
   metricsPort?: number;
   /** --rls-port / --rls-config: Envoy's rate limit service beside the HTTP server. */
   rls?: RlsArgs;
+  /** --watch: reload --config when the file changes (as on SIGHUP). */
+  watch?: boolean;
 }
 
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
-       spillway serve --config FILE [--port 8787] [--host 127.0.0.1]
+       spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... [--max-inflight N] | --store memory [--memory-max-keys N]]
                       [--metrics-port N | --no-metrics]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
 
-  --config FILE          spillway.config.json (policies, gateway routes)
+  --config FILE          spillway.config.json (policies, gateway routes); re-read on SIGHUP
+  --watch                also re-read --config when the file changes
   --port N               port to listen on (default 8787; 0 picks a free one)
   --host ADDR            address to listen on (default 127.0.0.1)
   --redis URL            a Redis server (default: $REDIS_URL)
@@ -69,6 +72,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         "max-inflight": { type: "string" },
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
+        watch: { type: "boolean" },
         ...RLS_FLAG_OPTIONS,
       },
     }));
@@ -77,6 +81,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   }
   const rls = parseRlsArgs(values);
   if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
+  if (values.watch && !values.config) throw new ValidationError("--watch", "watches --config, which is not given (--rls-config reloads on SIGHUP)");
   return {
     ...(values.config ? { configPath: values.config } : {}),
     port: parsePort(values.port),
@@ -84,6 +89,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
     store: parseStore(values, env),
     ...parseMetrics(values),
     ...rls,
+    ...(values.watch ? { watch: true } : {}),
   };
 }
 

@@ -1,14 +1,15 @@
 import { readFile } from "node:fs/promises";
-import { parseConfig, parseConfigText, withDryRunEnv } from "../config.js";
-import { overridesFor } from "../overrides/overrides.js";
+import { parseConfig, parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { createNodeGateway } from "./gateway.js";
 import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
+import { originAgents } from "./origin-agents.js";
+import { onHangup, registerReloadMetrics } from "./reload.js";
+import { type Serving, configOf, configReloader, runtimePartsOf } from "./serve-reload.js";
 import { startServer } from "./server.js";
 import type { Limiter } from "../limiter.js";
 import { createStore } from "./stores.js";
@@ -39,27 +40,37 @@ async function serve(argv: string[]): Promise<number> {
   // Listening for signals from the start: one that comes while the store connects, or just as
   // "listening" is printed, still stops the server (gracefully, once it has started).
   const stopSignal = untilStopSignal();
+  // SIGHUP's default is to end the process, which must never happen to a server being reloaded.
+  const reloads: Array<() => Promise<unknown>> = [];
+  const offHangup = onHangup(reloads);
   try {
     const args = parseServeArgs(argv, process.env);
     // A rate limit service alone needs no spillway.config.json: no policies, no gateway.
-    const config = withDryRunEnv(args.configPath ? parseConfigText(await readConfig(args.configPath), args.configPath) : parseConfig({ policies: [] }), process.env.SPILLWAY_DRY_RUN);
+    const startText = args.configPath ? await readConfig(args.configPath) : undefined;
+    const config = startText !== undefined ? configOf(startText, args.configPath!) : parseConfig({ policies: [] });
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
-    // One overrides cache for the API and the gateway, over the store's runtime table.
-    const overrides = overridesFor(config, limiter);
-    const fallback = createNodeGateway({ config, gateway, limiter, observer: observing?.observer, overrides });
-    const server = await listening(startServer({ config, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, fallback, observability: observing?.routes, overrides }), "--port", args.port, args.hostname);
+    // One set of origin connection pools for every generation of the gateway.
+    const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
+    const parts = runtimePartsOf(config, serving, gateway);
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes }), "--port", args.port, args.hostname);
+    const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing) : undefined;
+    if (reloader) reloads.push(() => reloader.reload("signal"));
+    if (reloader && observing) registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
+    const stopWatching = args.watch ? reloader?.watch() : undefined;
     const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
+    if (rls) reloads.push(() => rls.reload());
     if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await stopSignal;
     console.log("spillway: shutting down (letting in-flight requests finish)");
+    stopWatching?.();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     return 0;
@@ -68,6 +79,8 @@ async function serve(argv: string[]): Promise<number> {
     await limiter?.close?.().catch(() => {});
     console.error(`spillway: ${(error as Error).message}`);
     return error instanceof ValidationError ? 2 : 1;
+  } finally {
+    offHangup();
   }
 }
 
@@ -134,7 +147,7 @@ async function readConfig(path: string): Promise<string> {
 
 /**
  * Resolves on the first SIGTERM or SIGINT: the server then shuts down gracefully. A second
- * signal while shutting down stops at once (exit 130). SIGHUP (reload) belongs here too.
+ * signal while shutting down stops at once (exit 130). SIGHUP is a reload (reload.ts, onHangup).
  *
  * Started through npm (`npx spillway serve`, `npm run serve`), this process is the child of a
  * shell that npm spawned: npm passes a SIGTERM on to that shell, which dies without passing it

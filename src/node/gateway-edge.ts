@@ -14,6 +14,7 @@ import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
+import { type OriginAgents, originAgents } from "./origin-agents.js";
 import { TurnQueue } from "./turn-queue.js";
 
 type Forward = GatewayStep & { forward: true };
@@ -39,12 +40,13 @@ export class NodeGatewayEdge {
   /** Set when a turn's requests are decided together at its end. */
   readonly #turn: TurnQueue<Exchange> | undefined;
 
-  constructor(core: GatewayCore, options: { maxSockets?: number } = {}) {
+  /** `agents`: the server's pools to the origin, shared across reloads (default: pools of this edge's own). */
+  constructor(core: GatewayCore, options: { maxSockets?: number; agents?: OriginAgents } = {}) {
     this.#core = core;
     const origin = core.gateway.origin;
     const secure = origin.protocol === "https:";
     this.#client = secure ? https : http;
-    this.#agent = new (secure ? https : http).Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 });
+    this.#agent = (options.agents ?? originAgents(options.maxSockets))[secure ? "https:" : "http:"];
     // Host, port and protocol once (urlToHttpOptions unwraps an IPv6 literal's brackets).
     const { hostname, port, protocol } = urlToHttpOptions(origin);
     this.#originOptions = { hostname, port, protocol };

@@ -11,6 +11,7 @@ import { ValidationError } from "../core/validation.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import { createGatewayApp } from "../gateway/gateway.js";
 import { NodeGatewayEdge, originFields, switchedUnasked } from "./gateway-edge.js";
+import { type OriginAgents, originAgents } from "./origin-agents.js";
 import { NodeUpgradeEdge } from "./upgrade-edge.js";
 import { UnrelayableStatusError, isUnrelayableStatus } from "../gateway/upgrade.js";
 import type { LogFn } from "../http/limit.js";
@@ -35,11 +36,8 @@ export function nodeClientIp(c: Context): string | undefined {
  *
  * @example createGateway({ config, limiter, clientIpOf: nodeClientIp, fetchOrigin: createNodeOriginFetch() })
  */
-export function createNodeOriginFetch(options: { maxSockets?: number } = {}): FetchOrigin {
-  const agents = {
-    "http:": new http.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
-    "https:": new https.Agent({ keepAlive: true, maxSockets: options.maxSockets ?? 256 }),
-  };
+export function createNodeOriginFetch(options: { maxSockets?: number; agents?: OriginAgents } = {}): FetchOrigin {
+  const agents = options.agents ?? originAgents(options.maxSockets);
   return (request) =>
     new Promise<OriginAnswer>((resolve, reject) => {
       const url = new URL(request.url);
@@ -93,6 +91,8 @@ export interface NodeGatewayOptions {
   observer?: SpillwayObserver;
   /** Per-key limits, shared with the /v1 API (default: the config's and the store's table, see overridesFor). */
   overrides?: Overrides;
+  /** The connection pools to the origin; pass one set to every gateway a reload builds (default: new ones). */
+  agents?: OriginAgents;
 }
 
 /**
@@ -138,7 +138,8 @@ export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | un
   refuseCfKeys(gateway);
   const overrides = options.overrides ?? overridesFor(options.config, options.limiter);
   const core = new GatewayCore({ ...options, gateway, overrides });
-  const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch() });
+  const agents = options.agents ?? originAgents();
+  const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch({ agents }) });
   if (options.fetchOrigin) return new NodeGateway(app, undefined);
-  return new NodeGateway(app, new NodeGatewayEdge(core), new NodeUpgradeEdge(core));
+  return new NodeGateway(app, new NodeGatewayEdge(core, { agents }), new NodeUpgradeEdge(core));
 }

@@ -27,6 +27,8 @@ export class PrometheusObserver implements SpillwayObserver {
   private readonly durationChildren = new Map<string, { observe(value: number): void }>();
   private readonly requestCounts = new Map<string, { route: string; status: string; count: number }>();
   private readonly originChildren = new Map<string, { observe(value: number): void }>();
+  /** The configured concurrency policies, whose lease gauges exist from the start at 0. */
+  private readonly concurrencyNames: Set<string>;
 
   /**
    * `stats`: the live stats fed by the same observer, whose per-policy counts (one series per
@@ -35,6 +37,7 @@ export class PrometheusObserver implements SpillwayObserver {
    */
   constructor(limiter: Limiter, stats: LiveStats, concurrencyPolicyNames: readonly string[] = []) {
     const registers = [this.registry];
+    this.concurrencyNames = new Set(concurrencyPolicyNames);
     collectDefaultMetrics({ register: this.registry });
     this.decisions = new Counter({
       name: "spillway_decisions_total",
@@ -87,7 +90,7 @@ export class PrometheusObserver implements SpillwayObserver {
     if (limiter.leaseCounts) {
       // Only a store that can count its leases in place reports them (the memory store).
       const leaseCounts = () => limiter.leaseCounts!();
-      const concurrencyNames = concurrencyPolicyNames;
+      const concurrencyNames = this.concurrencyNames;
       for (const [name, field, help] of [
         ["spillway_leases_held", "held", "Concurrency leases held now, per policy."],
         ["spillway_lease_waiters", "waiters", "Callers waiting for a concurrency lease now, per policy."],
@@ -100,7 +103,7 @@ export class PrometheusObserver implements SpillwayObserver {
           collect() {
             this.reset();
             // Inline policies' leases add up under one label (stats.policyLabel): never a series per name.
-            const byLabel = new Map<string, number>(concurrencyNames.map((name) => [name, 0]));
+            const byLabel = new Map<string, number>([...concurrencyNames].map((name) => [name, 0]));
             for (const [policy, count] of leaseCounts()) {
               const label = stats.policyLabel(policy);
               byLabel.set(label, (byLabel.get(label) ?? 0) + count[field]);
@@ -114,6 +117,11 @@ export class PrometheusObserver implements SpillwayObserver {
     // Every configured series exists from the start at 0: rates work from the first scrape.
     for (const kind of ["unavailable", "fault"]) this.storeErrors.labels(limiter.kind, kind).inc(0);
     this.durationChild(limiter.kind);
+  }
+
+  /** A reloaded config's concurrency policies: their lease gauges start at 0 too. */
+  addConcurrencyPolicies(names: readonly string[]): void {
+    for (const name of names) this.concurrencyNames.add(name);
   }
 
   decision(event: DecisionEvent): void {

@@ -21,6 +21,8 @@ export interface NodeObservability {
   /** For createApp: /v1/top, /v1/stats, /metrics, /dashboard. */
   routes: Observability;
   prometheus: PrometheusObserver;
+  /** A reload's config: its policies get their own series (a removed one keeps its counts). */
+  configure(config: SpillwayConfig): void;
 }
 
 /**
@@ -30,20 +32,29 @@ export interface NodeObservability {
  * @example const observing = createNodeObservability({ config, limiter }); startServer({ config, limiter: observing.apiLimiter, observability: observing.routes, … })
  */
 export function createNodeObservability(options: { config: SpillwayConfig; limiter: Limiter; log?: LogSink }): NodeObservability {
-  // The config's policies, and the gateway's own origin-feedback pause: every other name is `inline`.
-  const names = options.config.policies.map((policy) => policy.name);
-  if (options.config.gateway?.originFeedback) names.push(ORIGIN_PAUSE_POLICY);
-  const stats = new LiveStats(names);
-  const concurrencyNames = options.config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
-  const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNames);
+  const stats = new LiveStats(policyNamesOf(options.config));
+  const prometheus = new PrometheusObserver(options.limiter, stats, concurrencyNamesOf(options.config));
   const observer = combineObservers([prometheus, stats, logObserver(options.log)]);
   return {
     observer,
     apiLimiter: observeLimiter(options.limiter, observer, "api"),
     routes: { stats, metrics: () => prometheus.scrape(), dashboardHtml },
     prometheus,
+    configure(config) {
+      stats.addPolicies(policyNamesOf(config));
+      prometheus.addConcurrencyPolicies(concurrencyNamesOf(config));
+    },
   };
 }
+
+/** The config's policies, and the gateway's own origin-feedback pause: every other name is `inline`. */
+function policyNamesOf(config: SpillwayConfig): string[] {
+  const names = config.policies.map((policy) => policy.name);
+  if (config.gateway?.originFeedback) names.push(ORIGIN_PAUSE_POLICY);
+  return names;
+}
+
+const concurrencyNamesOf = (config: SpillwayConfig) => config.policies.filter((policy) => policy.algorithm === "concurrency").map((policy) => policy.name);
 
 export interface MetricsServer {
   url: string;

@@ -9,7 +9,7 @@ import { loadRlsConfig } from "./rls-files.js";
 import { registerRlsMetrics } from "./rls-metrics.js";
 import { type RunningRlsServer, startRlsServer } from "./rls-server.js";
 
-/** What `spillway serve --rls-port` runs: the gRPC server, reloading its config on SIGHUP. */
+/** What `spillway serve --rls-port` runs: the gRPC server, reloading its config on SIGHUP (the CLI's one handler, reload.ts). */
 export interface ServedRls {
   server: RunningRlsServer;
   /** Re-reads --rls-config: a bad file keeps the config in force and logs one line naming the field. */
@@ -51,14 +51,5 @@ export async function serveRls(
       return false;
     }
   };
-  const onHangup = () => void reload();
-  process.on("SIGHUP", onHangup);
-  return {
-    server,
-    reload,
-    close: async () => {
-      process.off("SIGHUP", onHangup);
-      await server.close();
-    },
-  };
+  return { server, reload, close: () => server.close() };
 }

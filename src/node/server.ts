@@ -3,15 +3,13 @@ import { createServer } from "node:http";
 import type { Hono } from "hono";
 import type { SpillwayConfig } from "../config.js";
 import { ValidationError } from "../core/validation.js";
-import { createApp } from "../http/app.js";
 import type { Observability } from "../http/observe-routes.js";
 import type { Limiter } from "../limiter.js";
-import { SpillwayService } from "../service.js";
 import type { Overrides } from "../overrides/overrides.js";
-import { NodeApiEdge } from "./api-edge.js";
-import { serverListener } from "./dispatch.js";
-import { NodeGateway } from "./gateway.js";
-import { serveUpgrades } from "./upgrade-edge.js";
+import { runtimeListener } from "./dispatch.js";
+import type { NodeGateway } from "./gateway.js";
+import { type RuntimeCell, type RuntimeFixture, type RuntimeParts, type ServerRuntime, buildRuntime } from "./runtime.js";
+import { type NodeUpgradeEdge, serveUpgrades } from "./upgrade-edge.js";
 
 export interface ServerOptions {
   config: SpillwayConfig;
@@ -77,30 +75,57 @@ export function nodeServerOptions(timeouts: Partial<ServerTimeouts> = {}) {
 export interface RunningServer {
   port: number;
   url: string;
+  /** The runtime generation in force: 1 at start, one more per reload. */
+  readonly generation: number;
+  /**
+   * Swaps in a new config (and what is built from it) for the requests that start from now on:
+   * requests in flight finish on the one they started with, connections stay open, and state
+   * (in the store, by key and policy name) carries over. Throws, swapping nothing, when the
+   * parts cannot be served. Returns the new generation.
+   */
+  reload(parts: RuntimeParts): number;
   /** Stops accepting, lets in-flight requests finish, closes connections and the store. */
   close(): Promise<void>;
 }
 
 /**
- * Serves the Spillway app on Node with @hono/node-server.
+ * Serves the Spillway app on Node: the /v1 API, /healthz, observability and the gateway, from
+ * one runtime (runtime.ts) read once per request and swapped whole by `reload`.
  *
  * @example const server = await startServer({ config, limiter: new MemoryStore(), port: 8787 });
  */
 export function startServer(options: ServerOptions): Promise<RunningServer> {
-  const service = new SpillwayService(options.limiter, options.config, options.overrides);
-  const tokenOf = () => options.token ?? process.env.SPILLWAY_TOKEN;
-  const gateway = options.fallback instanceof NodeGateway ? options.fallback : undefined;
-  const fallback = gateway ? gateway.app : (options.fallback as Hono | undefined);
-  const app = createApp({ service, tokenOf, fallback, observability: options.observability });
   const hostname = options.hostname ?? "127.0.0.1";
+  const fixture: RuntimeFixture = { limiter: options.limiter, tokenOf: () => options.token ?? process.env.SPILLWAY_TOKEN, observability: options.observability, hostname };
+  const cell: RuntimeCell = { current: buildRuntime(options, fixture, 1) };
+  // Upgrade edges with WebSockets still open, the retired ones included: close() cuts them all.
+  const upgradeEdges = new Set<NodeUpgradeEdge>();
+  const keepUpgrades = (runtime: ServerRuntime) => {
+    for (const edge of upgradeEdges) if (!edge.busy) upgradeEdges.delete(edge);
+    if (runtime.upgrades) upgradeEdges.add(runtime.upgrades);
+  };
+  keepUpgrades(cell.current);
   return new Promise((resolve, reject) => {
     const serverOptions = nodeServerOptions(options.timeouts);
-    const server = createServer(serverOptions, serverListener(app, gateway, hostname, new NodeApiEdge(service, tokenOf)));
-    if (gateway?.upgrades) serveUpgrades(server, gateway.upgrades);
+    const server = createServer(serverOptions, runtimeListener(cell));
+    serveUpgrades(server, () => cell.current.upgrades);
     server.listen(options.port, hostname, () => {
       const info = server.address() as AddressInfo;
       const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-      resolve({ port: info.port, url: `http://${host}:${info.port}`, close: () => closeServer(server, options, gateway) });
+      resolve({
+        port: info.port,
+        url: `http://${host}:${info.port}`,
+        get generation() {
+          return cell.current.generation;
+        },
+        reload(parts) {
+          const next = buildRuntime(parts, fixture, cell.current.generation + 1);
+          cell.current = next;
+          keepUpgrades(next);
+          return next.generation;
+        },
+        close: () => closeServer(server, options, upgradeEdges),
+      });
     });
     server.once("error", reject);
   });
@@ -108,10 +133,10 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
 
 type NodeServer = ReturnType<typeof createServer>;
 
-async function closeServer(server: NodeServer, options: ServerOptions, gateway: NodeGateway | undefined): Promise<void> {
+async function closeServer(server: NodeServer, options: ServerOptions, upgradeEdges: ReadonlySet<NodeUpgradeEdge>): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // A proxied WebSocket has no end to wait for: cut now, its lease released before the store closes.
-  const switchedClosed = gateway?.upgrades?.closeAll();
+  const switchedClosed = Promise.all([...upgradeEdges].map((edge) => edge.closeAll()));
   // Idle keep-alive sockets would hold close() open forever; busy ones finish their request.
   (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
   const timer = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), options.drainTimeoutMs ?? 10_000);

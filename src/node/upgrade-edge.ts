@@ -33,6 +33,8 @@ export class NodeUpgradeEdge {
   readonly #switched = new Set<Duplex>();
   /** Lease releases under way, which a closing server waits for before it closes the store. */
   readonly #releasing = new Set<Promise<void>>();
+  /** Client sockets from the upgrade request until they close (handshakes included). */
+  readonly #open = new Set<Duplex>();
 
   constructor(core: GatewayCore) {
     this.#core = core;
@@ -57,6 +59,8 @@ export class NodeUpgradeEdge {
   /** The 'upgrade' event of a request `takes` accepted. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => {}); // a client that goes away closes the socket; 'close' does the rest
+    this.#open.add(socket);
+    socket.once("close", () => this.#open.delete(socket));
     const path = pathOf(req.url!);
     if (isRefused(path)) return this.#answer(socket, refusal(false, path), undefined);
     const facts = new UpgradeFacts(req, socket, path);
@@ -67,6 +71,11 @@ export class NodeUpgradeEdge {
     } catch (error) {
       this.#fail(socket, error);
     }
+  }
+
+  /** Whether a WebSocket or a lease release is still under way (a reload keeps this edge until none is). */
+  get busy(): boolean {
+    return this.#open.size > 0 || this.#releasing.size > 0;
   }
 
   /** Cuts every proxied WebSocket (the server is closing); resolves once their leases are released. */
@@ -214,11 +223,22 @@ export class NodeUpgradeEdge {
  * to take (shouldUpgradeCallback, Node 24.9 on): on older Node every request with an
  * Upgrade field would go to the 'upgrade' event, so upgrades stay plain requests there.
  */
-export function serveUpgrades(server: Server, edge: NodeUpgradeEdge): boolean {
+export function serveUpgrades(server: Server, edgeOf: () => NodeUpgradeEdge | undefined): boolean {
   const settable = server as Server & { shouldUpgradeCallback?: (req: IncomingMessage) => boolean };
   if (typeof settable.shouldUpgradeCallback !== "function") return false;
-  settable.shouldUpgradeCallback = (req) => edge.takes(req);
-  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => edge.handle(req, socket, head));
+  // The edge in force when the upgrade is taken decides it, even if a reload swaps it before the event.
+  const takenBy = new WeakMap<IncomingMessage, NodeUpgradeEdge>();
+  settable.shouldUpgradeCallback = (req) => {
+    const edge = edgeOf();
+    if (!edge?.takes(req)) return false;
+    takenBy.set(req, edge);
+    return true;
+  };
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const edge = takenBy.get(req);
+    if (edge) edge.handle(req, socket, head);
+    else socket.destroy();
+  });
   return true;
 }
 

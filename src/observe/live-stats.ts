@@ -64,7 +64,7 @@ export class LiveStats implements SpillwayObserver {
   readonly deniedKeys: HeavyHitters;
   private readonly startedMs = Date.now();
   private readonly counts = new Map<string, OutcomeCounts>();
-  private readonly configured: ReadonlySet<string>;
+  private readonly configured: Set<string>;
   private readonly latencies = new Float64Array(LATENCY_SAMPLES);
   private latencyCount = 0;
   private readonly errors = { unavailable: 0, fault: 0 };
@@ -73,7 +73,18 @@ export class LiveStats implements SpillwayObserver {
   constructor(policyNames: readonly string[] = [], sketchCapacity = 100) {
     this.deniedKeys = new HeavyHitters(sketchCapacity);
     this.configured = new Set(policyNames);
-    for (const name of policyNames) this.counts.set(name, emptyCounts());
+    this.addPolicies(policyNames);
+  }
+
+  /**
+   * Names more policies (a reloaded config's): each gets its own series from now on. A policy
+   * the new config lacks keeps its counts, as a counter must, until the process restarts.
+   */
+  addPolicies(policyNames: readonly string[]): void {
+    for (const name of policyNames) {
+      this.configured.add(name);
+      if (!this.counts.has(name)) this.counts.set(name, emptyCounts());
+    }
   }
 
   decision(event: DecisionEvent): void {

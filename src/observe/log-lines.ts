@@ -10,8 +10,10 @@ import type { BlockEvent, DecisionEvent, SpillwayObserver, StoreErrorEvent, Stor
  *   kind every STORE_ERROR_LOG_INTERVAL_MS (StoreErrorLog)
  * - `store-reset`: the store lost its data (src/stores/redis/data-loss.ts)
  * - `block`: key, source, policy, store, blockedMs (a block that a denial or a debit started)
+ * - `config-reload` (Node): result (`ok` | `error`), generation (the one in force after it),
+ *   path, trigger (`signal` | `watch`), and for an error the `field` and `error` (src/node/reload.ts)
  */
-export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "store-reset" | "block"; time: string } & Record<string, unknown>;
+export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "store-reset" | "block" | "config-reload"; time: string } & Record<string, unknown>;
 
 /** Where log lines go: by default one line on stdout (console.log, which Workers Logs collects). */
 export type LogSink = (line: LogLine) => void;

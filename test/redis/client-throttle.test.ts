@@ -30,7 +30,7 @@ describe("client throttle over Redis, 2 processes sharing one key", () => {
   beforeAll(async () => {
     server = await startRedis();
     for (let index = 0; index < 2; index++) children.push(new TsChild(FIXTURE, [server.url, KEY_PREFIX]));
-    await Promise.all(children.map((child) => child.waitFor((event) => event.event === "ready", 10_000, "ready")));
+    await Promise.all(children.map((child) => child.waitFor((event) => event.event === "ready", 30_000, "ready")));
   });
 
   afterAll(async () => {
@@ -39,7 +39,7 @@ describe("client throttle over Redis, 2 processes sharing one key", () => {
   });
 
   /** Both processes start `callsEach` calls at once; answers every start (epoch ms), sorted, and when "go" was sent. */
-  async function runBoth(policy: PolicySpec, callsEach: number): Promise<{ goMs: number; startsMs: number[] }> {
+  async function runBoth(policy: PolicySpec, callsEach: number): Promise<{ goMs: number; startsMs: number[]; jitterMs: number }> {
     const key = uniqueKey(policy.name);
     const goMs = Date.now();
     for (const child of children) child.send({ id: key, key, policy, calls: callsEach, maxWaitMs: 20_000 });
@@ -47,31 +47,33 @@ describe("client throttle over Redis, 2 processes sharing one key", () => {
     expect(answers.filter((answer) => answer.event === "error")).toEqual([]);
     const perProcess = answers.map((answer) => (answer.event === "done" ? answer.startsMs : []));
     for (const starts of perProcess) expect(starts).toHaveLength(callsEach);
-    return { goMs, startsMs: perProcess.flat().sort((a, b) => a - b) };
+    // A stalled event loop (a loaded machine) stamps late by up to its stall.
+    const lateMs = Math.max(...answers.map((answer) => (answer.event === "done" ? answer.lateMs : 0)));
+    return { goMs, startsMs: perProcess.flat().sort((a, b) => a - b), jitterMs: STAMP_JITTER_MS + lateMs };
   }
 
   it("sliding-log 5 per 1 s: no 1 s window holds more than 5 starts, and 24 calls take about 4 s", async () => {
     const [limit, periodMs, callsEach] = [5, 1000, 12];
-    const { goMs, startsMs } = await runBoth({ name: "five-per-second", algorithm: "sliding-log", limit, period: periodMs }, callsEach);
+    const { goMs, startsMs, jitterMs } = await runBoth({ name: "five-per-second", algorithm: "sliding-log", limit, period: periodMs }, callsEach);
     // Half-open windows: the (limit+1)-th start after any start lies a full period later.
-    const crowded = startsMs.slice(limit).map((startMs, index) => startMs - startsMs[index]!).filter((gapMs) => gapMs < periodMs - STAMP_JITTER_MS);
+    const crowded = startsMs.slice(limit).map((startMs, index) => startMs - startsMs[index]!).filter((gapMs) => gapMs < periodMs - jitterMs);
     expect(crowded).toEqual([]);
     // The fastest possible: 5 at once, then 5 more each period.
     const minimumMs = (Math.ceil(startsMs.length / limit) - 1) * periodMs;
     const totalMs = startsMs.at(-1)! - goMs;
     expect(totalMs).toBeGreaterThanOrEqual(minimumMs - STAMP_JITTER_MS);
-    expect(totalMs).toBeLessThanOrEqual(minimumMs * SLACK_FACTOR);
+    expect(totalMs).toBeLessThanOrEqual(minimumMs * SLACK_FACTOR + jitterMs);
   });
 
   it("gcra 5 per 1 s, burst 1: consecutive starts are 200 ms apart, and 12 calls take about 2.2 s", async () => {
     const [limit, periodMs, callsEach] = [5, 1000, 6];
     const intervalMs = periodMs / limit;
-    const { goMs, startsMs } = await runBoth({ name: "evenly", algorithm: "gcra", limit, period: periodMs, burst: 1 }, callsEach);
-    const tooClose = startsMs.slice(1).map((startMs, index) => startMs - startsMs[index]!).filter((gapMs) => gapMs < intervalMs - STAMP_JITTER_MS);
+    const { goMs, startsMs, jitterMs } = await runBoth({ name: "evenly", algorithm: "gcra", limit, period: periodMs, burst: 1 }, callsEach);
+    const tooClose = startsMs.slice(1).map((startMs, index) => startMs - startsMs[index]!).filter((gapMs) => gapMs < intervalMs - jitterMs);
     expect(tooClose).toEqual([]);
     const minimumMs = (startsMs.length - 1) * intervalMs;
     const totalMs = startsMs.at(-1)! - goMs;
     expect(totalMs).toBeGreaterThanOrEqual(minimumMs - STAMP_JITTER_MS);
-    expect(totalMs).toBeLessThanOrEqual(minimumMs * SLACK_FACTOR);
+    expect(totalMs).toBeLessThanOrEqual(minimumMs * SLACK_FACTOR + jitterMs);
   });
 });

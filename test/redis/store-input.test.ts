@@ -18,7 +18,9 @@ describe("RedisStore takes what users write", () => {
   let server: RedisServer;
   const stores: RedisStore[] = [];
   const store = (options: ConstructorParameters<typeof RedisStore>[0]) => {
-    const created = new RedisStore({ log: () => {}, ...options });
+    // The first call waits for the connection up to the call timeout: 50 ms by default, less
+    // than a connect (TCP, then INFO) can take on a loaded machine.
+    const created = new RedisStore({ log: () => {}, timeoutMs: 2000, ...options });
     stores.push(created);
     return created;
   };
@@ -72,7 +74,7 @@ describe("RedisStore takes what users write", () => {
   });
 
   it("with nothing listening, the first call still ends: StoreUnavailableError, so failMode decides", async () => {
-    const limiter = store({ url: `redis://127.0.0.1:${await freePort()}`, keyPrefix: "nobody:" });
+    const limiter = store({ url: `redis://127.0.0.1:${await freePort()}`, keyPrefix: "nobody:", timeoutMs: 50 });
     await expect(limiter.check("user", unchecked({ name: "per-minute", limit: 2, period: "1m" }), reject)).rejects.toBeInstanceOf(StoreUnavailableError);
   });
 });

@@ -51,7 +51,8 @@ for (const [name, makeLimiter] of limiters) {
     });
 
     it("semaphore: acquire, refuse when full, extend past the original lease, release to the FIFO waiter", async () => {
-      const leaseMs = 300;
+      // Long enough that a loaded machine's slowness between acquire and extend stays inside it.
+      const leaseMs = 1000;
       const semaphore = createSemaphore({ limiter: makeLimiter(), key: uniqueKey("semaphore"), policy: { name: "one", algorithm: "concurrency", limit: 1, lease: leaseMs }, maxWaitMs: 0 });
       const lease = await semaphore.acquire();
       expect(lease.leaseMs).toBe(leaseMs);
@@ -64,9 +65,9 @@ for (const [name, makeLimiter] of limiters) {
         return next;
       });
       await sleep(150);
-      await lease.extend(600);
+      await lease.extend(3000);
       // Past the original expiry: only the extension keeps the waiter out.
-      await sleep(300);
+      await sleep(acquiredAtMs + leaseMs + 100 - Date.now());
       expect(Date.now() - acquiredAtMs).toBeGreaterThan(leaseMs);
       expect(grantedAtMs).toBe(0);
       const releasedAtMs = Date.now();

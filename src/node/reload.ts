@@ -1,0 +1,141 @@
+import { type FSWatcher, watch } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import { Counter, Gauge, type Registry } from "prom-client";
+import { ValidationError } from "../core/validation.js";
+import { type LogSink, errorText, stdoutSink } from "../observe/log-lines.js";
+
+export type ReloadTrigger = "signal" | "watch";
+export type ReloadResult = "ok" | "error";
+
+/** After the last change event, how long --watch waits for the file to settle (an editor writes in steps). */
+export const WATCH_DEBOUNCE_MS = 250;
+
+export interface ConfigReloaderOptions {
+  /** The --config path, re-read on every reload. */
+  path: string;
+  /** The text in force at start: --watch ignores events that leave the file as it was. */
+  startText: string;
+  /**
+   * Parses the text strictly, builds the runtime from it and swaps it in, returning the new
+   * generation; throws (a ValidationError naming the field) having swapped nothing.
+   */
+  apply(text: string): number;
+  /** The generation in force (for the log line of a refused reload). */
+  generation(): number;
+  log?: LogSink;
+}
+
+/**
+ * Re-reads `--config` on SIGHUP (and with --watch on change): a file that parses replaces the
+ * config in force (apply); one that does not changes nothing and makes one log line naming
+ * the field. Reloads run one at a time, in the order asked.
+ */
+export class ConfigReloader {
+  readonly counts: Record<ReloadResult, number> = { ok: 0, error: 0 };
+  readonly #options: ConfigReloaderOptions;
+  readonly #log: LogSink;
+  #queue: Promise<unknown> = Promise.resolve();
+  /** The text last read, applied or not: --watch reloads only when the file says something else. */
+  #lastText: string;
+
+  constructor(options: ConfigReloaderOptions) {
+    this.#options = options;
+    this.#log = options.log ?? stdoutSink;
+    this.#lastText = options.startText;
+  }
+
+  /** Reloads after the ones already asked; resolves with the result (never rejects). */
+  reload(trigger: ReloadTrigger): Promise<ReloadResult | "unchanged"> {
+    const run = this.#queue.then(() => this.#reloadOnce(trigger));
+    this.#queue = run;
+    return run;
+  }
+
+  async #reloadOnce(trigger: ReloadTrigger): Promise<ReloadResult | "unchanged"> {
+    const { path } = this.#options;
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (error) {
+      return this.#refused(trigger, new ValidationError("--config", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`));
+    }
+    if (trigger === "watch" && text === this.#lastText) return "unchanged";
+    this.#lastText = text;
+    let generation: number;
+    try {
+      generation = this.#options.apply(text);
+    } catch (error) {
+      return this.#refused(trigger, error);
+    }
+    this.counts.ok++;
+    this.#line({ result: "ok", generation, trigger });
+    return "ok";
+  }
+
+  #refused(trigger: ReloadTrigger, error: unknown): ReloadResult {
+    this.counts.error++;
+    const field = error instanceof ValidationError ? { field: error.field } : {};
+    this.#line({ result: "error", generation: this.#options.generation(), trigger, ...field, error: error instanceof ValidationError ? error.message : errorText(error) });
+    return "error";
+  }
+
+  #line(fields: Record<string, unknown>): void {
+    this.#log({ spillway: true, event: "config-reload", time: new Date().toISOString(), path: this.#options.path, ...fields });
+  }
+
+  /**
+   * --watch: reloads when the file changes, WATCH_DEBOUNCE_MS after the last event. The
+   * directory is watched, not the file: editors and Kubernetes replace a file by renaming
+   * another over it, which ends a watch on the file itself. Returns the stop function.
+   */
+  watch(debounceMs = WATCH_DEBOUNCE_MS): () => void {
+    let timer: NodeJS.Timeout | undefined;
+    const watcher: FSWatcher = watch(dirname(this.#options.path), { persistent: false }, () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => void this.reload("watch"), debounceMs);
+    });
+    watcher.on("error", (error) => {
+      this.#line({ result: "error", generation: this.#options.generation(), trigger: "watch", field: "--watch", error: `stopped watching ${basename(this.#options.path)}: ${errorText(error)}` });
+      watcher.close();
+    });
+    return () => {
+      clearTimeout(timer);
+      watcher.close();
+    };
+  }
+}
+
+/** `spillway_config_reloads_total{result}` and `spillway_config_generation`, read at scrape time. */
+export function registerReloadMetrics(registry: Registry, reloader: ConfigReloader, generation: () => number): void {
+  new Counter({
+    name: "spillway_config_reloads_total",
+    help: "Reloads of --config (SIGHUP, --watch) by result: ok (swapped in) or error (refused, the config in force kept).",
+    labelNames: ["result"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const result of ["ok", "error"] as const) this.inc({ result }, reloader.counts[result]);
+    },
+  });
+  new Gauge({
+    name: "spillway_config_generation",
+    help: "The generation of the config in force: 1 at start, one more per reload that took.",
+    registers: [registry],
+    collect() {
+      this.set(generation());
+    },
+  });
+}
+
+/**
+ * One SIGHUP handler for the whole process (`systemctl reload`): every reload asked of it
+ * (--config, --rls-config) runs. Installed at start, so that SIGHUP never kills `spillway serve`.
+ */
+export function onHangup(reloads: ReadonlyArray<() => Promise<unknown>>): () => void {
+  const handler = () => {
+    for (const reload of reloads) void reload();
+  };
+  process.on("SIGHUP", handler);
+  return () => process.off("SIGHUP", handler);
+}

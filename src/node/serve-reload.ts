@@ -1,0 +1,44 @@
+import { type SpillwayConfig, parseConfigText, withDryRunEnv } from "../config.js";
+import { parseGatewayConfig } from "../gateway/config.js";
+import type { Limiter } from "../limiter.js";
+import type { SpillwayObserver } from "../observe/observer.js";
+import { overridesFor } from "../overrides/overrides.js";
+import { createNodeGateway } from "./gateway.js";
+import type { NodeObservability } from "./observability.js";
+import type { OriginAgents } from "./origin-agents.js";
+import { ConfigReloader } from "./reload.js";
+import type { RuntimeParts } from "./runtime.js";
+import type { RunningServer } from "./server.js";
+
+/** What every generation of `spillway serve`'s runtime is built over: the store, the observer, the origin pools. */
+export interface Serving {
+  limiter: Limiter;
+  observer: SpillwayObserver | undefined;
+  agents: OriginAgents;
+}
+
+/** A config file's text as `serve` reads it, at start and on every reload: strictly, SPILLWAY_DRY_RUN applied. */
+export function configOf(text: string, path: string): SpillwayConfig {
+  return withDryRunEnv(parseConfigText(text, path), process.env.SPILLWAY_DRY_RUN);
+}
+
+/** The runtime parts of a config: one overrides cache for the API and the gateway, over the store's runtime table. */
+export function runtimePartsOf(config: SpillwayConfig, serving: Serving, gateway = parseGatewayConfig(config)): RuntimeParts {
+  const overrides = overridesFor(config, serving.limiter);
+  const fallback = createNodeGateway({ config, gateway, limiter: serving.limiter, observer: serving.observer, overrides, agents: serving.agents });
+  return { config, fallback, overrides };
+}
+
+/** SIGHUP and --watch: the same parse and build as at start; the store, ports and flags stay. */
+export function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined): ConfigReloader {
+  return new ConfigReloader({
+    path,
+    startText,
+    generation: () => server.generation,
+    apply(text) {
+      const parts = runtimePartsOf(configOf(text, path), serving);
+      observing?.configure(parts.config);
+      return server.reload(parts);
+    },
+  });
+}
