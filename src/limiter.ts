@@ -27,6 +27,13 @@ export interface Limiter {
    * with a ValidationError naming `mode` (a lease is released, not spent).
    */
   debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
+  /**
+   * The same debit, answered in the call: only stores whose state lives in this process (the
+   * memory store) have it. A counted route's answer head then goes out without waiting for a
+   * promise. Throws what `debit` rejects with. A decorator that changes `debit` must not
+   * forward this one (it would go around the change).
+   */
+  debitNow?(key: string, policies: readonly Policy[], cost: number): Decision;
   reset(key: string, policies: readonly Policy[]): Promise<void>;
   /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;

@@ -88,7 +88,11 @@ export class AnswerCount {
     const decoding = body === "raw" ? TAP_DECODINGS.find((name) => name === encoding) : undefined;
     // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
     const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
-    return { extra: before, tap: new UsageTap(reader, source.bounds, field, warnings, (cost) => defer(settle(cost)), decoding) };
+    const debit = (cost: number) => {
+      const settled = settle(cost);
+      if (settled instanceof Promise) defer(settled);
+    };
+    return { extra: before, tap: new UsageTap(reader, source.bounds, field, warnings, debit, decoding) };
   }
 }
 

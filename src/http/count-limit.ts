@@ -27,10 +27,12 @@ export type CountedOutcome =
     };
 
 /**
- * Debits `cost` (0 debits nothing) and answers the RateLimit fields after it. Never rejects: a
- * store that fails the debit is logged, and the fields before are answered.
+ * Debits `cost` (0 debits nothing) and answers the RateLimit fields after it: at once where the
+ * store is in this process (Limiter.debitNow), else once the store answered. Never throws or
+ * rejects: a store that fails the debit is logged, and the fields before are answered.
  */
-export type Settle = (cost: number) => Promise<Record<string, string>>;
+export type Settle = (cost: number) => Fields | Promise<Fields>;
+type Fields = Record<string, string>;
 
 /** What the debit is for, for its failure's log line. */
 export interface CountContext extends LimitContext {
@@ -63,7 +65,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
     (failure: unknown) => {
       if (!plan.dryRun) throw failure;
       context.log({ event: "dry-run-check-failed", route: context.label, error: String(failure) });
-      return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => Promise.resolve({ [DRY_RUN_HEADER]: "error" }) };
+      return { admitted: true, headers: { [DRY_RUN_HEADER]: "error" }, settle: () => ({ [DRY_RUN_HEADER]: "error" }) };
     },
   );
 }
@@ -85,7 +87,8 @@ function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, lease
   const { headers, settle } = outcome;
   return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
     if (!leasing.admitted) return leasing;
-    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost) => settle(cost).then((after) => joinFields(after, leasing.headers)) };
+    const withLeaseFields = (after: Fields) => joinFields(after, leasing.headers);
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost) => whenSettled(settle(cost), withLeaseFields) };
   });
 }
 
@@ -100,7 +103,7 @@ function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[],
     const headers = fieldsOf(decision, rated, plan);
     if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
     context.log({ event: "count-refill-race", route: context.label, key });
-    return { admitted: true, headers, settle: () => Promise.resolve(headers) };
+    return { admitted: true, headers, settle: () => headers };
   });
 }
 
@@ -112,23 +115,34 @@ function fieldsOf(decision: Decision, policies: readonly Policy[], plan: LimitPl
   return headers;
 }
 
-function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Record<string, string>): Settle {
+/** `settled` passed through `then`, in the same call when it is no promise. */
+function whenSettled(settled: Fields | Promise<Fields>, then: (fields: Fields) => Fields): Fields | Promise<Fields> {
+  return settled instanceof Promise ? settled.then(then) : then(settled);
+}
+
+function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Fields): Settle {
+  const fieldsAfter = (debited: Decision): Fields => {
+    const after = fieldsOf(debited, rated, plan);
+    // The answer is the origin's, not a refusal: a key in debt shows r=0 and t, never Retry-After.
+    delete after["Retry-After"];
+    // A dry run's verdict is the peek's: the request was let through on it.
+    if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
+    return after;
+  };
+  const failed = (cost: number, error: unknown): Fields => {
+    context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
+    return before;
+  };
   return (cost) => {
-    if (cost === 0) return Promise.resolve(before);
-    return limiter.debit(key, rated, cost).then(
-      (debited) => {
-        const after = fieldsOf(debited, rated, plan);
-        // The answer is the origin's, not a refusal: a key in debt shows r=0 and t, never Retry-After.
-        delete after["Retry-After"];
-        // A dry run's verdict is the peek's: the request was let through on it.
-        if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
-        return after;
-      },
-      (error: unknown) => {
-        context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
-        return before;
-      },
-    );
+    if (cost === 0) return before;
+    if (limiter.debitNow) {
+      try {
+        return fieldsAfter(limiter.debitNow(key, rated, cost));
+      } catch (error) {
+        return failed(cost, error);
+      }
+    }
+    return limiter.debit(key, rated, cost).then(fieldsAfter, (error: unknown) => failed(cost, error));
   };
 }
 

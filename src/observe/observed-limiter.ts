@@ -92,6 +92,19 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
     extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),
     health: () => limiter.health(),
   };
+  if (limiter.debitNow) {
+    const debitNow = limiter.debitNow.bind(limiter);
+    observed.debitNow = (key, policies, cost) => {
+      try {
+        const decision = debitNow(key, policies, cost);
+        blocksStarted(key, policies, decision);
+        return decision;
+      } catch (error) {
+        storeError("debit", key, error);
+        throw error;
+      }
+    };
+  }
   if (limiter.close) observed.close = () => limiter.close!();
   return observed;
 }

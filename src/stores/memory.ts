@@ -87,6 +87,10 @@ export class MemoryStore implements Limiter {
   }
 
   async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    return this.debitNow(key, policies, cost);
+  }
+
+  debitNow(key: string, policies: readonly Policy[], cost: number): Decision {
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
