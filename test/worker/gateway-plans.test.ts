@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createWorker } from "../../src/worker/index.js";
 import { gatewayApp, uniqueIp, uniqueUser } from "./gateway-helpers.js";
 
@@ -31,12 +31,19 @@ describe("Worker gateway: cf: keys", () => {
 describe("SPILLWAY_DRY_RUN on the Worker", () => {
   // createWorker's gateway reaches its origin with the global fetch: a stand-in answers 200 here.
   const realFetch = globalThis.fetch;
+  // createWorker takes no log option: its gateway logs with console.log, so lines land here
+  // instead of the test output, where the dry-run test reads them.
+  const logged: string[] = [];
+  let consoleLog: { mockRestore(): void } | undefined;
   beforeAll(() => {
     globalThis.fetch = async (input: RequestInfo | URL) => (new URL(input instanceof Request ? input.url : input).host === "origin.test" ? new Response("ok") : realFetch(input));
+    consoleLog = vi.spyOn(console, "log").mockImplementation((line: unknown) => void logged.push(String(line)));
   });
   afterAll(() => {
     globalThis.fetch = realFetch;
+    consoleLog?.mockRestore();
   });
+  const dryRunDenials = () => logged.filter((line) => line.includes('"event":"dry-run-deny"')).length;
   const config = {
     origin: "https://origin.test",
     policies: [{ name: "one", algorithm: "fixed-window", limit: 1, period: "1h" }],
@@ -60,6 +67,8 @@ describe("SPILLWAY_DRY_RUN on the Worker", () => {
     expect(await statuses({ ...env, SPILLWAY_DRY_RUN: "1" })).toEqual([200, 200]);
     expect(await statuses({ ...env, SPILLWAY_DRY_RUN: "0" })).toEqual([200, 429]);
     expect(await statuses(env, createWorker({ ...config, dryRun: true }))).toEqual([200, 200]);
+    // Each dry-run pass logged the refusal it let through; the enforcing passes logged none.
+    expect(dryRunDenials()).toBe(2);
   });
 
   it("refuses a value that is neither on nor off, naming the variable", async () => {
