@@ -1,7 +1,8 @@
 // bench:rls — Envoy's rate limit service over gRPC: `spillway serve --redis --rls-port` (the
 // real CLI, its own process) against a minimal @grpc/grpc-js server (its own process too, this
 // file run with `--minimal PORT`) that decodes the same request with the same shipped protos and
-// answers OK without a store: the gRPC ceiling in Node. One client channel (as one Envoy keeps
+// answers OK without a store: the gRPC ceiling in Node; and the same minimal server with one
+// Redis round trip per decision (`--minimal-redis PORT URL`). One client channel (as one Envoy keeps
 // one HTTP/2 connection), 1, 16 and 64 concurrent streams, the servers loaded in alternating
 // turns so a shared machine's drift falls on both alike. Goals (issue 26): ≥ 0.8× the minimal
 // server's decisions/s, p99 ≤ 2 ms at 16 streams. Figures: BENCHMARKS.md, "Envoy RLS (gRPC)".
@@ -42,9 +43,41 @@ async function runMinimal(port: number): Promise<void> {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<{ descriptors?: unknown[] }, unknown>, callback: grpc.sendUnaryData<unknown>) =>
       callback(null, { overall_code: "OK", statuses: (call.request.descriptors ?? []).map(() => ({ code: "OK" })) }),
   });
-  server.addService(Health.service, { Check: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { status: "SERVING" }) });
+  serveHealth(server, Health);
   await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
   process.once("SIGTERM", () => server.forceShutdown());
+}
+
+/** Health/Check answers SERVING: the bench waits for it before measuring. */
+function serveHealth(server: grpc.Server, Health: Service): void {
+  server.addService(Health.service, { Check: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => callback(null, { status: "SERVING" }) });
+}
+
+/**
+ * The minimal server plus one Redis round trip per decision (an EVALSHA of `return 1`, through
+ * ioredis, on the same redis-server): what any service that decides in Redis pays at least, so
+ * the rows show how much of Spillway's distance to the minimal server is the store's trip and
+ * how much is its decision.
+ */
+async function runMinimalWithRedis(port: number, redisUrl: string): Promise<void> {
+  const { default: Redis } = await import("ioredis");
+  const redis = new Redis(redisUrl);
+  const sha = (await redis.script("LOAD", "return 1")) as string;
+  const { RateLimitService, Health } = loadProtos();
+  const server = new grpc.Server({ "grpc.enable_channelz": 0 });
+  serveHealth(server, Health);
+  server.addService(RateLimitService.service, {
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<{ descriptors?: unknown[] }, unknown>, callback: grpc.sendUnaryData<unknown>) =>
+      redis.evalsha(sha, 1, "bench:anchor").then(
+        () => callback(null, { overall_code: "OK", statuses: (call.request.descriptors ?? []).map(() => ({ code: "OK" })) }),
+        (error: Error) => callback({ code: grpc.status.UNAVAILABLE, details: error.message }),
+      ),
+  });
+  await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  process.once("SIGTERM", () => {
+    server.forceShutdown();
+    redis.disconnect();
+  });
 }
 
 /** A per-address limit and a route-wide one: two descriptors per request, as Envoy's common set-up sends. */
@@ -61,6 +94,12 @@ const requestOf = (index: number) => ({
   domain: "bench",
   descriptors: [{ entries: [{ key: "remote_address", value: `10.1.${(index % ADDRESSES) >> 8}.${index % 256}` }] }, { entries: [{ key: "generic_key", value: "api" }] }],
 });
+
+const LABELS = {
+  minimal: "minimal @grpc/grpc-js server, OK without a store",
+  anchor: "the same + one Redis round trip (EVALSHA `return 1`)",
+  spillway: "`spillway serve --redis --rls-port`",
+};
 
 interface Result {
   decisions: number;
@@ -153,23 +192,26 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     await writeFile(join(dir, "bench.yaml"), CONFIG);
-    const [minimalPort, httpPort, rlsPort] = [await freePort(), await freePort(), await freePort()];
+    const [minimalPort, anchorPort, httpPort, rlsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal", String(minimalPort)]));
+    children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal-redis", String(anchorPort), redis.url]));
     children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(httpPort), "--no-metrics", "--rls-port", String(rlsPort), "--rls-config", dir]));
     const { RateLimitService, Health } = loadProtos();
     const targets = [
       { name: "minimal", address: `127.0.0.1:${minimalPort}` },
+      { name: "anchor", address: `127.0.0.1:${anchorPort}` },
       { name: "spillway", address: `127.0.0.1:${rlsPort}` },
     ] as const;
+    type Name = (typeof targets)[number]["name"];
     for (const target of targets) await untilServing(Health, target.address);
-    const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<"minimal" | "spillway", grpc.Client>;
+    const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<Name, grpc.Client>;
     console.log(`bench:rls — ${redis.description}; Node ${process.version}; ${TURNS} turns of ${TURN_MS} ms per server and stream count; uptime: ${(await import("node:os")).loadavg().map((load) => load.toFixed(2)).join(" ")}`);
-    const pids = { minimal: children[0]!.pid!, spillway: children[1]!.pid! };
+    const pids: Record<Name, number> = { minimal: children[0]!.pid!, anchor: children[1]!.pid!, spillway: children[2]!.pid! };
     const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | server CPU µs/decision | decisions/s vs minimal | CPU vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
     for (const streams of STREAMS) {
       for (const target of targets) await load(clients[target.name], streams, WARM_UP_MS);
-      const turns = { minimal: [] as Result[], spillway: [] as Result[] };
-      const cpu = { minimal: 0, spillway: 0 };
+      const turns: Record<Name, Result[]> = { minimal: [], anchor: [], spillway: [] };
+      const cpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0 };
       for (let turn = 0; turn < TURNS; turn++) {
         for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) {
           const before = cpuSeconds(pids[target.name]);
@@ -178,13 +220,13 @@ async function main(): Promise<void> {
         }
       }
       const minimal = merge(turns.minimal);
-      const cpuUs = (name: "minimal" | "spillway") => (cpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
+      const cpuUs = (name: Name) => (cpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
       for (const target of targets) {
         const result = merge(turns[target.name]);
         const perSecond = (result.decisions / result.elapsedMs) * 1000;
         const ratio = perSecond / ((minimal.decisions / minimal.elapsedMs) * 1000);
         const cpuRatio = cpuUs(target.name) / cpuUs("minimal");
-        const label = target.name === "minimal" ? "minimal @grpc/grpc-js server, OK without a store" : "`spillway serve --redis --rls-port`";
+        const label = LABELS[target.name];
         const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${cpuUs(target.name).toFixed(0)} | ${ratio.toFixed(2)} | ${cpuRatio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
         rows.push(row);
         console.log(row);
@@ -200,5 +242,7 @@ async function main(): Promise<void> {
 }
 
 const minimalAt = process.argv.indexOf("--minimal");
+const anchorAt = process.argv.indexOf("--minimal-redis");
 if (minimalAt >= 0) await runMinimal(Number(process.argv[minimalAt + 1]));
+else if (anchorAt >= 0) await runMinimalWithRedis(Number(process.argv[anchorAt + 1]), process.argv[anchorAt + 2]!);
 else await main();
