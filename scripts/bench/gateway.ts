@@ -6,10 +6,10 @@
 // BENCH_WORKER=1 also measures the Worker rows (under `wrangler dev`), in their own section.
 // The origin is examples/origin/server.mjs on loopback; every row sends GET /api/hello.
 // BENCH_SERVE_BIN runs another build of the CLI (default bin/spillway.mjs).
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { startRedis } from "../redis-server.js";
 import { type LoadResult, runLoad, waitForHttp, writeBenchmarkSection } from "./load.js";
@@ -173,6 +173,7 @@ const LABELS = {
   minimal: "minimal node:http proxy",
   fastify: "fastify 5 + @fastify/http-proxy + @fastify/rate-limit",
   memory: "`spillway serve` gateway, memory store",
+  twin: "the same, a second process (the method's noise)",
   counted: "`spillway serve` gateway, memory store, every answer counted (peek, then debit)",
   overridden: "`spillway serve` gateway, memory store, 1,000 overrides configured (one matches)",
   redis: "`spillway serve` gateway, Redis",
@@ -203,13 +204,25 @@ function nodeTable(rows: NodeRow[]): string[] {
 /**
  * Two servers loaded at the same moment, each by its own wrk (-c CONCURRENCY): whatever else the
  * machine does falls on both alike, where turns a few seconds apart saw ±15% between rounds.
- * Both share the cores, so the cheaper one answers more. Answers b's req/s ÷ a's.
+ * With `loadCpu` the wrks run there, while the two servers share another CPU (pinCpu): the
+ * scheduler splits that one evenly, so the cheaper server answers more, in proportion.
+ * Answers b's req/s ÷ a's.
  */
-async function pairedRatio(a: string, b: string, seconds: number, bFirst = false): Promise<number> {
-  const run = (url: string) => runWrk(`${url}/api/hello`, CONCURRENCY, seconds);
+async function pairedRatio(a: string, b: string, seconds: number, bFirst = false, loadCpu?: number): Promise<number> {
+  const run = (url: string) => runWrk(`${url}/api/hello`, CONCURRENCY, seconds, undefined, loadCpu);
   // Which wrk starts first alternates between calls: neither server keeps a head start.
   const [first, second] = bFirst ? await Promise.all([run(b), run(a)]).then(([y, x]) => [x, y]) : await Promise.all([run(a), run(b)]);
   return second!.perSecond / first!.perSecond;
+}
+
+/** The processes the paired rounds pin, and whether pinning worked (said in the write-up). */
+interface Pinned {
+  origin?: ChildProcess;
+  plain?: ChildProcess;
+  counted?: ChildProcess;
+  overridden?: ChildProcess;
+  twin?: ChildProcess;
+  done: boolean;
 }
 
 interface Paired {
@@ -264,25 +277,36 @@ function goals(rows: NodeRow[]): string[] {
   });
 }
 
+/** Moves a process and all its threads to one CPU (taskset); false when that cannot be done. */
+function pinCpu(pid: number | undefined, cpu: number): boolean {
+  if (pid === undefined) return false;
+  const result = spawnSync("taskset", ["-a", "-p", "-c", String(cpu), String(pid)], { stdio: "ignore" });
+  return result.status === 0;
+}
+
 /** The paired rounds of issue 24's and 25's goals, once the interleaved rows are measured (their servers still run). */
-async function measurePaired(rows: NodeRow[], twin: ChildProcess): Promise<Paired | undefined> {
+async function measurePaired(rows: NodeRow[], pinned: Pinned): Promise<Paired | undefined> {
   const measured = (label: string) => rows.some((row) => row.label === label && row.result);
-  if (!measured(LABELS.memory) || !measured(LABELS.counted) || !measured(LABELS.overridden)) return undefined;
+  if (![LABELS.memory, LABELS.twin, LABELS.counted, LABELS.overridden].every(measured)) return undefined;
   const twinUrl = `http://127.0.0.1:${PORTS.memoryTwin}`;
-  const problem = await probe({ label: "twin", url: twinUrl, child: twin });
-  if (problem) throw new Error(`the second plain server did not start: ${problem}`);
   const plainUrl = `http://127.0.0.1:${PORTS.memory}`;
   const countedUrl = `http://127.0.0.1:${PORTS.counted}`;
   const overriddenUrl = `http://127.0.0.1:${PORTS.overridden}`;
-  // The twin is new: as long a warm-up as the others had (a young heap grows with the load, and a small one collects often).
-  await pairedRatio(countedUrl, twinUrl, DURATION_MS / 1000);
+  // The servers measured share CPU 0; wrk and the origin get the last CPU (a machine with one CPU: no pinning).
+  const loadCpu = availableParallelism() > 1 ? availableParallelism() - 1 : undefined;
+  if (loadCpu !== undefined) {
+    const servers = [pinned.plain, pinned.counted, pinned.overridden, pinned.twin].every((child) => pinCpu(child?.pid, 0));
+    pinned.done = servers && pinCpu(pinned.origin?.pid, loadCpu);
+  }
+  const load = pinned.done ? loadCpu : undefined;
+  await pairedRatio(plainUrl, twinUrl, 2, false, load); // warm-up, pinned
   const paired: Paired = { twin: [], counted: [], overridden: [] };
   // The pairings take turns, so the machine's drift falls on all.
   for (let round = 0; round < PAIRED_ROUNDS; round++) {
     const bFirst = round % 2 === 1;
-    paired.twin.push(await pairedRatio(plainUrl, twinUrl, PAIRED_SECONDS, bFirst));
-    paired.counted.push(await pairedRatio(plainUrl, countedUrl, PAIRED_SECONDS, bFirst));
-    paired.overridden.push(await pairedRatio(plainUrl, overriddenUrl, PAIRED_SECONDS, bFirst));
+    paired.twin.push(await pairedRatio(plainUrl, twinUrl, PAIRED_SECONDS, bFirst, load));
+    paired.counted.push(await pairedRatio(plainUrl, countedUrl, PAIRED_SECONDS, bFirst, load));
+    paired.overridden.push(await pairedRatio(plainUrl, overriddenUrl, PAIRED_SECONDS, bFirst, load));
   }
   const listed = (ratios: number[]) => ratios.map((r) => r.toFixed(2)).join(" ");
   console.log(`paired rounds: twin ${listed(paired.twin)}; counted ${listed(paired.counted)}; overrides ${listed(paired.overridden)}`);
@@ -363,27 +387,36 @@ async function main(): Promise<void> {
   // No redis-server on the machine: the Redis row is skipped, the others still measured.
   const redis = await startRedis().catch((error: Error) => error);
   // /healthz is Spillway's; the other proxies forward it to the origin, which answers too.
+  const pinned: Pinned = {
+    origin,
+    plain: serve(PORTS.memory, ["--store", "memory"]),
+    counted: serve(PORTS.counted, ["--store", "memory"], countedConfigPath),
+    overridden: serve(PORTS.overridden, ["--store", "memory"], overriddenConfigPath),
+    twin: serve(PORTS.memoryTwin, ["--store", "memory"]),
+    done: false,
+  };
   const nodeRows = await measureNode([
     { label: LABELS.origin, url: ORIGIN_URL, child: origin },
     await nginxTarget(),
     { label: LABELS.minimal, url: `http://127.0.0.1:${PORTS.minimal}`, child: start("node", ["scripts/bench/minimal-proxy.mjs", String(PORTS.minimal), ORIGIN_URL]) },
     { label: LABELS.fastify, url: `http://127.0.0.1:${PORTS.fastify}`, child: start("node", ["scripts/bench/fastify-proxy.mjs", String(PORTS.fastify), ORIGIN_URL]) },
-    { label: LABELS.memory, url: `http://127.0.0.1:${PORTS.memory}`, child: serve(PORTS.memory, ["--store", "memory"]) },
-    { label: LABELS.counted, url: `http://127.0.0.1:${PORTS.counted}`, child: serve(PORTS.counted, ["--store", "memory"], countedConfigPath) },
-    { label: LABELS.overridden, url: `http://127.0.0.1:${PORTS.overridden}`, child: serve(PORTS.overridden, ["--store", "memory"], overriddenConfigPath) },
+    { label: LABELS.memory, url: `http://127.0.0.1:${PORTS.memory}`, child: pinned.plain },
+    { label: LABELS.twin, url: `http://127.0.0.1:${PORTS.memoryTwin}`, child: pinned.twin },
+    { label: LABELS.counted, url: `http://127.0.0.1:${PORTS.counted}`, child: pinned.counted },
+    { label: LABELS.overridden, url: `http://127.0.0.1:${PORTS.overridden}`, child: pinned.overridden },
     redis instanceof Error
       ? { label: LABELS.redis, url: "", skip: redis.message }
       : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
   ]);
   if (!(redis instanceof Error)) await redis.stop();
-  const paired = await measurePaired(nodeRows, serve(PORTS.memoryTwin, ["--store", "memory"]));
+  const paired = await measurePaired(nodeRows, pinned);
 
   const markdown = [
     `\`npm run bench:gateway\`: GET /api/hello through each path to a local origin (examples/origin/server.mjs), \`wrk -t1 -c${CONCURRENCY}\` on keep-alive connections, ${DURATION_MS / 1000} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, the median run shown (Node ${process.version}).`,
     "Every gateway request is matched to a route, keyed by client address and decided by a GCRA policy it never exceeds (nginx and fastify: a per-address limit likewise never reached), so every row answers 200.",
     'The counted row\'s route adds `"count": { "status": ["2xx"] }`: every request is peeked before forwarding and debited when its answer\'s head arrives (two store operations where the plain route has one).',
     "The overrides row's config adds 1,000 `overrides` for its policy: 999 wildcards (`customer-N-*`) that never match and the client's address exact, so every request is resolved against the table and decided on the overridden limit.",
-    `The goals that compare two of our own rows (issues 24 and 25) are read from paired rounds as well: the plain route's server and the other loaded at the same moment, by a wrk each, for ${PAIRED_SECONDS} s; the plain route is also paired with a second process of itself, which shows the method's own noise; the pairings take turns.`,
+    `The goals that compare two of our own rows (issues 24 and 25) are read from paired rounds as well: the plain route's server and the other loaded at the same moment, by a wrk each, for ${PAIRED_SECONDS} s; the plain route is also paired with a second process of itself, which shows the method's own noise; the pairings take turns. ${pinned.done ? "In those rounds the servers measured share CPU 0 (taskset) while the wrks and the origin run on the other: each server gets half a CPU, so the ratio of their req/s is the inverse ratio of their CPU per request." : "The processes could not be pinned to CPUs (taskset) in this run: the paired rounds share all CPUs."}`,
     "Proxy CPU is the proxy's own processes' user + system time over the run (/proc, 10 ms ticks) divided by the requests it answered; for the origin row, the origin's.",
     "The minimal proxy is scripts/bench/minimal-proxy.mjs (keep-alive agent, hop-by-hop fields stripped, bodies piped, nothing else); fastify is scripts/bench/fastify-proxy.mjs.",
     "wrk, origin and proxy share one 2-core machine: read the ratios, not the absolute numbers.",

@@ -41,11 +41,16 @@ export function groupCpuSeconds(pgid: number): number {
   return ticks / CLOCK_TICKS_PER_SECOND;
 }
 
-/** One closed-loop run: `connections` keep-alive connections on one wrk thread, for `seconds`. */
-export function runWrk(url: string, connections: number, seconds: number, pgid?: number): Promise<WrkResult> {
+/**
+ * One closed-loop run: `connections` keep-alive connections on one wrk thread, for `seconds`.
+ * `cpu`: wrk runs on that CPU only (taskset), away from the processes it measures.
+ */
+export function runWrk(url: string, connections: number, seconds: number, pgid?: number, cpu?: number): Promise<WrkResult> {
   const cpuBefore = pgid === undefined ? 0 : groupCpuSeconds(pgid);
+  const wrkArgs = ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", url];
+  const [command, args] = cpu === undefined ? ["wrk", wrkArgs] : ["taskset", ["-c", String(cpu), "wrk", ...wrkArgs]];
   return new Promise((resolve, reject) => {
-    execFile("wrk", ["-t1", `-c${connections}`, `-d${seconds}s`, "--latency", url], (error, stdout) => {
+    execFile(command, args, (error, stdout) => {
       if (error) return reject(error);
       const cpuSeconds = pgid === undefined ? 0 : groupCpuSeconds(pgid) - cpuBefore;
       const number = (pattern: RegExp) => Number(pattern.exec(stdout)?.[1] ?? 0);
