@@ -145,11 +145,24 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
  * overrides table is read.
  */
 export function resolvedPlan(plan: LimitPlan, key: string, context: LimitContext): LimitPlan | Promise<LimitPlan> {
-  const { overrides, ...rest } = plan;
+  const { overrides } = plan;
   if (!overrides) return plan;
   const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
-  if (resolved instanceof Promise) return resolved.then((policies) => ({ ...rest, policies }));
-  return { ...rest, policies: resolved };
+  if (resolved instanceof Promise) return resolved.then((policies) => planWith(plan, policies));
+  return planWith(plan, resolved);
+}
+
+/** Each plan's copy without overrides, made once: most keys have none, and this runs per request. */
+const plainPlans = new WeakMap<LimitPlan, LimitPlan>();
+
+/** The plan with `policies` instead of its own and no overrides left to apply. */
+function planWith(plan: LimitPlan, policies: readonly Policy[]): LimitPlan {
+  let plain = plainPlans.get(plan);
+  if (!plain) {
+    const { overrides: _applied, ...rest } = plan;
+    plainPlans.set(plan, (plain = rest));
+  }
+  return policies === plan.policies ? plain : { ...plain, policies };
 }
 
 function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext): Promise<LimitOutcome> {
