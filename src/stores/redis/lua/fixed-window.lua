@@ -28,6 +28,36 @@ ALGORITHMS["fixed-window"] = {
     if state.windowStartMs > current_start_ms then return 0, reset_ms end
     return max(0, policy.limit - state.count), reset_ms
   end,
+  -- The usual request in one call (single.lua): raw, the stored text, is this algorithm's or
+  -- false (none); cost >= 1. Answers the new state's fresh_at, its stored text, nil (no expiry
+  -- text) and whether the stored state was live with that same fresh_at (a count going up in
+  -- its window: the key keeps its expiry), or nil when not admitted. decode, fresh_at,
+  -- earliest, admit and encode (admit_one's order) on two numbers, no table.
+  step = function(raw, policy, now_ms, cost, mode, max_wait_ms)
+    local period_ms, limit = policy.periodMs, policy.limit
+    local live, start_ms, count = false, 0, 0
+    if raw then
+      local start_text, count_text = match(raw, "^f:([^:]+):([^:]+)$")
+      -- Raises on an unreadable state (nil + 0): a store fault, never an answer.
+      start_ms, count = start_text + 0, count_text + 0
+      live = now_ms < start_ms + period_ms
+    end
+    if cost > limit then return nil end
+    local earliest_ms = now_ms
+    if live and start_ms >= fixed_window_start(now_ms, period_ms) then
+      if count + cost <= limit then earliest_ms = max(now_ms, start_ms) else earliest_ms = start_ms + period_ms end
+    end
+    local at_ms = now_ms
+    if earliest_ms - now_ms > EPSILON_MS then
+      local wait_ms = ceil_ms(earliest_ms - now_ms)
+      if mode ~= "reserve" or wait_ms > max_wait_ms then return nil end
+      at_ms = now_ms + wait_ms
+    end
+    local window_start_ms = fixed_window_start(at_ms, period_ms)
+    local same_window = live and start_ms >= window_start_ms
+    if same_window then count = count + cost else start_ms, count = window_start_ms, cost end
+    return start_ms + period_ms, number2_text("f:%d:%d", "f:", start_ms, count), nil, same_window
+  end,
   fresh_at = function(state, policy)
     return state.windowStartMs + policy.periodMs
   end,
