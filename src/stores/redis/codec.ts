@@ -1,5 +1,5 @@
 import { type StoredState, capacityOf } from "../../core/algorithms.js";
-import { decideOne } from "../../core/decision.js";
+import { decide, decideOne } from "../../core/decision.js";
 import type { Entry } from "../../core/entries.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "../../core/types.js";
 import { StoreFaultError } from "../../limiter.js";
@@ -112,17 +112,8 @@ export function decodeSingleDecision(reply: string, policy: Policy, options: Che
   if (typeof reply !== "string" || (reply[0] !== "0" && reply[0] !== "1") || reply[1] !== " ") {
     throw unexpected("decision reply from Redis", reply);
   }
-  let nowMs = clientNowMs;
-  let rawAt = 2;
-  if (nowMs === undefined) {
-    const secondsEnd = reply.indexOf(" ", 2);
-    const microsEnd = reply.indexOf(" ", secondsEnd + 1);
-    if (secondsEnd < 0 || microsEnd < 0) throw unexpected("decision reply from Redis", reply);
-    // As the script computes it: seconds * 1000 + floor(microseconds / 1000).
-    nowMs = Number(reply.slice(2, secondsEnd)) * 1000 + Math.floor(Number(reply.slice(secondsEnd + 1, microsEnd)) / 1000);
-    rawAt = microsEnd + 1;
-  }
-  const raw = reply.slice(rawAt);
+  const { nowMs, restAt } = replyClock(reply, clientNowMs, "decision reply from Redis");
+  const raw = reply.slice(restAt);
   // Another algorithm's state (the policy was redefined) counts as none, as in the script; so
   // does a block stored with it (the policy, redefined, has none: single.lua takes no block).
   const stateRaw = raw.startsWith("b:") ? raw.slice(raw.indexOf("|") + 1) : raw;
@@ -131,6 +122,43 @@ export function decodeSingleDecision(reply: string, policy: Policy, options: Che
   const admitted = reply[0] === "1";
   if (admitted !== (options.cost > 0 && decision.allowed)) {
     throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored state ${JSON.stringify(raw)} says to ${admitted ? "refuse" : "admit"}`);
+  }
+  return decision;
+}
+
+/** The clock and the rest of a single.lua or stack.lua reply, after its "<1|0> ". */
+function replyClock(reply: string, clientNowMs: number | undefined, what: string): { nowMs: number; restAt: number } {
+  if (clientNowMs !== undefined) return { nowMs: clientNowMs, restAt: 2 };
+  const secondsEnd = reply.indexOf(" ", 2);
+  const microsEnd = reply.indexOf(" ", secondsEnd + 1);
+  if (secondsEnd < 0 || microsEnd < 0) throw unexpected(what, reply);
+  // As the script computes it: seconds * 1000 + floor(microseconds / 1000).
+  return { nowMs: Number(reply.slice(2, secondsEnd)) * 1000 + Math.floor(Number(reply.slice(secondsEnd + 1, microsEnd)) / 1000), restAt: microsEnd + 1 };
+}
+
+/**
+ * The decision on a stack of several policies without leases or blocks, from stack.lua's
+ * reply "<1|0> [<sec> <usec>] <stored 1>\n<stored 2>…" (each state as stored before the call,
+ * "" for none; every one is its policy's algorithm's own, or the script would have answered
+ * "r"). As decodeSingleDecision: the decision is src/core's on those states at that clock, and
+ * a disagreement with the script's admission is a StoreFaultError.
+ */
+export function decodeStackDecision(reply: string, policies: readonly Policy[], options: CheckOptions, clientNowMs: number | undefined): Decision {
+  if (typeof reply !== "string" || (reply[0] !== "0" && reply[0] !== "1") || reply[1] !== " ") throw unexpected("stack decision reply from Redis", reply);
+  const { nowMs, restAt } = replyClock(reply, clientNowMs, "stack decision reply from Redis");
+  const raws = reply.slice(restAt).split("\n");
+  if (raws.length !== policies.length) throw unexpected("stack decision reply from Redis", reply);
+  const stored = new Map<string, StoredState>();
+  for (let i = 0; i < policies.length; i++) {
+    const raw = raws[i]!;
+    if (raw === "") continue;
+    if (!raw.startsWith(STATE_TAGS[policies[i]!.algorithm])) throw unexpected("stack decision reply from Redis", reply);
+    stored.set(policies[i]!.name, decodeStoredState(raw));
+  }
+  const { decision } = decide(policies, (name) => stored.get(name), nowMs, options);
+  const admitted = reply[0] === "1";
+  if (admitted !== decision.allowed) {
+    throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored states ${JSON.stringify(raws)} say to ${admitted ? "refuse" : "admit"}`);
   }
   return decision;
 }

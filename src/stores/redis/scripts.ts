@@ -6,7 +6,7 @@ import { ALGORITHMS, type AlgorithmName } from "../../core/types.js";
 /** A standalone ioredis client or a Cluster: both route FCALL and EVALSHA by the first key. */
 export type RedisClient = Redis | Cluster;
 
-export const SCRIPT_NAMES = ["single", "check", "debit", "acquire", "leave", "release", "extend", "reset"] as const;
+export const SCRIPT_NAMES = ["single", "stack", "check", "debit", "acquire", "leave", "release", "extend", "reset"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 /** Each algorithm (README "Algorithms") lives in its own file and mirrors its `src/core` twin. */
@@ -22,6 +22,7 @@ const ALGORITHM_FILES: Record<AlgorithmName, string> = {
 /** Which library parts an entry script needs besides common, its algorithms and context. */
 const ENTRY_NEEDS: Record<ScriptName, { decide: boolean; waiters: "always" | "with-concurrency" | "never" }> = {
   single: { decide: true, waiters: "never" },
+  stack: { decide: false, waiters: "never" },
   check: { decide: true, waiters: "with-concurrency" },
   debit: { decide: true, waiters: "never" },
   acquire: { decide: true, waiters: "always" },

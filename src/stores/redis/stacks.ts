@@ -11,7 +11,15 @@ export interface Stack {
   concurrency: boolean;
   /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
   single: boolean;
+  /**
+   * Several policies, none with a lease or a block, each of an algorithm with a fused step:
+   * stack.lua decides a plain check (decodeStackDecision).
+   */
+  stepped: boolean;
 }
+
+/** The algorithms whose Lua has a fused `step` (see common.lua): what stack.lua can decide. */
+const STEPPED: ReadonlySet<AlgorithmName> = new Set(["gcra", "fixed-window", "sliding-window", "sliding-log"]);
 
 /**
  * Encoded stacks by policies array, and stacks of one policy by the policy itself (an API
@@ -52,6 +60,7 @@ function encodeStack(policies: readonly Policy[]): Stack {
     args,
     concurrency,
     single: policies.length === 1 && !concurrency && !blocks,
+    stepped: policies.length > 1 && !blocks && policies.every((policy) => STEPPED.has(policy.algorithm)),
   };
 }
 

@@ -6,7 +6,7 @@ import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
 import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
 import { CallQueue } from "../call-queue.js";
-import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision } from "./codec.js";
+import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision, decodeStackDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { Deadlines, withTimeout } from "./errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js";
@@ -168,6 +168,13 @@ export class RedisStore implements Limiter {
       const reply = (await this.runSingle(key, stack, options, clientNowMs)) as string;
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
+    if (stack.stepped && !peek && options.mode === "reject" && options.cost > 0) {
+      // Several plain limits (an Envoy request's descriptors, a route's two limits): stack.lua.
+      const clientNowMs = this.clockMs ? this.clockMs() : undefined;
+      const reply = (await this.run("stack", key, stack, options.cost === 1 ? [] : [options.cost], clientNowMs)) as string;
+      // "r": a stored state of another algorithm (a redefined policy): check.lua sorts it out.
+      if (reply !== "r") return decodeStackDecision(reply, policies, options, clientNowMs);
+    }
     const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
     if (leaseId) {
       const fencedMs = await this.leaseFenceMs(policies);
@@ -297,7 +304,8 @@ export class RedisStore implements Limiter {
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
    * timeoutMs. Answers the script's raw reply.
    */
-  private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[]): Promise<unknown> {
+  /** `clientNowMs`: the client clock's reading for this call, when the caller needs it too (default: read here). */
+  private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[], clientNowMs = this.clockMs?.()): Promise<unknown> {
     const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
     const names = stack.names;
     const keys: string[] = new Array(names.length);
@@ -305,9 +313,9 @@ export class RedisStore implements Limiter {
     // The waiter keys, and the channel that wakes waiters, go only to scripts that may touch
     // them (every key and argument costs Redis time): a check touches waiters only for a stack
     // with a concurrency policy, extend and debit never.
-    const waiters = name !== "extend" && name !== "debit" && (name !== "check" || stack.concurrency);
+    const waiters = name !== "extend" && name !== "debit" && name !== "stack" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
-    const args: (string | number)[] = [this.clockMs ? `${this.clockMs()}:${this.expirySlackMs}` : ""];
+    const args: (string | number)[] = [clientNowMs === undefined ? "" : `${clientNowMs}:${this.expirySlackMs}`];
     const policyArgs = stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);
