@@ -24,7 +24,7 @@ export interface OriginAgents {
 export interface OriginAgentOptions {
   /** Connections per origin host at most. @default 256 */
   maxSockets?: number;
-  /** How long a pooled connection may sit unused before it is closed, in ms. @default ORIGIN_IDLE_TIMEOUT_MS */
+  /** How long a pooled connection may sit unused before it is closed, in ms (0: until the origin closes it). @default ORIGIN_IDLE_TIMEOUT_MS */
   idleTimeoutMs?: number;
 }
 
