@@ -240,7 +240,7 @@ export class NodeGatewayEdge {
       return;
     }
     // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. Without an
-    // upload it has been running since the request went out (#forward).
+    // upload it has been running since the request went out (#ask).
     if (forwardsBody(req)) incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
