@@ -14,7 +14,7 @@ import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
-import { type OriginAgents, originAgents } from "./origin-agents.js";
+import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from "./origin-agents.js";
 import { TurnQueue } from "./turn-queue.js";
 
 type Forward = GatewayStep & { forward: true };
@@ -46,7 +46,7 @@ export class NodeGatewayEdge {
     const origin = core.gateway.origin;
     const secure = origin.protocol === "https:";
     this.#client = secure ? https : http;
-    this.#agent = (options.agents ?? originAgents(options.maxSockets))[secure ? "https:" : "http:"];
+    this.#agent = (options.agents ?? originAgents({ maxSockets: options.maxSockets }))[secure ? "https:" : "http:"];
     // Host, port and protocol once (urlToHttpOptions unwraps an IPv6 literal's brackets).
     const { hostname, port, protocol } = urlToHttpOptions(origin);
     this.#originOptions = { hostname, port, protocol };
@@ -103,8 +103,7 @@ export class NodeGatewayEdge {
   }
 
   #forward(exchange: Exchange, step: Forward): void {
-    const { req, res } = exchange;
-    const core = this.#core;
+    const { res } = exchange;
     const { lease } = step;
     if (res.destroyed) {
       // The client went away while its request was decided: the origin is not asked.
@@ -112,7 +111,19 @@ export class NodeGatewayEdge {
       return this.#report(step.route, 499);
     }
     if (lease) res.once("close", () => void lease.release());
-    const timing = step.route !== undefined && core.observer?.originDuration ? performance.now() : undefined;
+    const timing = step.route !== undefined && this.#core.observer?.originDuration ? performance.now() : undefined;
+    this.#ask(exchange, step, timing, this.#agent);
+  }
+
+  /**
+   * One request to the origin: `agent` is the pool, or false for the one retry, on a new
+   * connection, of a request that lost the race with the origin closing an idle pooled one
+   * (lostIdleRace). Only a request without a body to resend (bodyless) is retried.
+   */
+  #ask(exchange: Exchange, step: Forward, timing: number | undefined, agent: http.Agent | false): void {
+    const { req, res } = exchange;
+    const core = this.#core;
+    const { lease } = step;
     const origin = this.#originOptions;
     const outgoing = this.#client.request({
       hostname: origin.hostname,
@@ -121,10 +132,10 @@ export class NodeGatewayEdge {
       method: req.method,
       path: `${this.#basePath}${step.target.pathname}${step.target.search}`,
       headers: exchange.forwardedFields(),
-      agent: this.#agent,
+      agent,
     });
     let answered = false;
-    const bodyless = !sendsBody(req.method!);
+    const bodyless = !forwardsBody(req);
     // originTimeoutMs: without an upload the origin owes every move from the start, so its
     // socket's idle timeout is the clock, for the answer's headers and then its body (no timer
     // of our own per request). With one, the wait for the headers pauses while the upload
@@ -149,6 +160,9 @@ export class NodeGatewayEdge {
     outgoing.on("error", (error) => {
       if (answered) return; // a body cut after the headers is the answer stream's to report
       answered = true;
+      if (agent && bodyless && !res.destroyed && RETRIABLE_METHODS.has(req.method!) && lostIdleRace(outgoing, error)) {
+        return this.#ask(exchange, step, timing, false);
+      }
       originDone();
       void lease?.release();
       // A client that went away reads no answer; do not report its abort as an origin fault.
@@ -226,8 +240,8 @@ export class NodeGatewayEdge {
       return;
     }
     // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. Without an
-    // upload it has been running since the request went out (#forward).
-    if (sendsBody(req.method!)) incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
+    // upload it has been running since the request went out (#ask).
+    if (forwardsBody(req)) incoming.setTimeout(step.timeoutMs, () => incoming.destroy(new OriginTimeoutError(step.timeoutMs)));
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
@@ -252,8 +266,17 @@ export function switchedUnasked(this: http.ClientRequest, incoming: IncomingMess
   this.emit("error", new UnrelayableStatusError(incoming.statusCode ?? 101));
 }
 
-/** Whether the request's body goes to the origin (a GET's or HEAD's never does). */
-const sendsBody = (method: string) => method !== "GET" && method !== "HEAD";
+/**
+ * Whether the request's body goes to the origin: a GET's or HEAD's never does, nor an
+ * OPTIONS's without one (neither Content-Length nor Transfer-Encoding: RFC 9112, 6.3).
+ */
+function forwardsBody(req: IncomingMessage): boolean {
+  const method = req.method!;
+  if (method === "GET" || method === "HEAD") return false;
+  if (method !== "OPTIONS") return true;
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && Number(length) !== 0);
+}
 
 /** The origin's answer once its headers came (ClientRequest keeps it as `res`). */
 const incomingOf = (outgoing: http.ClientRequest): IncomingMessage | undefined => (outgoing as { res?: IncomingMessage }).res;

@@ -11,13 +11,13 @@ import { ValidationError } from "../core/validation.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import { createGatewayApp } from "../gateway/gateway.js";
 import { NodeGatewayEdge, originFields, switchedUnasked } from "./gateway-edge.js";
-import { type OriginAgents, originAgents } from "./origin-agents.js";
+import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from "./origin-agents.js";
 import { NodeUpgradeEdge } from "./upgrade-edge.js";
 import { UnrelayableStatusError, isUnrelayableStatus } from "../gateway/upgrade.js";
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
-import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, newFieldRecord } from "../gateway/proxy.js";
+import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, type OriginRequest, newFieldRecord } from "../gateway/proxy.js";
 
 /**
  * The client address on Node: the socket's peer, as @hono/node-server passes it in
@@ -37,34 +37,52 @@ export function nodeClientIp(c: Context): string | undefined {
  * @example createGateway({ config, limiter, clientIpOf: nodeClientIp, fetchOrigin: createNodeOriginFetch() })
  */
 export function createNodeOriginFetch(options: { maxSockets?: number; agents?: OriginAgents } = {}): FetchOrigin {
-  const agents = options.agents ?? originAgents(options.maxSockets);
+  const agents = options.agents ?? originAgents({ maxSockets: options.maxSockets });
   return (request) =>
     new Promise<OriginAnswer>((resolve, reject) => {
       const url = new URL(request.url);
       const secure = url.protocol === "https:";
-      const outgoing = (secure ? https : http).request(url, { method: request.method, headers: request.headerFields, agent: agents[secure ? "https:" : "http:"], signal: request.signal });
-      outgoing.on("error", reject);
-      outgoing.on("upgrade", switchedUnasked);
-      outgoing.on("response", (incoming) => {
-        // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. The
-        // agent resets a socket's timeout when it goes back to the pool.
-        incoming.setTimeout(request.timeoutMs, () => incoming.destroy(new OriginTimeoutError(request.timeoutMs)));
-        try {
-          resolve(toAnswer(incoming, request.method));
-        } catch (error) {
-          incoming.destroy();
-          reject(error);
-        }
-      });
-      if (request.body) {
-        // Backpressure flows from the origin socket to the client's upload: nothing is buffered.
-        pipeline(Readable.fromWeb(request.body as import("node:stream/web").ReadableStream<Uint8Array>), outgoing, (error) => {
-          if (error) outgoing.destroy(error);
+      const pool = agents[secure ? "https:" : "http:"];
+      // A request without a body that lost the race with the origin closing an idle pooled
+      // connection goes again, once, on a new connection (lostIdleRace).
+      const retriable = request.body === null && RETRIABLE_METHODS.has(request.method);
+      const ask = (agent: http.Agent | false) => {
+        const outgoing = (secure ? https : http).request(url, { method: request.method, headers: request.headerFields, agent, signal: request.signal });
+        let failed = false;
+        outgoing.on("error", (error) => {
+          if (failed) return;
+          failed = true;
+          if (agent && retriable && !request.signal.aborted && lostIdleRace(outgoing, error)) ask(false);
+          else reject(error);
         });
-      } else {
-        outgoing.end();
-      }
+        send(outgoing, request, resolve, reject);
+      };
+      ask(pool);
     });
+}
+
+/** Sends one origin request, streaming the body if any, and settles with its answer. */
+function send(outgoing: http.ClientRequest, request: OriginRequest, resolve: (answer: OriginAnswer) => void, reject: (error: unknown) => void): void {
+  outgoing.on("upgrade", switchedUnasked);
+  outgoing.on("response", (incoming) => {
+    // The body's idle timeout (originTimeoutMs) is the socket's: no timer per chunk. The
+    // agent resets a socket's timeout when it goes back to the pool.
+    incoming.setTimeout(request.timeoutMs, () => incoming.destroy(new OriginTimeoutError(request.timeoutMs)));
+    try {
+      resolve(toAnswer(incoming, request.method));
+    } catch (error) {
+      incoming.destroy();
+      reject(error);
+    }
+  });
+  if (request.body) {
+    // Backpressure flows from the origin socket to the client's upload: nothing is buffered.
+    pipeline(Readable.fromWeb(request.body as import("node:stream/web").ReadableStream<Uint8Array>), outgoing, (error) => {
+      if (error) outgoing.destroy(error);
+    });
+  } else {
+    outgoing.end();
+  }
 }
 
 function toAnswer(incoming: IncomingMessage, method: string): OriginAnswer {

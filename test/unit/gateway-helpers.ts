@@ -2,10 +2,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseConfig } from "../../src/config.js";
 import type { LogFn } from "../../src/http/limit.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
+import { createGateway } from "../../src/gateway/gateway.js";
+import { createNodeGateway, createNodeOriginFetch, nodeClientIp } from "../../src/node/gateway.js";
 import type { Limiter } from "../../src/limiter.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import type { OriginAgents } from "../../src/node/origin-agents.js";
 
 export interface Running {
   url: string;
@@ -54,15 +56,34 @@ export interface GatewayUnderTest extends Running {
   logs: Record<string, unknown>[];
 }
 
-/** `spillway serve` in-process: startServer with the Node gateway for `raw` (a config object). */
-export async function startGateway(raw: Record<string, unknown>, limiter: Limiter = new MemoryStore()): Promise<GatewayUnderTest> {
+/** `spillway serve` in-process: startServer with the Node gateway for `raw` (a config object), over `agents` if given. */
+export async function startGateway(raw: Record<string, unknown>, limiter: Limiter = new MemoryStore(), agents?: OriginAgents): Promise<GatewayUnderTest> {
   const config = parseConfig(raw);
   const logs: Record<string, unknown>[] = [];
   const log: LogFn = (entry) => logs.push(entry);
-  const fallback = createNodeGateway({ config, limiter, log });
+  const fallback = createNodeGateway({ config, limiter, log, agents });
   const server = await startServer({ config, limiter, port: 0, fallback, token: "test-token", drainTimeoutMs: 100 });
   return { url: server.url, port: server.port, limiter, logs, close: () => server.close() };
 }
+
+/**
+ * `spillway serve`'s two node:http origin clients, each behind the real server over the given
+ * pools: the node:http edge (plain traffic), and the Hono edge (request targets it rewrites).
+ */
+export const nodeOriginClients: [string, (raw: Record<string, unknown>, agents: OriginAgents) => Promise<GatewayUnderTest>][] = [
+  ["the node:http gateway edge", (raw, agents) => startGateway(raw, new MemoryStore(), agents)],
+  [
+    "the Hono edge, node:http origin client",
+    async (raw, agents) => {
+      const config = parseConfig(raw);
+      const limiter = new MemoryStore();
+      const logs: Record<string, unknown>[] = [];
+      const fallback = createGateway({ config, limiter, clientIpOf: nodeClientIp, fetchOrigin: createNodeOriginFetch({ agents }), log: (entry) => logs.push(entry) });
+      const server = await startServer({ config, limiter, port: 0, fallback, token: "test-token", drainTimeoutMs: 100 });
+      return { url: server.url, port: server.port, limiter, logs, close: () => server.close() };
+    },
+  ],
+];
 
 /**
  * A gateway whose origin is a loopback port nobody listens on (an origin that was started,
