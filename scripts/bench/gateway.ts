@@ -299,7 +299,9 @@ async function measurePaired(rows: NodeRow[], pinned: Pinned): Promise<Paired | 
     pinned.done = servers && pinCpu(pinned.origin?.pid, loadCpu);
   }
   const load = pinned.done ? loadCpu : undefined;
-  await pairedRatio(plainUrl, twinUrl, 2, false, load); // warm-up, pinned
+  // Warm-up, pinned, each pairing as long as a measured run: a process just moved to another
+  // CPU ran slower for a while (a twin's first paired rounds read 0.68, then rose to 0.92).
+  for (const other of [twinUrl, countedUrl, overriddenUrl]) await pairedRatio(plainUrl, other, DURATION_MS / 1000, false, load);
   const paired: Paired = { twin: [], counted: [], overridden: [] };
   // The pairings take turns, so the machine's drift falls on all.
   for (let round = 0; round < PAIRED_ROUNDS; round++) {

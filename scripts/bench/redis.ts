@@ -162,7 +162,7 @@ async function main(): Promise<void> {
       "10,000 keys are visited round robin. Redis script µs/decision is Redis's own time per call (INFO commandstats: the script, including what it calls); CPU µs/decision is this Node process's CPU (load generator included) and the Redis process's CPU (I/O included) per call.",
       "The floor is the cheapest possible EVALSHA (`return 1`, one key), sent as plain ioredis sends it; INCR is the cheapest possible counter;",
       "the commands-only floor is one FCALL with Spillway's key and arguments that runs a Spillway GCRA decision's commands (TIME, GET, SET … PXAT of a constant) with no logic and answers a reply of the same shape; the minimal exact GCRA is a hand-written FCALL for the run's one GCRA policy (TIME, GET, SET … PXAT of the next state) answering Spillway's reply, from which Node computes the decision with the core's `decide()` as Spillway does.",
-      "The Spillway stack row checks two policies at once (GCRA and a fixed window, check.lua: the decision made in full in Lua).",
+      "The Spillway stack row checks two policies at once (GCRA and a fixed window: stack.lua, each algorithm's fused step, the decision computed in Node).",
       "Spillway is `RedisStore.check` (one FCALL, one policy, server clock, per-call timeout 2 s, the decision computed in full, writes coalesced under load: the defaults), and once more with `coalesceWrites: false`; rate-limiter-flexible is `RateLimiterRedis.consume` (its own INCR script);",
       "the upstash-style row is the two-window weighted counter of @upstash/ratelimit's `slidingWindow`, written in scripts/bench/redis-upstash.ts and sent with ioredis EVALSHA.",
       "",
