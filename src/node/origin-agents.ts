@@ -32,7 +32,9 @@ export interface OriginAgentOptions {
 export function originAgents(options: OriginAgentOptions = {}): OriginAgents {
   const pool: http.AgentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 256 };
   const idleTimeoutMs = options.idleTimeoutMs ?? ORIGIN_IDLE_TIMEOUT_MS;
-  return { "http:": new OriginHttpAgent(pool, idleTimeoutMs), "https:": new OriginHttpsAgent(pool, idleTimeoutMs) };
+  const agents = { "http:": new OriginHttpAgent(pool), "https:": new OriginHttpsAgent(pool) };
+  agents["http:"].idleTimeoutMs = agents["https:"].idleTimeoutMs = idleTimeoutMs;
+  return agents;
 }
 
 /**
@@ -40,37 +42,24 @@ export function originAgents(options: OriginAgentOptions = {}): OriginAgents {
  * `timeout` option would also arm that timeout on every new connection while its first request
  * is in flight. So the pool's idle timeout is set here, only as a socket goes free, and cleared
  * as it is reused: in flight the request's own clocks (originTimeoutMs) are the only ones.
+ * A mixin: the same pool over plain TCP and over TLS (https.Agent extends http.Agent).
  */
-class OriginHttpAgent extends http.Agent {
-  readonly #idleTimeoutMs: number;
-  constructor(options: http.AgentOptions, idleTimeoutMs: number) {
-    super(options);
-    this.#idleTimeoutMs = idleTimeoutMs;
-  }
-  override keepSocketAlive(socket: Duplex): boolean {
-    return (super.keepSocketAlive(socket) as unknown) !== false && keptIdle(socket as Socket, this.#idleTimeoutMs);
-  }
-  override reuseSocket(socket: Duplex, request: http.ClientRequest): void {
-    super.reuseSocket(socket, request);
-    taken(socket as PooledSocket);
-  }
+// `any[]`: TypeScript accepts a mixin only over a constructor of any arguments.
+function idleClosing<Base extends new (...args: any[]) => http.Agent>(Agent: Base) {
+  return class extends Agent {
+    idleTimeoutMs = ORIGIN_IDLE_TIMEOUT_MS;
+    override keepSocketAlive(socket: Duplex): boolean {
+      return (super.keepSocketAlive(socket) as unknown) !== false && keptIdle(socket as Socket, this.idleTimeoutMs);
+    }
+    override reuseSocket(socket: Duplex, request: http.ClientRequest): void {
+      super.reuseSocket(socket, request);
+      taken(socket as PooledSocket);
+    }
+  };
 }
 
-/** The same pool over TLS (a class cannot extend both agents). */
-class OriginHttpsAgent extends https.Agent {
-  readonly #idleTimeoutMs: number;
-  constructor(options: https.AgentOptions, idleTimeoutMs: number) {
-    super(options);
-    this.#idleTimeoutMs = idleTimeoutMs;
-  }
-  override keepSocketAlive(socket: Duplex): boolean {
-    return (super.keepSocketAlive(socket) as unknown) !== false && keptIdle(socket as Socket, this.#idleTimeoutMs);
-  }
-  override reuseSocket(socket: Duplex, request: http.ClientRequest): void {
-    super.reuseSocket(socket, request);
-    taken(socket as PooledSocket);
-  }
-}
+const OriginHttpAgent = idleClosing(http.Agent);
+const OriginHttpsAgent = idleClosing(https.Agent);
 
 /**
  * Arms a socket's idle timeout as it goes free; false (close it now) when the origin's
