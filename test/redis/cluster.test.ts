@@ -83,6 +83,30 @@ describe("Redis Cluster specifics", () => {
     }
   });
 
+  it("runtime overrides work on a Cluster: each policy's table and version share a slot, policies spread over the masters", async () => {
+    const store = new RedisStore({ client: cluster, keyPrefix: "overrides:", timeoutMs: 2000 });
+    const table = store.overrides;
+    const policies = Array.from({ length: 12 }, (_, i) => `plan-${i}`);
+    const masters = new Set<string>();
+    for (const policy of policies) {
+      const base = `overrides:{overrides:${policy}}:`;
+      const slot = await cluster.cluster("KEYSLOT", `${base}~overrides`);
+      expect(await cluster.cluster("KEYSLOT", `${base}~version`), policy).toBe(slot);
+      masters.add(String(slot));
+    }
+    // Several slots (and so, with 12 policies over 3 masters, more than one master): no call crosses slots.
+    expect(masters.size).toBeGreaterThan(1);
+    const before = await table.versions(policies);
+    for (const policy of policies) await table.put({ policy, key: "customer-7", limit: 50 });
+    const after = await table.versions(policies);
+    for (let i = 0; i < policies.length; i++) expect(after[i], policies[i]).not.toBe(before[i]);
+    for (const policy of policies) expect(await table.load(policy)).toEqual([{ policy, key: "customer-7", limit: 50 }]);
+    expect(await table.delete(policies[3]!, "customer-7")).toBe(true);
+    expect(await table.delete(policies[3]!, "customer-7")).toBe(false);
+    expect(await table.load(policies[3]!)).toEqual([]);
+    await store.close();
+  });
+
   it("stores sharing one Cluster client share its write coalescer: one pair of node listeners, however many stores", async () => {
     new RedisStore({ client: cluster, keyPrefix: "shared:" });
     const listeners = [cluster.listenerCount("+node"), cluster.listenerCount("-node")];
