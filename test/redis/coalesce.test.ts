@@ -83,7 +83,9 @@ describe("write coalescing under load (standalone Redis)", () => {
     own.on("error", () => {});
     try {
       await new Promise((resolve) => own.once("ready", resolve));
-      const store = storeOn(own);
+      // The store says when Redis goes and comes back: captured, and checked, instead of printed.
+      const logged: string[] = [];
+      const store = new RedisStore({ client: own, keyPrefix: `coalesce${++run}:`, timeoutMs: 5000, log: (line) => logged.push(line) });
       await store.check("warm", [plenty], reject);
       const pending = Array.from({ length: 100 }, () => store.check("lost", [plenty], reject));
       expect(own.stream.writableCorked).toBe(1);
@@ -92,6 +94,7 @@ describe("write coalescing under load (standalone Redis)", () => {
       expect(results.every((result) => result.status === "rejected" && result.reason instanceof StoreUnavailableError)).toBe(true);
       await new Promise((resolve) => own.once("ready", resolve));
       expect((await store.check("lost", [plenty], reject)).allowed).toBe(true);
+      expect(logged).toEqual([expect.stringContaining("redis store unavailable"), "spillway: redis store available again"]);
     } finally {
       own.disconnect();
     }
