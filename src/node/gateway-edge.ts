@@ -3,17 +3,17 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
 import { urlToHttpOptions } from "node:url";
-import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
+import type { GatewayCore, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
 import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
-import type { HeaderLookup } from "../gateway/keys.js";
 import type { BodyTap } from "../gateway/answer-count.js";
 import { decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
+import { NodeRequestFacts, quietly } from "./request-facts.js";
 import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from "./origin-agents.js";
 import { TurnQueue } from "./turn-queue.js";
 
@@ -281,10 +281,6 @@ function forwardsBody(req: IncomingMessage): boolean {
 /** The origin's answer once its headers came (ClientRequest keeps it as `res`). */
 const incomingOf = (outgoing: http.ClientRequest): IncomingMessage | undefined => (outgoing as { res?: IncomingMessage }).res;
 
-function quietly(promise: Promise<unknown>): void {
-  promise.catch(() => {});
-}
-
 /** A Headers as node:http's flat [name, value, …] list, several Set-Cookie fields kept apart. */
 function flatFields(headers: Headers): string[] {
   const fields: string[] = [];
@@ -295,34 +291,13 @@ function flatFields(headers: Headers): string[] {
   return fields;
 }
 
-/**
- * One request and its answer, and the core's facts about it (one object per request, no
- * closures); reads the client's fields from rawHeaders (Node's `headers` drops repeats).
- */
-class Exchange implements HeaderLookup, GatewayFacts {
-  readonly req: IncomingMessage;
+/** One request and its answer, and the core's facts about it (NodeRequestFacts). */
+class Exchange extends NodeRequestFacts {
   readonly res: ServerResponse;
-  readonly method: string;
-  readonly path: CanonicalPath;
-  readonly search: string;
-  readonly headers: HeaderLookup = this;
-  readonly socketIp: string | undefined;
-  readonly defer = quietly;
-  #controller: AbortController | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
-    this.req = req;
+    super(req, path);
     this.res = res;
-    this.method = req.method!;
-    this.path = path;
-    const url = req.url!;
-    // URL.search's exact form (its percent-encoding of a query) only when there is a query.
-    this.search = url.indexOf("?") < 0 ? "" : new URL(url, "http://h").search;
-    this.socketIp = req.socket.remoteAddress;
-  }
-
-  url(): URL {
-    return new URL(this.req.url!, `http://${this.header("host") ?? "localhost"}`);
   }
 
   /** Both Transfer-Encoding and Content-Length, in one pass over the fields. */
@@ -338,24 +313,10 @@ class Exchange implements HeaderLookup, GatewayFacts {
     return chunked && sized;
   }
 
-  /** A field as Headers.get reads it: repeated fields joined by ", ". */
-  get(name: string): string | null {
-    return this.header(name) ?? null;
-  }
-
-  header(name: string): string | undefined {
-    return rawField(this.req.rawHeaders, name);
-  }
-
-  /** Aborted when the client goes away before its answer is written (a delayed request is dropped). */
-  signal(): AbortSignal {
-    if (!this.#controller) {
-      const controller = (this.#controller = new AbortController());
-      this.res.once("close", () => {
-        if (!this.res.writableFinished) controller.abort();
-      });
-    }
-    return this.#controller.signal;
+  protected watchGone(gone: () => void): void {
+    this.res.once("close", () => {
+      if (!this.res.writableFinished) gone();
+    });
   }
 
   /** The client's fields for the origin, without Host (the origin client sets it). */

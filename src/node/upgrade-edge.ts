@@ -3,9 +3,8 @@ import https from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { urlToHttpOptions } from "node:url";
-import type { GatewayCore, GatewayFacts, GatewayStep } from "../gateway/core.js";
+import type { GatewayCore, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
-import type { HeaderLookup } from "../gateway/keys.js";
 import { OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
 import { addExtraFields, answerHeaders, badGateway, originBasePath } from "../gateway/proxy.js";
 import { asWebSocketUpgrade, isWebSocketUpgrade } from "../gateway/upgrade.js";
@@ -14,6 +13,7 @@ import { type CanonicalPath, canonicalPath, isRefused } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { endToEndFields, originFields } from "./gateway-edge.js";
 import { rawField } from "./raw-fields.js";
+import { NodeRequestFacts } from "./request-facts.js";
 
 type Forward = GatewayStep & { forward: true };
 
@@ -272,42 +272,17 @@ function headOf(status: number, statusMessage: string, fields: Record<string, st
   return Buffer.from(`${head}\r\n`, "latin1");
 }
 
-/** The core's view of an upgrade request: the same facts as a plain request's (gateway-edge.ts). */
-class UpgradeFacts implements GatewayFacts, HeaderLookup {
-  readonly req: IncomingMessage;
+/** The core's view of an upgrade request: the same facts as a plain request's (NodeRequestFacts). */
+class UpgradeFacts extends NodeRequestFacts {
   readonly socket: Duplex;
-  readonly method: string;
-  readonly path: CanonicalPath;
-  readonly search: string;
-  readonly headers: HeaderLookup = this;
-  readonly socketIp: string | undefined;
-  readonly defer = (promise: Promise<unknown>) => void promise.catch(() => {});
-  #controller: AbortController | undefined;
 
   constructor(req: IncomingMessage, socket: Duplex, path: CanonicalPath) {
-    this.req = req;
+    super(req, path);
     this.socket = socket;
-    this.method = req.method!;
-    this.path = path;
-    const url = req.url!;
-    this.search = url.indexOf("?") < 0 ? "" : new URL(url, "http://h").search;
-    this.socketIp = req.socket.remoteAddress;
   }
 
-  url(): URL {
-    return new URL(this.req.url!, `http://${rawField(this.req.rawHeaders, "host") ?? "localhost"}`);
-  }
-
-  get(name: string): string | null {
-    return rawField(this.req.rawHeaders, name) ?? null;
-  }
-
-  /** Aborted when the client goes away before its upgrade is decided (a delayed upgrade is dropped). */
-  signal(): AbortSignal {
-    if (!this.#controller) {
-      const controller = (this.#controller = new AbortController());
-      this.socket.once("close", () => controller.abort());
-    }
-    return this.#controller.signal;
+  /** The socket closed before the upgrade was decided (a delayed upgrade is dropped). */
+  protected watchGone(gone: () => void): void {
+    this.socket.once("close", gone);
   }
 }

@@ -4,6 +4,7 @@ import { parseConfig } from "../../src/config.js";
 import { createNodeGateway } from "../../src/node/gateway.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { echoOf as echo, openWebSocket as open } from "./websocket-client.js";
 import { type WsOrigin, startWsOrigin } from "../conformance/ws-origin.js";
 import type { Limiter } from "../../src/limiter.js";
 import { type GatewayUnderTest, ownStore, request, startGateway } from "./gateway-helpers.js";
@@ -30,21 +31,6 @@ afterAll(async () => {
   await origin.close();
 });
 
-/** Opens a WebSocket through `port`; resolves once open (rejects on any other outcome). */
-function open(port: number, path: string, headers: Record<string, string> = {}): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers });
-    ws.once("open", () => resolve(ws));
-    ws.once("unexpected-response", (_request, incoming) => reject(new Error(`answered ${incoming.statusCode}`)));
-    ws.once("error", reject);
-  });
-}
-
-const echo = (ws: WebSocket, text: string) =>
-  new Promise<string>((resolve) => {
-    ws.once("message", (data) => resolve(data.toString()));
-    ws.send(text);
-  });
 
 describe("Node gateway: WebSocket upgrades", () => {
   it("proxies an upgrade whose target has percent-encoding (which plain requests leave to the Hono edge)", async () => {

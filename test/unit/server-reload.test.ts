@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import WebSocket from "ws";
 import { type SpillwayConfig, parseConfig } from "../../src/config.js";
 import { createNodeGateway } from "../../src/node/gateway.js";
 import { originAgents } from "../../src/node/origin-agents.js";
 import type { RuntimeParts } from "../../src/node/runtime.js";
 import { startServer } from "../../src/node/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
+import { echoOf as echo, openWebSocket as open } from "./websocket-client.js";
 import { startWsOrigin } from "../conformance/ws-origin.js";
 
 // startServer's reload in process: what the CLI's SIGHUP does (test/unit/cli-reload.test.ts),
@@ -13,21 +13,6 @@ import { startWsOrigin } from "../conformance/ws-origin.js";
 // opened on a retired generation (kept open, then cut by close()), and the same leases.
 
 const TOKEN = "reload-token";
-
-function open(port: number, path: string, headers: Record<string, string>): Promise<WebSocket> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}${path}`, { headers });
-    ws.once("open", () => resolve(ws));
-    ws.once("unexpected-response", (_request, incoming) => reject(new Error(`answered ${incoming.statusCode}`)));
-    ws.once("error", reject);
-  });
-}
-
-const echo = (ws: WebSocket, text: string) =>
-  new Promise<string>((resolve) => {
-    ws.once("message", (data) => resolve(data.toString()));
-    ws.send(text);
-  });
 
 describe("startServer: reload", { timeout: 30_000 }, () => {
   it("swaps the config whole: a gateway appears and goes, a WebSocket of the old generation stays open, state and leases carry over, close() cuts it", async () => {

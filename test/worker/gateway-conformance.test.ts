@@ -31,6 +31,22 @@ function reply(response: Response): GatewayReply {
   };
 }
 
+/** Makes the origin answer with bodies that stream until the test writes to them (`first`, if given, at once): their controllers. */
+function streamingOrigin(init: ResponseInit, first?: string): ReadableStreamDefaultController<Uint8Array>[] {
+  const controllers: ReadableStreamDefaultController<Uint8Array>[] = [];
+  gw.origin.handler = () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controllers.push(controller);
+          if (first !== undefined) controller.enqueue(encoder.encode(first));
+        },
+      }),
+      init,
+    );
+  return controllers;
+}
+
 /** The counting cases' origin answers (gateway-counting-table.ts). */
 const counting: CountingOrigin = {
   answer: (status, headers, body) => {
@@ -49,16 +65,7 @@ const counting: CountingOrigin = {
     };
   },
   events: () => {
-    const controllers: ReadableStreamDefaultController<Uint8Array>[] = [];
-    gw.origin.handler = () =>
-      new Response(
-        new ReadableStream<Uint8Array>({
-          start(controller) {
-            controllers.push(controller);
-          },
-        }),
-        { headers: { "content-type": "text/event-stream" } },
-      );
+    const controllers = streamingOrigin({ headers: { "content-type": "text/event-stream" } });
     return {
       send: (text) => {
         for (const controller of controllers) controller.enqueue(encoder.encode(text));
@@ -82,16 +89,7 @@ const driver: GatewayDriver = {
         request.headers.get("x-user") === user ? new Response("busy", { status: 429, headers: { "retry-after": String(retryAfterS) } }) : ok();
     },
     stream: () => {
-      const controllers: ReadableStreamDefaultController<Uint8Array>[] = [];
-      gw.origin.handler = () =>
-        new Response(
-          new ReadableStream<Uint8Array>({
-            start(controller) {
-              controllers.push(controller);
-              controller.enqueue(encoder.encode("start"));
-            },
-          }),
-        );
+      const controllers = streamingOrigin({}, "start");
       return {
         end: (rest) => {
           for (const controller of controllers) {
