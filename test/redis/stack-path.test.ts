@@ -107,6 +107,20 @@ describe("stack.lua: several plain limits in one call", () => {
     expect(await admin.mget(...STEPPED.map((one) => layout.stateKey(one.name)))).toEqual(before);
   });
 
+  it("under a burst of concurrent checks from many connections admits exactly the tightest limit, all-or-nothing", async () => {
+    const tight = [policy({ name: "wide", algorithm: "gcra", limit: 1000, period: "1h" }), policy({ name: "narrow", algorithm: "fixed-window", limit: 10, period: "1h" })];
+    const stores = Array.from({ length: 4 }, () => new RedisStore({ url: server.url, keyPrefix: "stack:", timeoutMs: 5000 }));
+    try {
+      const decisions = await Promise.all(Array.from({ length: 400 }, (_, i) => stores[i % stores.length]!.check("burst", tight, reject)));
+      expect(decisions.filter((decision) => decision.allowed)).toHaveLength(10);
+      // The refused 390 consumed nothing from the wide limit either.
+      const peeked = await store.peek("burst", tight);
+      expect(peeked.policies.map((result) => result.remaining)).toEqual([990, 0]);
+    } finally {
+      await Promise.all(stores.map((one) => one.close()));
+    }
+  });
+
   it("a state another algorithm wrote (the policy was redefined) goes to check.lua, which decides it as before", async () => {
     const asGcra = [policy({ name: "x", algorithm: "gcra", limit: 3, period: "10s" }), STEPPED[1]!];
     const asWindow = [policy({ name: "x", algorithm: "fixed-window", limit: 3, period: "10s" }), STEPPED[1]!];
