@@ -148,7 +148,7 @@ export class GatewayCore {
     this.#usageWarnings = new UsageWarnings(this.log);
     const { observer, limiter } = options;
     // Default: the config's overrides, and the store's runtime table when it has one.
-    const routeOverrides = options.overrides ?? overridesFor(options.config, limiter);
+    const routeOverrides = options.overrides ?? overridesFor(options.config, limiter, options.log);
     this.#preparedOf = new Map(
       parsed.routes.map((route) => {
         const label = routeLabel(route);

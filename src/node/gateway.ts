@@ -154,7 +154,7 @@ export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | un
   const gateway = options.gateway ?? parseGatewayConfig(options.config);
   if (!gateway) return undefined;
   refuseCfKeys(gateway);
-  const overrides = options.overrides ?? overridesFor(options.config, options.limiter);
+  const overrides = options.overrides ?? overridesFor(options.config, options.limiter, options.log);
   const core = new GatewayCore({ ...options, gateway, overrides });
   const agents = options.agents ?? originAgents();
   const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch({ agents }) });

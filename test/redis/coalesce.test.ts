@@ -46,10 +46,12 @@ describe("write coalescing under load (standalone Redis)", () => {
     const decisions = await Promise.all(pending);
     expect(decisions.filter((decision) => decision.allowed)).toHaveLength(100);
     expect(decisions.slice(0, 100).every((decision) => decision.allowed)).toBe(true);
-    // One write per command would be up to 300 reads for Redis; held writes arrive together.
+    // One write per command would be up to 300 reads for Redis; held writes arrive together. How many
+    // reads the held ~30 KB take depends on how Redis is scheduled against this process (38 were seen on
+    // a loaded 2-core CI machine), so the bound is a third of one read per command, not a tight count.
     // (The INFO call itself is one more read.)
     const reads = (await readsProcessed(admin)) - readsBefore;
-    expect(reads).toBeLessThan(COALESCE_MIN_IN_FLIGHT + 30);
+    expect(reads).toBeLessThan(100);
   });
 
   it("keeps every reply matched to its command when other commands share the client", async () => {

@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { parseConfig, withDryRunEnv } from "../../src/config.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { ValidationError } from "../../src/core/validation.js";
-import { Overrides } from "../../src/overrides/overrides.js";
+import { createNodeGateway } from "../../src/node/gateway.js";
+import { Overrides, overridesFor } from "../../src/overrides/overrides.js";
+import { MemoryStore } from "../../src/stores/memory.js";
 import { MAX_OVERRIDES_PER_POLICY, type Override, parseOverride } from "../../src/overrides/parse.js";
 import { OverrideIndex } from "../../src/overrides/resolver.js";
 import { MemoryOverrideTable, type OverrideTable, overridesPage } from "../../src/overrides/table.js";
@@ -204,5 +206,26 @@ describe("the memory store's table", () => {
     const third = overridesPage(overrides, second.cursor, NOW);
     expect([first.overrides.length, second.overrides.length, third.overrides.length, third.cursor]).toEqual([1000, 1000, 499, undefined]);
     expect(() => overridesPage(overrides, "%%", NOW)).toThrow(ValidationError);
+  });
+});
+
+describe("where the overrides cache logs", () => {
+  it("a gateway built with a log hands it the overrides' lines, not the console", async () => {
+    const config = parseConfig({
+      origin: "http://127.0.0.1:9",
+      overridesTtl: "50ms",
+      policies: [{ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }],
+      routes: [{ match: { path: "/*" }, policies: ["per-key"], key: "ip" }],
+    });
+    const store = new MemoryStore();
+    const logs: Record<string, unknown>[] = [];
+    createNodeGateway({ config, limiter: store, log: (entry) => logs.push(entry) });
+    // The gateway's cache is the one every part of this process shares for (config, store).
+    const overrides = overridesFor(config, store);
+    await overrides.resolve([window], "k");
+    store.overrides.versions = () => Promise.reject(new Error("store down"));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await overrides.resolve([window], "k");
+    expect(logs).toEqual([expect.objectContaining({ event: "overrides-refresh-failed", error: "Error: store down" })]);
   });
 });

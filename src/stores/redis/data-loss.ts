@@ -2,6 +2,7 @@ import type { Redis } from "ioredis";
 import { concurrencyPolicies } from "../../core/concurrency.js";
 import type { Decision, Policy } from "../../core/types.js";
 import { StoreUnavailableError } from "../../limiter.js";
+import { Subscriptions } from "./client-events.js";
 import { isCluster } from "./connection.js";
 import { withTimeout } from "./errors.js";
 import type { RedisClient } from "./scripts.js";
@@ -61,6 +62,8 @@ export class DataLossGuard {
   private resetCount = 0;
   private readonly timer: ReturnType<typeof setInterval>;
   private readonly watched = new WeakSet<Redis>();
+  /** Shared with every other store on the client, dropped on close (client-events.ts). */
+  private readonly subscriptions = new Subscriptions();
   private periodic: Redis | undefined;
   /** Checks run one at a time: two at once could both see one loss (one by SET NX, one by the id). */
   private checking: Promise<unknown> = Promise.resolve();
@@ -72,13 +75,13 @@ export class DataLossGuard {
     const client = options.client;
     if (isCluster(client)) {
       for (const node of client.nodes()) this.watch(node);
-      client.on("+node", (node: Redis) => this.watch(node));
-      client.on("-node", () => this.unverify());
+      this.subscriptions.on(client, "+node", (node: Redis) => this.watch(node));
+      this.subscriptions.on(client, "-node", () => this.unverify());
       // Not from inside the Cluster's own slot refresh: once it has settled.
-      client.on("refresh", () => setTimeout(() => this.verifySoon(), 0));
+      this.subscriptions.on(client, "refresh", () => setTimeout(() => this.verifySoon(), 0));
     } else this.watch(client as Redis);
     // A client that quit stops the checks (and lets go of the client).
-    client.on("end", () => {
+    this.subscriptions.on(client, "end", () => {
       if (client.status === "end") this.close();
     });
     this.timer = setInterval(() => this.checkPeriodically(), options.checkIntervalMs ?? DEFAULT_DATA_CHECK_INTERVAL_MS);
@@ -111,7 +114,9 @@ export class DataLossGuard {
 
   close(): void {
     clearInterval(this.timer);
+    this.subscriptions.close();
     this.periodic?.disconnect();
+    this.periodic = undefined;
   }
 
   /**
@@ -135,13 +140,13 @@ export class DataLossGuard {
     if (this.watched.has(node)) return;
     this.watched.add(node);
     // Synchronous with the disconnect: no grant passes beforeGrant once the socket is gone.
-    node.on("close", () => this.unverify());
-    node.on("ready", () => {
+    this.subscriptions.on(node, "close", () => this.unverify());
+    this.subscriptions.on(node, "ready", () => {
       this.lastConnectionError = undefined;
       this.verifySoon();
     });
     // Kept for health: a refused AUTH leaves the client "connecting" with no other trace.
-    node.on("error", (error: Error) => (this.lastConnectionError = error.message));
+    this.subscriptions.on(node, "error", (error: Error) => (this.lastConnectionError = error.message));
   }
 
   private unverify(): void {

@@ -12,6 +12,7 @@ import { Deadlines, withTimeout } from "./errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js";
 import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
+import { Subscriptions } from "./client-events.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { describeConnectionError, redactRedisUrl, validateRedisUrl } from "./connection-errors.js";
 import { type Stack, stackOf } from "./stacks.js";
@@ -84,14 +85,17 @@ export class RedisStore implements Limiter {
   /** Where this store connects, for messages (password hidden). */
   private readonly target: string | undefined;
   #connectionError: string | undefined;
+  /** This store's listeners on its client, shared with other stores on it (client-events.ts). */
+  private readonly subscriptions = new Subscriptions();
 
   constructor(options: RedisStoreOptions) {
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
     this.target = targetOf(options);
     // Reported through ready(), health(), the log and each call's error instead.
+    // (A client of its own keeps this listener past close: its QUIT may still end in an error.)
     if (this.ownsClient) this.client.on("error", (error: Error) => (this.#connectionError = describeConnectionError(error, this.target)));
-    this.client.on("ready", () => (this.#connectionError = undefined));
+    this.subscriptions.on(this.client, "ready", () => (this.#connectionError = undefined));
     this.runner = runnerFor(this.client);
     this.kind = this.runner.isCluster ? "redis-cluster" : "redis";
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
@@ -294,8 +298,10 @@ export class RedisStore implements Limiter {
   async close(): Promise<void> {
     this.waiters.close();
     this.undo.close();
-    if (!this.ownsClient) return;
+    // A shared client stays as it was: without this store's listeners, checks and timers.
+    this.subscriptions.close();
     this.dataLoss.close();
+    if (!this.ownsClient) return;
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
 
