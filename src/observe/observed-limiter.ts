@@ -12,6 +12,37 @@ function failureOutcome(policies: readonly Policy[], error: unknown): DecisionOu
   }
 }
 
+/** Blocks remembered (key, policy → end): bounded, cleared when full. */
+const MAX_STARTED_BLOCKS = 10_000;
+
+/**
+ * The blocks an observer was told of, by when they end. A block can start again only after
+ * it ended, at least a block length (1 s or more) later, so an end within half a second of
+ * the remembered one is the same block.
+ */
+class StartedBlocks {
+  private readonly endsMs = new Map<string, number>();
+
+  isNew(key: string, policy: string, blockedMs: number): boolean {
+    const id = `${policy.length}:${policy}${key}`;
+    const endMs = Date.now() + blockedMs;
+    const knownEndMs = this.endsMs.get(id);
+    if (knownEndMs !== undefined && Math.abs(knownEndMs - endMs) < 500) return false;
+    if (this.endsMs.size >= MAX_STARTED_BLOCKS) this.endsMs.clear();
+    this.endsMs.set(id, endMs);
+    return true;
+  }
+}
+
+const startedBlocks = new WeakMap<SpillwayObserver, StartedBlocks>();
+
+/** One per observer: the routes' and the API's observed limiters share it. */
+function startedBlocksOf(observer: SpillwayObserver): StartedBlocks {
+  let started = startedBlocks.get(observer);
+  if (!started) startedBlocks.set(observer, (started = new StartedBlocks()));
+  return started;
+}
+
 /**
  * A Limiter that tells `observer` about every check (cost above 0) and acquire: outcome per
  * policy, store round trip, and store errors. It decides nothing itself: answers and errors
@@ -40,13 +71,16 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
     throw error;
   };
 
-  // A block just started shows its whole length (ms are whole: a later answer shows less).
+  // A block just started shows its whole length; so does every denial under it in the same
+  // millisecond (a burst), which the observer's started blocks tell apart from a new block.
+  const started = startedBlocksOf(observer);
   const blocksStarted = (key: string, policies: readonly Policy[], decision: Decision) => {
     if (decision.allowed || !observer.block) return;
     for (const part of decision.policies) {
       if (part.blockedMs === undefined) continue;
       const policy = policies.find((one) => one.name === part.policy);
-      if (policy?.blockMs === part.blockedMs) observer.block({ source, store, key, policy: part.policy, blockedMs: part.blockedMs });
+      if (policy?.blockMs !== part.blockedMs || !started.isNew(key, part.policy, part.blockedMs)) continue;
+      observer.block({ source, store, key, policy: part.policy, blockedMs: part.blockedMs });
     }
   };
 

@@ -37,6 +37,19 @@ describe("observing blocks", () => {
     expect(lines.filter((line) => line.event === "deny")).toHaveLength(2);
   });
 
+  it("a burst of denials in the block's first millisecond logs it once; a block started again after it ended logs again", async () => {
+    const lines: LogLine[] = [];
+    const shortBlock = parseConfig({ policies: [{ name: "pins", algorithm: "fixed-window", limit: 1, period: "1s", block: "1s" }] });
+    const observing = createNodeObservability({ config: shortBlock, limiter: new MemoryStore(), log: (line) => lines.push(line) });
+    const pins = [shortBlock.catalog.get("pins")!];
+    const burst = () => Promise.all(Array.from({ length: 50 }, () => observing.apiLimiter.check("card", pins, reject)));
+    expect((await burst()).filter((decision) => decision.allowed)).toHaveLength(1);
+    expect(lines.filter((line) => line.event === "block")).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // the block and its window are over
+    expect((await burst()).filter((decision) => decision.allowed)).toHaveLength(1);
+    expect(lines.filter((line) => line.event === "block")).toHaveLength(2);
+  });
+
   it("logs the block a debit's overdraft starts", async () => {
     const lines: LogLine[] = [];
     const observing = createNodeObservability({ config, limiter: new MemoryStore(), log: (line) => lines.push(line) });
