@@ -35,6 +35,14 @@ export interface RetryOptions {
 
 const DEFAULT_RETRY: RetryOptions = { attempts: 3, baseDelayMs: 10, maxDelayMs: 100 };
 
+/**
+ * A release is tried for longer (about 4 s in all, inside a Worker's waitUntil): one that is
+ * given up on keeps its slot taken for nobody until the lease expires. Releasing twice is
+ * harmless (an unknown lease is a no-op), so an overloaded object is retried too: a release
+ * only takes load off it.
+ */
+export const RELEASE_RETRY: RetryOptions = { attempts: 8, baseDelayMs: 50, maxDelayMs: 1000 };
+
 interface DurableObjectError {
   retryable?: boolean;
   overloaded?: boolean;
@@ -50,13 +58,19 @@ export function isRetryable(error: unknown): boolean {
   return Boolean(flags?.retryable) && !flags?.overloaded;
 }
 
-/** Runs `call` with capped, jittered exponential backoff on retryable errors. */
-export async function withRetries<T>(call: () => Promise<T>, options: RetryOptions = DEFAULT_RETRY): Promise<T> {
+/** A release's errors worth another try: the runtime's transient ones, overloaded included. */
+export function isReleaseRetryable(error: unknown): boolean {
+  const flags = error as DurableObjectError | null;
+  return Boolean(flags?.retryable || flags?.overloaded);
+}
+
+/** Runs `call` with capped, jittered exponential backoff on errors `retryable` accepts. */
+export async function withRetries<T>(call: () => Promise<T>, options: RetryOptions = DEFAULT_RETRY, retryable: (error: unknown) => boolean = isRetryable): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
     } catch (error) {
-      if (!isRetryable(error) || attempt >= options.attempts) throw error;
+      if (!retryable(error) || attempt >= options.attempts) throw error;
       const ceilingMs = Math.min(options.maxDelayMs, options.baseDelayMs * 2 ** (attempt - 1));
       await sleep(Math.random() * ceilingMs);
     }
@@ -71,12 +85,14 @@ export async function withRetries<T>(call: () => Promise<T>, options: RetryOptio
 export class DurableObjectStore implements Limiter {
   private readonly namespace: KeyLimiterNamespace;
   private readonly retry: RetryOptions;
+  private readonly releaseRetry: RetryOptions;
   readonly kind = "durable-object";
 
   /** `namespace`: the LIMITER binding of LimiterObject (or of any class with its RPC surface). */
-  constructor(namespace: KeyLimiterNamespace, retry: RetryOptions = DEFAULT_RETRY) {
+  constructor(namespace: KeyLimiterNamespace, retry: RetryOptions = DEFAULT_RETRY, releaseRetry: RetryOptions = RELEASE_RETRY) {
     this.namespace = namespace;
     this.retry = retry;
+    this.releaseRetry = releaseRetry;
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -113,7 +129,7 @@ export class DurableObjectStore implements Limiter {
 
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
     policies = storePolicies(policies);
-    return this.call(key, (stub) => stub.release([...policies], leaseId));
+    return this.call(key, (stub) => stub.release([...policies], leaseId), this.releaseRetry, isReleaseRetryable);
   }
 
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
@@ -125,9 +141,9 @@ export class DurableObjectStore implements Limiter {
     return { ok: true, store: this.kind };
   }
 
-  private async call<T>(key: string, run: (stub: DurableObjectStub<KeyLimiterObject>) => Promise<T>): Promise<T> {
+  private async call<T>(key: string, run: (stub: DurableObjectStub<KeyLimiterObject>) => Promise<T>, retry = this.retry, retryable = isRetryable): Promise<T> {
     try {
-      return await withRetries(() => run(this.namespace.getByName(key)), this.retry);
+      return await withRetries(() => run(this.namespace.getByName(key)), retry, retryable);
     } catch (error) {
       // An overloaded object is shed, never failed open: a burst on one key must not admit it all.
       if ((error as DurableObjectError | null)?.overloaded) throw new OverloadedError(`Durable Object overloaded: ${(error as Error).message}`, { cause: error });
