@@ -6,7 +6,7 @@ export interface Stack {
   members: readonly Policy[];
   names: readonly string[];
   algorithms: readonly AlgorithmName[];
-  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]" (context.lua). */
+  /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name or ->[ <blockMs>]" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
   /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
@@ -46,7 +46,11 @@ export function stackOf(policies: readonly Policy[]): Stack {
 function encodeStack(policies: readonly Policy[]): Stack {
   const args = [String(policies.length)];
   for (const policy of policies) {
-    const spec = `${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${policy.name}`;
+    // The scripts read a name only to queue waiters for a concurrency policy. Others send "-":
+    // policies that differ by name alone (an Envoy descriptor's counters, one per value) are
+    // then one argument text, which the library parses once (context.lua's policy cache).
+    const name = policy.algorithm === "concurrency" ? policy.name : "-";
+    const spec = `${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${name}`;
     // A name has no spaces, so the block may follow it, only when there is one.
     args.push(policy.blockMs === undefined ? spec : `${spec} ${policy.blockMs}`);
   }

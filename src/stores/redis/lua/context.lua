@@ -6,7 +6,9 @@
 --   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
 --   ARGV[2] N, the number of policies
 --   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>", then
---             " <blockMs>" when the policy has a block (a name has no spaces)
+--             " <blockMs>" when the policy has a block (a name has no spaces); the name is
+--             "-" but for concurrency policies (only waiters read it), so policies that
+--             differ by name alone share one text and one parse
 --   ARGV[3+N] the pub/sub channel that wakes waiters, only when the waiter keys are passed
 -- Every argument and every reply element costs Redis time, which is why a policy is one
 -- argument and the clock is one.
