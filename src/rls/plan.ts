@@ -42,7 +42,8 @@ const MAX_CACHED_COUNTERS = 16_384;
  */
 export class Planner {
   private readonly digest: Digest;
-  private readonly counters = new WeakMap<RlsRule, Map<string, { counterId: string; limits: CounterLimit[] }>>();
+  /** Per rule (one object per config load): its counters by entries, bounded, started afresh when full. */
+  private readonly counters = new WeakMap<RlsRule, CounterNode & { count: number }>();
   private readonly overrides = new Map<string, RlsRule>();
 
   constructor(digest: Digest) {
@@ -53,11 +54,11 @@ export class Planner {
     const domain = config.domains.get(request.domain);
     if (!domain) return { planned: request.descriptors.map(() => ({ kind: "none" })) };
     const matches = request.descriptors.map((descriptor) => this.ruleOf(domain, descriptor));
-    const replaced = new Set<string>();
-    for (const match of matches) if (match) for (const name of match.rule.replaces) replaced.add(name);
+    let replaced: Set<string> | undefined;
+    for (const match of matches) if (match) for (const name of match.rule.replaces) (replaced ??= new Set()).add(name);
     const planned = request.descriptors.map((descriptor, index): Planned => {
       const match = matches[index];
-      if (!match || (match.rule.name !== undefined && replaced.has(match.rule.name))) return { kind: "none" };
+      if (!match || (match.rule.name !== undefined && replaced?.has(match.rule.name))) return { kind: "none" };
       const { rule, counterEntries, ...counted } = match;
       if (rule.kind === "unlimited") return { kind: "unlimited" };
       const ruleName = rule.name === undefined ? {} : { ruleName: rule.name };
@@ -93,22 +94,41 @@ export class Planner {
     return rule;
   }
 
-  private countersOf(domain: RlsDomain, rule: Extract<RlsRule, { kind: "limit" }>, entries: readonly Entry[]): { counterId: string; limits: CounterLimit[] } {
-    let byEntries = this.counters.get(rule);
-    if (!byEntries) this.counters.set(rule, (byEntries = new Map()));
+  private countersOf(domain: RlsDomain, rule: Extract<RlsRule, { kind: "limit" }>, entries: readonly Entry[]): Counters {
+    let root = this.counters.get(rule);
+    if (!root || root.count >= MAX_CACHED_COUNTERS) this.counters.set(rule, (root = { count: 0, next: new Map() }));
+    // Found by walking the entries, a key then a value a level (no text built per request).
+    let node: CounterNode = root;
+    for (const [key, value] of entries) node = childOf(childOf(node, key), value);
+    if (node.counters) return node.counters;
     // Length-prefixed, so no two different entry lists spell the same text.
     let text = `${domain.name.length}:${domain.name}`;
     for (const [key, value] of entries) text += `|${key.length}:${key}${value.length}:${value}`;
-    const cached = byEntries.get(text);
-    if (cached) return cached;
     const counterId = this.digest(text).slice(0, 40);
     const limits = rule.policies.map((limit): CounterLimit => {
       const stored: Policy = { ...limit.policy, name: `r.${this.digest(`${counterId}/${limit.policy.name}`).slice(0, 40)}` };
       return rule.name === undefined ? { stored, limit } : { stored, limit, ruleName: rule.name };
     });
-    if (byEntries.size >= MAX_CACHED_COUNTERS) byEntries.clear();
-    const counters = { counterId, limits };
-    byEntries.set(text, counters);
-    return counters;
+    root.count++;
+    return (node.counters = { counterId, limits });
   }
+}
+
+/** A descriptor's counters: its id (a hash of the domain and entries) and its limits as stored. */
+interface Counters {
+  counterId: string;
+  limits: CounterLimit[];
+}
+
+/** A level of Planner's counter cache: keys and values alternate; counters where an entry list ends. */
+interface CounterNode {
+  next?: Map<string, CounterNode>;
+  counters?: Counters;
+}
+
+function childOf(node: CounterNode, text: string): CounterNode {
+  const next = (node.next ??= new Map());
+  let child = next.get(text);
+  if (!child) next.set(text, (child = {}));
+  return child;
 }

@@ -5,7 +5,7 @@ import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js
 import { type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
-import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from "./status.js";
+import { type DescriptorResult, type RlsAnswer, type RlsStatus, decidedFor, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
 
@@ -46,7 +46,8 @@ export class RlsService {
   private readonly options: RlsServiceOptions;
   private readonly planner: Planner;
   private readonly clockMs: () => number;
-  private readonly stacks = new Map<string, { sources: readonly (readonly CounterLimit[])[]; policies: readonly Policy[] }>();
+  private stacks = new Map<readonly CounterLimit[], StackNode>();
+  private stackCount = 0;
 
   constructor(options: RlsServiceOptions) {
     this.options = options;
@@ -80,19 +81,23 @@ export class RlsService {
   /** The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. */
   private async checkTogether(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
     // A requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
-    let denied = planned.some((plan) => plan.kind === "block" && !plan.shadow);
-    const groups = new Map<number, number[]>();
-    planned.forEach((plan, index) => {
-      if (plan.kind !== "limit" || plan.shadow) return;
-      const group = groups.get(plan.cost);
-      if (group) group.push(index);
-      else groups.set(plan.cost, [index]);
-    });
-    for (const [cost, indices] of groups) {
-      const policies = this.stackOf(indices.map((index) => planned[index] as Extract<Planned, { kind: "limit" }>));
-      const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : cost);
-      const result = { decision, byName: byName(decision) };
-      for (const index of indices) results[index] = result;
+    let denied = false;
+    let cost: number | undefined;
+    let oneCost = true;
+    for (const plan of planned) {
+      if (plan.kind === "block" && !plan.shadow) denied = true;
+      if (plan.kind !== "limit" || plan.shadow) continue;
+      if (cost === undefined) cost = plan.cost;
+      else if (plan.cost !== cost) oneCost = false;
+    }
+    if (cost === undefined) return;
+    // The usual request: every enforced descriptor at one cost, one stacked call.
+    const groups = oneCost ? [{ cost, indices: enforcedIndices(planned) }] : groupsByCost(planned);
+    for (const group of groups) {
+      const policies = this.stackOf(group.indices.map((index) => planned[index] as LimitPlan));
+      const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : group.cost);
+      const result = { decision };
+      for (const index of group.indices) results[index] = result;
       if (!decision.allowed) denied = true;
     }
   }
@@ -103,7 +108,7 @@ export class RlsService {
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || plan.shadow) return;
         const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, this.stackOf([plan]), plan.cost);
-        results[index] = { decision, byName: byName(decision) };
+        results[index] = { decision };
       }),
     );
   }
@@ -117,7 +122,7 @@ export class RlsService {
         const key = domain.atomic ? domainKey(domain.name) : `${domainKey(domain.name)}/${plan.counterId}`;
         try {
           const decision = await this.check(key, this.stackOf([plan]), plan.cost);
-          results[index] = { decision, byName: byName(decision) };
+          results[index] = { decision };
         } catch {
           // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
         }
@@ -128,19 +133,27 @@ export class RlsService {
   /**
    * The one policies array of a combination of counters, kept: the store caches a stack's
    * encoding by the array's identity, so a new array per request would be encoded (and
-   * weakly mapped) again on every call. Keyed by the counters' ids, checked by the identity
-   * of their limits (a reload's new rules build new ones), bounded like the planner's cache.
+   * weakly mapped) again on every call. Found by the identity of each counter's limits (the
+   * planner's, one array per counter and config load, so a reload's new rules build new
+   * stacks), one Map level per descriptor: no key text per request. Bounded like the
+   * planner's cache.
    */
-  private stackOf(plans: readonly Extract<Planned, { kind: "limit" }>[]): readonly Policy[] {
-    let key = plans[0]!.counterId;
-    for (let i = 1; i < plans.length; i++) key += `,${plans[i]!.counterId}`;
-    const cached = this.stacks.get(key);
-    if (cached && cached.sources.length === plans.length && cached.sources.every((limits, i) => limits === plans[i]!.limits)) return cached.policies;
-    const sources = plans.map((plan) => plan.limits);
-    const policies = uniquePolicies(sources);
-    if (this.stacks.size >= MAX_CACHED_STACKS) this.stacks.clear();
-    this.stacks.set(key, { sources, policies });
-    return policies;
+  private stackOf(plans: readonly LimitPlan[]): readonly Policy[] {
+    if (this.stackCount >= MAX_CACHED_STACKS) {
+      this.stacks = new Map();
+      this.stackCount = 0;
+    }
+    let level = this.stacks;
+    let node: StackNode | undefined;
+    for (let i = 0; i < plans.length; i++) {
+      const limits = plans[i]!.limits;
+      node = level.get(limits);
+      if (!node) level.set(limits, (node = {}));
+      if (i < plans.length - 1) level = node.next ??= new Map();
+    }
+    if (node!.policies) return node!.policies;
+    this.stackCount++;
+    return (node!.policies = uniquePolicies(plans.map((plan) => plan.limits)));
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
@@ -168,6 +181,36 @@ export class RlsService {
   }
 }
 
+type LimitPlan = Extract<Planned, { kind: "limit" }>;
+
+/** A combination of counters in RlsService.stackOf: its policies, and longer combinations that start with it. */
+interface StackNode {
+  policies?: readonly Policy[];
+  next?: Map<readonly CounterLimit[], StackNode>;
+}
+
+/** The indices of the enforced (limited, not shadow) descriptors, in request order. */
+function enforcedIndices(planned: readonly Planned[]): number[] {
+  const indices: number[] = [];
+  for (let i = 0; i < planned.length; i++) {
+    const plan = planned[i]!;
+    if (plan.kind === "limit" && !plan.shadow) indices.push(i);
+  }
+  return indices;
+}
+
+/** The enforced descriptors grouped by cost (a stack has one cost), in order of first appearance. */
+function groupsByCost(planned: readonly Planned[]): { cost: number; indices: number[] }[] {
+  const groups = new Map<number, number[]>();
+  for (const index of enforcedIndices(planned)) {
+    const { cost } = planned[index] as LimitPlan;
+    const group = groups.get(cost);
+    if (group) group.push(index);
+    else groups.set(cost, [index]);
+  }
+  return [...groups].map(([cost, indices]) => ({ cost, indices }));
+}
+
 /** The stored policies of several descriptors as one stack: a counter two descriptors share is checked once. */
 function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Policy[] {
   const seen = new Set<string>();
@@ -182,10 +225,6 @@ function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Polic
   return policies;
 }
 
-function byName(decision: Decision): Map<string, PolicyDecision> {
-  return new Map(decision.policies.map((result) => [result.policy, result]));
-}
-
 /** Spillway's RateLimit fields over every enforced limit of the request, labelled as written. */
 function headersOf(planned: readonly Planned[], results: readonly DescriptorResult[], allowed: boolean): { key: string; value: string }[] | undefined {
   const policies: Policy[] = [];
@@ -194,7 +233,7 @@ function headersOf(planned: readonly Planned[], results: readonly DescriptorResu
     const result = results[index];
     if (plan.kind !== "limit" || plan.shadow || !result) return;
     for (const { stored, limit } of plan.limits) {
-      const decided = result.byName.get(stored.name);
+      const decided = decidedFor(result.decision, stored.name);
       if (!decided) continue;
       policies.push(limit.policy);
       decisions.push({ ...decided, policy: limit.policy.name });

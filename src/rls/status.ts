@@ -17,10 +17,16 @@ export interface RlsAnswer {
   response_headers_to_add?: { key: string; value: string }[];
 }
 
-/** A store decision for the stack a descriptor was part of, its policies by (stored) name. */
+/** The store decision for the stack a descriptor was part of. */
 export interface DescriptorResult {
   decision: Decision;
-  byName: ReadonlyMap<string, PolicyDecision>;
+}
+
+/** A stack's decision for one of its policies, by (stored) name: a stack holds a handful, so a scan beats building a Map per decision. */
+export function decidedFor(decision: Decision, name: string): PolicyDecision | undefined {
+  const policies = decision.policies;
+  for (let i = 0; i < policies.length; i++) if (policies[i]!.policy === name) return policies[i];
+  return undefined;
 }
 
 const MAX_UINT32 = 4_294_967_295;
@@ -66,7 +72,7 @@ function reported(limits: readonly CounterLimit[], result: DescriptorResult | un
   if (!result) return undefined;
   let chosen: { decided: PolicyDecision; counter: CounterLimit } | undefined;
   for (const counter of limits) {
-    const decided = result.byName.get(counter.stored.name);
+    const decided = decidedFor(result.decision, counter.stored.name);
     if (!decided) continue;
     if (!chosen) chosen = { decided, counter };
     else if (decided.allowed ? chosen.decided.allowed && decided.remaining < chosen.decided.remaining : chosen.decided.allowed || rank(decided) > rank(chosen.decided)) chosen = { decided, counter };
