@@ -61,7 +61,7 @@ function parseDomain(file: RlsFile): RlsDomain {
 }
 
 function parseLevel(input: unknown, path: string, parentStatKey: string, at: (path: string) => string): RlsLevel {
-  const level = { exact: new Map<string, RlsNode>(), wildcards: [] as RlsWildcard[], byKey: new Map<string, RlsNode>() };
+  const level = { exact: new Map<string, Map<string, RlsNode>>(), wildcards: [] as RlsWildcard[], byKey: new Map<string, RlsNode>() };
   if (input === undefined || input === null) return level;
   if (!Array.isArray(input)) throw new ValidationError(at(path), `must be a list of descriptors, got ${describeValue(input)}`);
   const seen = new Map<string, string>();
@@ -74,14 +74,13 @@ function parseLevel(input: unknown, path: string, parentStatKey: string, at: (pa
     seen.set(identity, itemPath);
     if (node.value === undefined) level.byKey.set(node.key, node);
     else if (node.value.includes("*")) level.wildcards.push({ key: node.key, parts: node.value.split("*"), node });
-    else level.exact.set(exactKey(node.key, node.value), node);
+    else {
+      let byValue = level.exact.get(node.key);
+      if (!byValue) level.exact.set(node.key, (byValue = new Map()));
+      byValue.set(node.value, node);
+    }
   });
   return level;
-}
-
-/** The lookup key of an exact entry: a separator no descriptor key holds in practice, and unambiguous. */
-export function exactKey(key: string, value: string): string {
-  return `${key}\u0000${value}`;
 }
 
 function parseNode(input: unknown, path: string, parentStatKey: string, at: (path: string) => string): RlsNode {

@@ -1,4 +1,3 @@
-import { exactKey } from "./config.js";
 import type { RlsDomain, RlsNode, RlsRule } from "./types.js";
 
 /** A descriptor entry as the request sends it. */
@@ -34,7 +33,7 @@ export function matchDescriptor(domain: RlsDomain, entries: readonly Entry[]): M
   let shared: Map<number, string> | undefined;
   for (let i = 0; i < entries.length; i++) {
     const [key, value] = entries[i]!;
-    let node = level.exact.get(exactKey(key, value));
+    let node = level.exact.get(key)?.get(value);
     if (!node) {
       for (const wildcard of level.wildcards) {
         if (wildcard.key === key && wildcardMatches(wildcard.parts, value)) {

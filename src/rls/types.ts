@@ -22,7 +22,8 @@ export interface RlsDomain {
 
 /** One level of the descriptor tree: exact `key_value` entries, wildcard entries in file order, bare `key` entries. */
 export interface RlsLevel {
-  exact: ReadonlyMap<string, RlsNode>;
+  /** By key, then by value: found without building a text per request. */
+  exact: ReadonlyMap<string, ReadonlyMap<string, RlsNode>>;
   wildcards: readonly RlsWildcard[];
   byKey: ReadonlyMap<string, RlsNode>;
 }
