@@ -50,11 +50,21 @@ export class LocalCache extends ForwardingLimiter {
     this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
   }
 
-  override async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
-    options = storeCheckOptions(options);
-    policies = storePolicies(policies);
-    const policy = policies[0]!;
-    if (policies.length !== 1 || !policy.local || options.mode !== "reject" || !(options.cost > 0)) return this.store.check(key, policies, options);
+  override check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
+    // Not async: a check the local cache does not take answers with the store's own promise,
+    // without an async function's extra turns (every Redis decision passes here).
+    try {
+      const checked = storeCheckOptions(options);
+      policies = storePolicies(policies);
+      const policy = policies[0]!;
+      if (policies.length !== 1 || !policy.local || checked.mode !== "reject" || !(checked.cost > 0)) return this.store.check(key, policies, checked);
+      return this.checkLocally(key, policy, checked);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private async checkLocally(key: string, policy: Policy, options: CheckOptions): Promise<Decision> {
     const entry = this.entryOf(key, policy);
     if (!leasable(policy)) return this.answerLocally(entry, options.cost) ?? this.direct(key, entry, options.cost);
     for (let round = 0; ; round++) {
