@@ -162,6 +162,27 @@ describe("Redis faults", () => {
     await store.close();
   });
 
+  it("a stalled Redis and one call alone (its write out at once, its clock started without waiting a turn): it fails within the timeout", async () => {
+    const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: () => {} });
+    expect(await store.ready(10_000)).toBe(true);
+    const one = parsePolicy({ name: "one-call", algorithm: "gcra", limit: 10, period: "1s" }, "policy");
+    expect((await store.check("alone", [one], reject)).allowed).toBe(true);
+    const pid = server.process.pid!;
+    process.kill(pid, "SIGSTOP");
+    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 1000);
+    const begin = performance.now();
+    try {
+      const error = await store.check("alone", [one], reject).catch((thrown: unknown) => thrown);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 150);
+    } finally {
+      clearTimeout(resume);
+      process.kill(pid, "SIGCONT");
+    }
+    expect((await store.check("alone-after", [one], reject)).allowed).toBe(true);
+    await store.close();
+  });
+
   it("SCRIPT FLUSH and FUNCTION FLUSH mid-run: no caller sees an error and nothing is counted twice", async () => {
     // A reload costs one more round trip; the timeout is generous so that a loaded machine's
     // stalls (not the reload) cannot fail a call: this test is about errors and double counts.

@@ -55,6 +55,11 @@ export class WriteCoalescer {
     return this.held;
   }
 
+  /** Whether what was handed to the client so far is written: nothing held, nothing waiting in the socket's buffer. */
+  sentNow(): boolean {
+    return !this.held && this.client.stream?.writableLength === 0;
+  }
+
   /** Call before sending a command on the client. */
   beforeSend(): void {
     const inFlight = this.client.commandQueue.length;
@@ -100,6 +105,13 @@ export class ClusterWriteCoalescer {
   beforeSend(): void {
     const coalescers = this.coalescers;
     for (let i = 0; i < coalescers.length; i++) coalescers[i]!.beforeSend();
+  }
+
+  /** WriteCoalescer.sentNow over every node. */
+  sentNow(): boolean {
+    const coalescers = this.coalescers;
+    for (let i = 0; i < coalescers.length; i++) if (!coalescers[i]!.sentNow()) return false;
+    return true;
   }
 
   /** WriteCoalescer.afterHeldWrites over every node: `then` runs once the last node holding writes has sent them. */

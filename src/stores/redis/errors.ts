@@ -66,9 +66,10 @@ interface Waiting {
  *
  * The clock measures the store, not this process (a burst of thousands of requests parsed in
  * one long turn once made every decision "time out" against a healthy Redis):
- * - a call's timeoutMs starts when the turn of the event loop that sent it has ended and its
- *   command has been written (a coalesced write goes out at the end of a turn; coalesce.ts),
- *   not when it was handed to ioredis;
+ * - a call's timeoutMs starts when its command has been written, not when it was handed to
+ *   ioredis: at once when the write went out with the hand-over (nothing held, nothing left in
+ *   the socket's buffer: the usual call with few in flight, which then waits no turn), else
+ *   when the turn that sent it has ended and the writes held in it are out (coalesce.ts);
  * - a call is rejected one turn after the timer fired, and only if it was due when the timer
  *   fired: the poll phase in between has read every answer that reached the socket by then,
  *   however long this process was busy before;
@@ -94,16 +95,20 @@ export class Deadlines {
 
   /** Calls `then` once the writes held now are out and answers true; false when none are held. */
   private readonly afterHeldWrites: (then: () => void) => boolean;
+  /** Whether the call just sent is written already (coalesce.ts, sentNow); false when unknown. */
+  private readonly sentNow: () => boolean;
 
   /**
    * `settled` hears every outcome: undefined on a reply, the thrown error otherwise.
    * `afterHeldWrites`: the write coalescer's (coalesce.ts), when writes may be held.
+   * `sentNow`: whether the call just handed over is written already (its clock may start at once).
    */
-  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}, afterHeldWrites: (then: () => void) => boolean = () => false) {
+  constructor(timeoutMs: number, settled: (error: Error | undefined) => void = () => {}, afterHeldWrites: (then: () => void) => boolean = () => false, sentNow: () => boolean = () => false) {
     this.timeoutMs = timeoutMs;
     this.capMs = Math.max(1000, 20 * timeoutMs);
     this.settled = settled;
     this.afterHeldWrites = afterHeldWrites;
+    this.sentNow = sentNow;
   }
 
   /**
@@ -118,11 +123,18 @@ export class Deadlines {
       if (this.tail) this.tail.next = waiting;
       else this.head = waiting;
       this.tail = waiting;
-      this.unstamped ??= waiting;
-      if (!this.stampPending) {
-        // One per turn that sends, not one per call.
-        this.stampPending = true;
-        setImmediate(this.stamp);
+      if (this.unstamped === undefined && this.sentNow()) {
+        // Its write is out already (nothing held, nothing left in the socket's buffer): its clock
+        // starts now, without a turn's wait (the usual call when few are in flight).
+        waiting.deadlineMs = performance.now() + this.timeoutMs;
+        if (this.timer === undefined && this.firedMs === undefined) this.arm(this.head!.deadlineMs - performance.now());
+      } else {
+        this.unstamped ??= waiting;
+        if (!this.stampPending) {
+          // One per turn that sends, not one per call.
+          this.stampPending = true;
+          setImmediate(this.stamp);
+        }
       }
       pending.then(
         (value) => this.answer(waiting, value, resolve),

@@ -125,7 +125,7 @@ export class RedisStore implements Limiter {
       if (error === undefined) {
         if (!this.available) this.markAvailable(true);
       } else if (error instanceof StoreUnavailableError) this.markAvailable(false, error.message);
-    }, (then) => this.coalescer?.afterHeldWrites(then) ?? false);
+    }, (then) => this.coalescer?.afterHeldWrites(then) ?? false, () => this.coalescer?.sentNow() ?? false);
   }
 
   /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (overrides.ts beside this file). */
