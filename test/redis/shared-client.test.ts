@@ -1,7 +1,7 @@
-import { Cluster, type Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { RedisStore } from "../../src/stores/redis/store.js";
+import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisClusterServers, type RedisServer, connectRedis, connectRedisCluster, disconnectRedis } from "../../scripts/redis-server.js";
 
 const fivePerSecond = parsePolicy({ name: "five", algorithm: "gcra", limit: 5, period: "1s" }, "policy");
@@ -74,5 +74,23 @@ describe("many stores on one client", () => {
 
   it(`${STORES} stores on one Cluster client: the same`, async () => {
     await manyStoresOn(cluster, "shared-cluster");
+  });
+
+  it("a store closed on a shared client leaves the client's data-loss checks running for the others", async () => {
+    const own = new Redis(server.url, REDIS_CLIENT_OPTIONS);
+    await new Promise((resolve) => own.once("ready", resolve));
+    const logged: string[] = [];
+    const options = { client: own, timeoutMs: 2000, dataCheckIntervalMs: 50, log: (line: string) => logged.push(line) };
+    const leaving = new RedisStore({ ...options, keyPrefix: "leaving:" });
+    const staying = new RedisStore({ ...options, keyPrefix: "staying:" });
+    await staying.check("k", [fivePerSecond], reject); // the marker is written
+    await leaving.close();
+    await own.flushall();
+    const deadline = Date.now() + 3000;
+    while (staying.storeResets() === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(staying.storeResets()).toBe(1);
+    expect(logged.filter((line) => line.includes("store-reset"))).toHaveLength(1);
+    await staying.close();
+    own.disconnect();
   });
 });

@@ -117,6 +117,8 @@ export class DataLossGuard {
     this.subscriptions.close();
     this.periodic?.disconnect();
     this.periodic = undefined;
+    // A store made on this client later (reconnected with connect()) gets a guard that runs.
+    if (guards.get(this.options.client) === this) guards.delete(this.options.client);
   }
 
   /**

@@ -298,10 +298,11 @@ export class RedisStore implements Limiter {
   async close(): Promise<void> {
     this.waiters.close();
     this.undo.close();
-    // A shared client stays as it was: without this store's listeners, checks and timers.
+    // A shared client stays as it was, without this store's listeners. Its data-loss guard is
+    // the client's, shared by every store on it (dataLossGuardFor): it ends with the client.
     this.subscriptions.close();
-    this.dataLoss.close();
     if (!this.ownsClient) return;
+    this.dataLoss.close();
     await withTimeout(this.client.quit(), 500, "QUIT").catch(() => this.client.disconnect());
   }
 
