@@ -201,7 +201,7 @@ export class NodeGatewayEdge {
 
   /** Streams the origin's answer to the client, the core's fields added. */
   #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
-    const { req, res } = exchange;
+    const { res } = exchange;
     const status = incoming.statusCode ?? 0;
     // A 101 comes as an upgrade (switchedUnasked); any other status out of range is a broken origin.
     if (status < 200 || status > 599) {

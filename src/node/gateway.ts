@@ -17,7 +17,7 @@ import { UnrelayableStatusError, isUnrelayableStatus } from "../gateway/upgrade.
 import type { LogFn } from "../http/limit.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { OriginTimeoutError } from "../gateway/origin-timeout.js";
-import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, type OriginRequest, newFieldRecord } from "../gateway/proxy.js";
+import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, type OriginRequest } from "../gateway/proxy.js";
 
 /**
  * The client address on Node: the socket's peer, as @hono/node-server passes it in

@@ -148,14 +148,19 @@ export function decodeStackDecision(reply: string, policies: readonly Policy[], 
   const { nowMs, restAt } = replyClock(reply, clientNowMs, "stack decision reply from Redis");
   const raws = reply.slice(restAt).split("\n");
   if (raws.length !== policies.length) throw unexpected("stack decision reply from Redis", reply);
-  const stored = new Map<string, StoredState>();
+  const stored: (StoredState | undefined)[] = new Array(policies.length);
   for (let i = 0; i < policies.length; i++) {
     const raw = raws[i]!;
     if (raw === "") continue;
     if (!raw.startsWith(STATE_TAGS[policies[i]!.algorithm])) throw unexpected("stack decision reply from Redis", reply);
-    stored.set(policies[i]!.name, decodeStoredState(raw));
+    stored[i] = decodeStoredState(raw);
   }
-  const { decision } = decide(policies, (name) => stored.get(name), nowMs, options);
+  // By position: a stack holds a handful of policies, so a scan beats a Map per decision.
+  const stateOf = (name: string) => {
+    for (let i = 0; i < policies.length; i++) if (policies[i]!.name === name) return stored[i];
+    return undefined;
+  };
+  const { decision } = decide(policies, stateOf, nowMs, options);
   const admitted = reply[0] === "1";
   if (admitted !== decision.allowed) {
     throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored states ${JSON.stringify(raws)} say to ${admitted ? "refuse" : "admit"}`);

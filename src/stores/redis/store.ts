@@ -14,7 +14,7 @@ import { type ScriptRunner, runnerFor } from "./run.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { Subscriptions } from "./client-events.js";
 import { CONNECTING, settledConnection } from "./connection.js";
-import { describeConnectionError, redactRedisUrl, validateRedisUrl } from "./connection-errors.js";
+import { describeConnectionError, redactRedisUrl } from "./connection-errors.js";
 import { type Stack, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
@@ -166,15 +166,15 @@ export class RedisStore implements Limiter {
     // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
     policies = storePolicies(policies);
     const stack = stackOf(policies);
+    // The client clock's reading, when the store uses it: the script and the decoding share it.
+    const clientNowMs = this.clockMs?.();
     if (stack.single) {
       // One policy without leases: single.lua decides admission, the core computes the rest.
-      const clientNowMs = this.clockMs ? this.clockMs() : undefined;
       const reply = (await this.runSingle(key, stack, options, clientNowMs)) as string;
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
     if (stack.stepped && !peek && options.mode === "reject" && options.cost > 0) {
       // Several plain limits (an Envoy request's descriptors, a route's two limits): stack.lua.
-      const clientNowMs = this.clockMs ? this.clockMs() : undefined;
       const reply = (await this.run("stack", key, stack, options.cost === 1 ? [] : [options.cost], clientNowMs)) as string;
       // "r": a stored state of another algorithm (a redefined policy): check.lua sorts it out.
       if (reply !== "r") return decodeStackDecision(reply, policies, options, clientNowMs);
@@ -309,9 +309,9 @@ export class RedisStore implements Limiter {
   /**
    * Runs one entry script for (key, stack): one FCALL (or EVALSHA of a script built for the
    * stack's algorithms), so exactly one round trip in the steady state, bounded by
-   * timeoutMs. Answers the script's raw reply.
+   * timeoutMs. Answers the script's raw reply. `clientNowMs`: the client clock's reading for
+   * this call, when the caller needs it too (default: read here).
    */
-  /** `clientNowMs`: the client clock's reading for this call, when the caller needs it too (default: read here). */
   private run(name: ScriptName, key: string, stack: Stack, extraArgs: readonly (string | number)[], clientNowMs = this.clockMs?.()): Promise<unknown> {
     const base = `${this.keyPrefix}{${escapeUserKey(key)}}:`;
     const names = stack.names;
