@@ -11,9 +11,16 @@ import { existsSync } from "node:fs";
 // only writes files, and the project it writes pins its own Node: it runs on an older one too.
 const [major, minor] = process.versions.node.split(".").map(Number);
 if ((major < 22 || (major === 22 && minor < 12)) && process.argv[2] !== "init") {
-  console.error(`spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath})`);
+  console.error(
+    `spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath}).\n` +
+      "  Get a newer one: nvm install 24 (https://github.com/nvm-sh/nvm), fnm install 24, volta install node@24,\n" +
+      "  or run this once with one from npm: npx -p node@24 -p spillway spillway " + process.argv.slice(2).join(" "),
+  );
   process.exit(1);
 }
+
+// `pidof spillway` and `pkill -x spillway` find the server (docs/serve.md, signals), not `node`.
+process.title = "spillway";
 
 const fromSources =
   process.features.typescript &&

@@ -24,30 +24,43 @@ export interface ServeArgs {
   watch?: boolean;
 }
 
-export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
-       spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
-       spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
+export const SERVE_USAGE = `usage: spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... [--max-inflight N] | --store memory [--memory-max-keys N]]
                       [--metrics-port N | --no-metrics]
-                      [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
-       spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
+                      [--rls-port N --rls-config PATH [--rls-host ADDR] [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
+
+Serves the HTTP API (/v1), the gateway (a config with "origin" and "routes"), /healthz,
+/metrics and the dashboard; with --rls-port, Envoy's rate limit service too. Choose one store.
 
   --config FILE          spillway.config.json (policies, gateway routes); re-read on SIGHUP
   --watch                also re-read --config when the file changes
   --port N               port to listen on (default 8787; 0 picks a free one)
-  --host ADDR            address to listen on (default 127.0.0.1)
-  --redis URL            a Redis server (default: $REDIS_URL)
+  --host ADDR            address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
+  --redis URL            a Redis server (default: $REDIS_URL; needs ioredis: npm install ioredis)
   --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
   --store memory         keep state in this process only (one process, lost on restart)
   --metrics-port N       also serve /metrics on this port without the token (bound to --host)
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
+                         (they need prom-client and uplot: npm install prom-client uplot)
   --memory-max-keys N    (key, policy) states the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS});
                          beyond it the least recently used key is evicted and starts fresh
   --max-inflight N       Redis calls in flight at most (default ${DEFAULT_MAX_IN_FLIGHT}); past it calls wait their turn,
                          and when too many wait, requests are shed with 503 (never admitted)
 ${RLS_USAGE}
 
-environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
+environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL
+signals: SIGHUP reloads --config (and --rls-config); SIGTERM and SIGINT stop gracefully
+docs: node_modules/spillway/docs/serve.md`;
+
+export const CHECK_USAGE = `usage: spillway check --config FILE       validate a spillway.config.json
+       spillway check --rls-config PATH   validate envoyproxy/ratelimit config files
+
+Starts nothing. Exit 0 when valid, 2 naming the file and the bad field.`;
+
+export const INIT_USAGE = `usage: spillway init DIR
+
+Writes a Cloudflare Worker project into DIR (new or empty): its spillway.config.json, a
+wrangler.toml and npm scripts that pin their own Node. Then: cd DIR && npm install && npm start`;
 
 /**
  * Parses `spillway serve` flags. Every mistake is a ValidationError naming the flag; no

@@ -1,37 +1,87 @@
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { parseConfig, parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
+import { CHECK_USAGE, INIT_USAGE, SERVE_USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
-import { prepareRls, serveRls } from "./rls-serve.js";
-import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { originAgents } from "./origin-agents.js";
-import { onHangup, registerReloadMetrics } from "./reload.js";
+import { onHangup } from "./reload.js";
 import { type Serving, configOf, configReloader, runtimePartsOf } from "./serve-reload.js";
 import { startServer } from "./server.js";
 import type { Limiter } from "../limiter.js";
 import { createStore } from "./stores.js";
+import { MissingPackageError, importNeeding, isMissingPackage } from "./optional-packages.js";
+
+/** One `spillway` command: its usage (`spillway COMMAND --help`), its one-line summary, its body. */
+export interface CliCommand {
+  summary: string;
+  usage: string;
+  run(argv: string[]): Promise<number>;
+}
+
+/**
+ * Every command, in the order `spillway --help` lists them. A command added here gets its
+ * `--help` and its line in the overview from its own usage text.
+ */
+export const COMMANDS: Record<string, CliCommand> = {
+  serve: { summary: "the HTTP API, the gateway and Envoy's rate limit service on Node", usage: SERVE_USAGE, run: serve },
+  check: { summary: "validate a config, start nothing", usage: CHECK_USAGE, run: check },
+  init: { summary: "scaffold a Cloudflare Worker project", usage: INIT_USAGE, run: init },
+};
+
+const HELP_FLAGS = new Set(["--help", "-h"]);
+
+/** `spillway --help`: each command's summary, then how to get its own usage. */
+export function overview(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) => `  spillway ${name.padEnd(width)}  ${command.summary}`);
+  return `spillway ${version()}: rate limiting for Node and Cloudflare Workers\n\nusage: spillway COMMAND [flags]\n\n${lines.join("\n")}\n\n  spillway COMMAND --help   that command's flags\n  spillway --version        the installed version\n\ndocs: node_modules/spillway/docs/ (serve.md, config.md, envoy.md, …)`;
+}
+
+/** The package's version, from its own package.json (dist/node/ and src/node/ are both two levels down). */
+export function version(): string {
+  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+}
 
 /**
  * The `spillway` command: `serve` (the Node runtime), `init DIR` (a Worker project) and
- * `check --config FILE`. Exit codes: 0 after a clean shutdown or a valid config, 2 for bad
- * flags or config (the message names the field), 1 for anything else.
+ * `check --config FILE`; `--help` and `--version`. Exit codes: 0 after a clean shutdown, a
+ * valid config or help, 2 for bad flags or config (the message names the field), 1 for
+ * anything else.
  */
 export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === "--help" || command === "-h" || command === "help") {
-    console.log(USAGE);
-    return 0;
-  }
-  if (command === "check") return check(rest);
-  if (command === "init") return init(rest);
-  if (command !== "serve") {
-    console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
+  const [name, ...rest] = argv;
+  if (name === undefined) {
+    console.error(overview());
     return 2;
   }
-  return serve(rest);
+  if (HELP_FLAGS.has(name) || (name === "help" && rest.length === 0)) {
+    console.log(overview());
+    return 0;
+  }
+  if (name === "--version" || name === "-v" || name === "version") {
+    console.log(version());
+    return 0;
+  }
+  if (name === "help") {
+    const asked = COMMANDS[rest[0]!];
+    if (asked) console.log(asked.usage);
+    else console.error(`spillway: no command ${JSON.stringify(rest[0])}\n\n${overview()}`);
+    return asked ? 0 : 2;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) {
+    console.error(`spillway: unknown command ${JSON.stringify(name)}\n\n${overview()}`);
+    return 2;
+  }
+  // `spillway serve --config x --help` is a question, not a start.
+  if (rest.some((arg) => HELP_FLAGS.has(arg))) {
+    console.log(command.usage);
+    return 0;
+  }
+  return command.run(rest);
 }
 
 /** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
@@ -50,20 +100,23 @@ async function serve(argv: string[]): Promise<number> {
     const config = startText !== undefined ? configOf(startText, args.configPath!) : parseConfig({ policies: [] });
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
-    const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
+    // Optional packages (optional-packages.ts): gRPC is checked before anything starts.
+    const rlsModule = args.rls ? await importNeeding(() => import("./rls-serve.js"), ["@grpc/grpc-js", "@grpc/proto-loader"], "--rls-port (Envoy's rate limit service)") : undefined;
+    const rlsPrepared = args.rls ? await rlsModule!.prepareRls(args.rls) : undefined;
+    const metrics = args.metrics ? await metricsModules() : undefined;
     limiter = await createStore(args.store);
-    const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
+    const observing = metrics ? metrics.observability.createNodeObservability({ config, limiter }) : undefined;
     // One set of origin connection pools for every generation of the gateway.
     const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
     const parts = runtimePartsOf(config, serving, gateway);
     const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes }), "--port", args.port, args.hostname);
     const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing) : undefined;
     if (reloader) reloads.push(() => reloader.reload("signal"));
-    if (reloader && observing) registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
+    if (reloader && observing) metrics!.reloadMetrics.registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
     const stopWatching = args.watch ? reloader?.watch() : undefined;
-    const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
+    const metricsServer = observing && args.metricsPort !== undefined ? await listening(metrics!.observability.startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
-    const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
+    const rls = args.rls && rlsPrepared && rlsModule ? await listening(rlsModule.serveRls(args.rls, rlsPrepared, { limiter, hostname: args.rls.hostname ?? args.hostname, registry: observing?.prometheus.registry }), "--rls-port", args.rls.port, args.rls.hostname ?? args.hostname, args.rls.hostname ? "--rls-host" : "--host") : undefined;
     if (rls) reloads.push(() => rls.reload());
     if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
@@ -78,21 +131,38 @@ async function serve(argv: string[]): Promise<number> {
     // Whatever failed, nothing may keep the process alive (a Redis client reconnecting forever).
     await limiter?.close?.().catch(() => {});
     console.error(`spillway: ${(error as Error).message}`);
-    return error instanceof ValidationError ? 2 : 1;
+    return error instanceof ValidationError || error instanceof MissingPackageError ? 2 : 1;
   } finally {
     offHangup();
   }
 }
 
+/**
+ * prom-client and uplot (optional peers) for /metrics, /v1/top, /v1/stats and /dashboard. Not
+ * installed: serve runs without them, as with --no-metrics, and says so in one line.
+ */
+async function metricsModules() {
+  try {
+    const [observability, reloadMetrics] = await Promise.all([import("./observability.js"), import("./reload-metrics.js")]);
+    const { createRequire } = await import("node:module");
+    createRequire(import.meta.url).resolve("uplot/dist/uPlot.iife.min.js");
+    return { observability, reloadMetrics };
+  } catch (error) {
+    if (!isMissingPackage(error, ["prom-client", "uplot"])) throw error;
+    console.warn("spillway: metrics off: /metrics, /v1/top, /v1/stats and /dashboard need prom-client and uplot: npm install prom-client uplot (--no-metrics silences this line)");
+    return undefined;
+  }
+}
+
 /** A listen that failed, said with its cause and what to do (EADDRINUSE, EACCES). */
-async function listening<T>(started: Promise<T>, flag: string, port: number, hostname: string): Promise<T> {
+async function listening<T>(started: Promise<T>, flag: string, port: number, hostname: string, hostFlag = "--host"): Promise<T> {
   try {
     return await started;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") throw new Error(`cannot listen on ${hostname}:${port}: EADDRINUSE, the port is in use (stop what listens there, or pass another ${flag})`);
     if (code === "EACCES") throw new Error(`cannot listen on ${hostname}:${port}: EACCES, ports below 1024 need privileges (pass ${flag} 1024 or above)`);
-    if (code === "EADDRNOTAVAIL") throw new Error(`cannot listen on ${hostname}:${port}: EADDRNOTAVAIL, no interface has this address (check --host)`);
+    if (code === "EADDRNOTAVAIL") throw new Error(`cannot listen on ${hostname}:${port}: EADDRNOTAVAIL, no interface has this address (check ${hostFlag})`);
     throw error;
   }
 }

@@ -3,6 +3,8 @@ import { ValidationError } from "../core/validation.js";
 /** `spillway serve`'s flags for Envoy's rate limit service (src/node/rls-serve.ts). */
 export interface RlsArgs {
   port: number;
+  /** --rls-host: the address the gRPC port binds (default: --host's). */
+  hostname?: string;
   /** A YAML or JSON file, or a directory of them (one domain per file). */
   configPath: string;
   tls?: { certPath: string; keyPath: string };
@@ -13,13 +15,16 @@ export interface RlsArgs {
 /** The flags, for node:util parseArgs. */
 export const RLS_FLAG_OPTIONS = {
   "rls-port": { type: "string" },
+  "rls-host": { type: "string" },
   "rls-config": { type: "string" },
   "rls-tls-cert": { type: "string" },
   "rls-tls-key": { type: "string" },
   "rls-response-headers": { type: "boolean" },
 } as const;
 
-export const RLS_USAGE = `  --rls-port N           also answer Envoy's rate limit service (gRPC) on this port (bound to --host)
+export const RLS_USAGE = `  --rls-port N           also answer Envoy's rate limit service (gRPC) on this port
+                         (needs @grpc/grpc-js and @grpc/proto-loader: npm install @grpc/grpc-js @grpc/proto-loader)
+  --rls-host ADDR        the address the gRPC port binds (default: --host; 0.0.0.0 for an Envoy on another host)
   --rls-config PATH      envoyproxy/ratelimit config: a YAML or JSON file or a directory of them
   --rls-tls-cert FILE    PEM certificate chain: the gRPC port speaks TLS (with --rls-tls-key)
   --rls-tls-key FILE     PEM private key of --rls-tls-cert
@@ -27,6 +32,7 @@ export const RLS_USAGE = `  --rls-port N           also answer Envoy's rate limi
 
 interface RlsFlagValues {
   "rls-port"?: string;
+  "rls-host"?: string;
   "rls-config"?: string;
   "rls-tls-cert"?: string;
   "rls-tls-key"?: string;
@@ -50,6 +56,11 @@ export function parseRlsArgs(values: RlsFlagValues): { rls?: RlsArgs } {
   const key = values["rls-tls-key"];
   if ((cert === undefined) !== (key === undefined)) throw new ValidationError(cert === undefined ? "--rls-tls-cert" : "--rls-tls-key", "is required: TLS needs both --rls-tls-cert and --rls-tls-key");
   const rls: RlsArgs = { port: number, configPath, responseHeaders: values["rls-response-headers"] ?? false };
+  const host = values["rls-host"];
+  if (host !== undefined) {
+    if (host === "") throw new ValidationError("--rls-host", "must be an address (127.0.0.1, 0.0.0.0, ::), got an empty string");
+    rls.hostname = host;
+  }
   if (cert !== undefined && key !== undefined) rls.tls = { certPath: cert, keyPath: key };
   return { rls };
 }

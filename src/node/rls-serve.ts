@@ -6,7 +6,6 @@ import { RlsStats } from "../rls/stats.js";
 import type { RlsConfig } from "../rls/types.js";
 import type { RlsArgs } from "./rls-args.js";
 import { loadRlsConfig } from "./rls-files.js";
-import { registerRlsMetrics } from "./rls-metrics.js";
 import { type RunningRlsServer, startRlsServer } from "./rls-server.js";
 
 /** What `spillway serve --rls-port` runs: the gRPC server, reloading its config on SIGHUP (the CLI's one handler, reload.ts). */
@@ -38,7 +37,8 @@ export async function serveRls(
 ): Promise<ServedRls> {
   const log = options.log ?? ((line: string) => console.log(line));
   const stats = new RlsStats();
-  if (options.registry) registerRlsMetrics(options.registry, stats);
+  // Loaded here, not imported: prom-client is optional, and a registry means it is installed.
+  if (options.registry) (await import("./rls-metrics.js")).registerRlsMetrics(options.registry, stats);
   const server = await startRlsServer({ limiter: options.limiter, config: prepared.config, port: args.port, hostname: options.hostname, tls: prepared.tls, stats, responseHeaders: args.responseHeaders });
   const reload = async () => {
     try {

@@ -102,7 +102,10 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   const hostname = options.hostname ?? "127.0.0.1";
   const credentials = options.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], false) : grpc.ServerCredentials.createInsecure();
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound))));
+  // grpc-js logs a failed bind itself ("E No address added …") before calling back: Spillway
+  // says it once, naming the flag (the CLI's listening()); GRPC_VERBOSITY set by hand still wins.
+  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => (error ? reject(bindError(error)) : resolve(bound))));
   return {
     port,
     address: `${host}:${port}`,
@@ -120,6 +123,17 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
       });
     },
   };
+}
+
+/**
+ * grpc-js's bind failure ("No address added out of total 1 resolved errors: [listen
+ * EADDRINUSE: …]") as the system error it wraps, with its code, as a listen failure is.
+ */
+function bindError(error: Error): Error {
+  const code = /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(error.message)?.[1];
+  if (!code) return error;
+  const system = /\[([^\]]+)\]/.exec(error.message)?.[1] ?? code;
+  return Object.assign(new Error(system), { code });
 }
 
 function deadlinePassed(deadline: grpc.Deadline): boolean {

@@ -1,5 +1,6 @@
 import { validateRedisUrl } from "./connection-errors.js";
-import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
+import type { ClusterNode, RedisOptions } from "ioredis";
+import { ioredis } from "./ioredis.js";
 import type { RedisClient } from "./scripts.js";
 
 export interface RedisStoreOptions {
@@ -65,6 +66,7 @@ export const REDIS_CLIENT_OPTIONS = {
 
 /** The client a store makes for itself from `url` or `clusterNodes`. */
 export function createClient(options: RedisStoreOptions): RedisClient {
+  const { Cluster, Redis } = ioredis();
   if (options.clusterNodes) {
     options.clusterNodes.forEach((node, index) => typeof node === "string" && validateRedisUrl(node, `RedisStore: clusterNodes.${index}`));
     return new Cluster([...options.clusterNodes], {

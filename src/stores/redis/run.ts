@@ -1,4 +1,5 @@
-import { type Cluster, Command, type Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
+import { ioredis } from "./ioredis.js";
 import type { AlgorithmName } from "../../core/types.js";
 import { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { isCluster } from "./connection.js";
@@ -34,6 +35,8 @@ export class ScriptRunner {
   /** Reloads in flight, per script sha: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
   private readonly reloading = new Map<string, Promise<unknown>>();
   private coalescerOnce: WriteCoalescer | ClusterWriteCoalescer | undefined;
+  /** ioredis's Command class, looked up once (a client exists, so ioredis is installed). */
+  private readonly Command = ioredis().Command;
 
   constructor(client: RedisClient) {
     this.client = client;
@@ -127,7 +130,7 @@ export class ScriptRunner {
     const flat: (string | number)[] = [functionName, keys.length];
     for (let i = 0; i < keys.length; i++) flat.push(keys[i]!);
     for (let i = 0; i < args.length; i++) flat.push(args[i]!);
-    const command = new Command("fcall", flat, { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
+    const command = new this.Command("fcall", flat, { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
     return client.sendCommand(command) as Promise<unknown>;
   }
 
