@@ -82,6 +82,10 @@ export class RedisStore implements Limiter {
   private readonly dataLoss: DataLossGuard;
   /** The wait for a connection under way that calls made meanwhile share (sendWhenConnected). */
   private connecting: Promise<void> | undefined;
+  /** Whether the client has ever been ready: until then a call waits for the connection (connectWaitMs). */
+  private everReady = false;
+  /** How long calls made before the first connection wait for it: the client's connect timeout. */
+  private readonly connectWaitMs: number;
   /** Where this store connects, for messages (password hidden). */
   private readonly target: string | undefined;
   #connectionError: string | undefined;
@@ -95,13 +99,18 @@ export class RedisStore implements Limiter {
     // Reported through ready(), health(), the log and each call's error instead.
     // (A client of its own keeps this listener past close: its QUIT may still end in an error.)
     if (this.ownsClient) this.client.on("error", (error: Error) => (this.#connectionError = describeConnectionError(error, this.target)));
-    this.subscriptions.on(this.client, "ready", () => (this.#connectionError = undefined));
+    this.subscriptions.on(this.client, "ready", () => {
+      this.#connectionError = undefined;
+      this.everReady = true;
+    });
+    this.everReady = this.client.status === "ready";
     this.runner = runnerFor(this.client);
     this.kind = this.runner.isCluster ? "redis-cluster" : "redis";
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     this.clockMs = options.clock === "client" ? (options.clockMs ?? Date.now) : undefined;
     this.expirySlackMs = positiveNumber("clientExpirySlackMs", options.clientExpirySlackMs ?? 1000, 0);
     this.timeoutMs = positiveNumber("timeoutMs", options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1);
+    this.connectWaitMs = Math.max(this.timeoutMs, connectTimeoutOf(this.client));
     const pollIntervalMs = positiveNumber("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 1);
     // A waiter that stopped polling (its process died) is dropped after a few missed polls.
     this.waiterTtlMs = Math.max(1000, 4 * pollIntervalMs);
@@ -369,17 +378,21 @@ export class RedisStore implements Limiter {
   }
 
   /**
-   * A call made while a connection is being set up (the first calls after `new RedisStore`,
-   * before anyone awaited ready()) waits for it, up to timeoutMs, instead of failing at once:
-   * without an offline queue ioredis refuses commands until then. The call then gets its own
-   * timeoutMs; when the wait ends unconnected nothing is sent (no late write nobody was told of).
+   * A call made while a connection is being set up waits for it instead of failing at once:
+   * without an offline queue ioredis refuses commands until then. The first connection (the
+   * calls right after `new RedisStore`, nobody having awaited ready()) is waited for up to the
+   * client's connect timeout, so a store is usable the moment it is built; a reconnection only
+   * up to timeoutMs, so an outage costs callers no more than a slow Redis. The call then gets
+   * its own timeoutMs; when the wait ends unconnected nothing is sent (no late write nobody was
+   * told of) and failMode decides.
    */
   private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    this.connecting ??= settledConnection(this.client, this.timeoutMs).finally(() => (this.connecting = undefined));
+    const waitMs = this.everReady ? this.timeoutMs : this.connectWaitMs;
+    this.connecting ??= settledConnection(this.client, waitMs).finally(() => (this.connecting = undefined));
     await this.connecting;
     if (this.client.status === "ready") return this.sendNow(name, stack, keys, args);
     if (this.#connectionError) return this.notConnected(name);
-    const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${this.timeoutMs} ms (${this.client.status})`);
+    const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${waitMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
   }
 
@@ -400,6 +413,13 @@ export class RedisStore implements Limiter {
     this.available = available;
     this.log(available ? `spillway: ${this.kind} store available again` : `spillway: ${this.kind} store unavailable: ${detail}`);
   }
+}
+
+/** The client's connect timeout (ioredis's default is 10 s; REDIS_CLIENT_OPTIONS sets 1 s). */
+function connectTimeoutOf(client: RedisClient): number {
+  const options = client.options as { connectTimeout?: number; redisOptions?: { connectTimeout?: number } };
+  const ms = options.connectTimeout ?? options.redisOptions?.connectTimeout ?? 10_000;
+  return Number.isFinite(ms) && ms > 0 ? ms : 10_000;
 }
 
 /** Where the store connects, for messages: its URL, or its Cluster's first startup node. */
