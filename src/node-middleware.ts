@@ -15,6 +15,8 @@ export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rate
 export type { PolicyInput, RateLimitBaseOptions, RateLimitKey } from "./http/rate-limit-plan.js";
 export type { CountOption, CostOption, StatusClass } from "./http/counting-options.js";
 export type { LogFn } from "./http/limit.js";
+export type { Denial } from "./http/middleware-options.js";
+export type { HeaderStyle } from "./core/header-styles.js";
 export { MemoryStore } from "./stores/memory.js";
 export type { Limiter, StoreHealth } from "./limiter.js";
 export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";

@@ -1,5 +1,5 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
-import { rateLimitHeaders } from "../core/headers.js";
+import { styledHeaders } from "../core/header-styles.js";
 import type { Decision, Policy } from "../core/types.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../wire.js";
@@ -109,7 +109,7 @@ function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[],
 
 /** The RateLimit fields of a peek or a debit, marked as limitRequest marks its own. */
 function fieldsOf(decision: Decision, policies: readonly Policy[], plan: LimitPlan): Record<string, string> {
-  const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
+  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   if (plan.dryRun) headers[DRY_RUN_HEADER] = decision.allowed ? "allowed" : "denied";
   return headers;

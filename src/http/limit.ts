@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { rateLimitHeaders } from "../core/headers.js";
+import { type HeaderStyle, styledHeaders } from "../core/header-styles.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { sleep } from "../core/sleep.js";
 import type { Decision, Policy } from "../core/types.js";
@@ -16,6 +16,8 @@ export interface LimitPlan {
   maxDelayMs: number;
   dryRun: boolean;
   legacyHeaders: boolean;
+  /** rateLimit()'s `headers` option; absent: draft-10's fields. */
+  headerStyle?: HeaderStyle;
   /** Per-key limits (docs/overrides.md); absent when none can apply. */
   overrides?: Overrides;
 }
@@ -181,7 +183,7 @@ function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
 
 /** What a decision means for the request (see limitRequest); a promise only while a delayed request waits. */
 function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext, decision: Decision): LimitOutcome | Promise<LimitOutcome> {
-  const headers = rateLimitHeaders(decision, policies, { legacy: plan.legacyHeaders });
+  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   const lease = decision.allowed && decision.leaseId ? holdLease(limiter, key, policies, decision, context) : undefined;
 

@@ -4,9 +4,12 @@ import { peekRequest } from "./count-limit.js";
 import { type HeldLease, type LimitContext, type LimitOutcome, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "./rate-limit-plan.js";
+import { type Denial, denialOf, functionOption } from "./middleware-options.js";
 
 export type { PolicyInput } from "./rate-limit-plan.js";
 export type { CountOption, CostOption, StatusClass } from "./counting-options.js";
+export type { Denial } from "./middleware-options.js";
+export type { HeaderStyle } from "../core/header-styles.js";
 
 export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOptions {
   /**
@@ -28,6 +31,18 @@ export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOpti
    * @default 1
    */
   cost?: CostOption<Response, Context<E>>;
+  /**
+   * Requests for which it answers true pass unlimited: not counted, no rate-limit fields
+   * (health checks, an allow list). May be async.
+   */
+  skip?: (c: Context<E>) => boolean | Promise<boolean>;
+  /**
+   * Answers a denial your way instead of the 429 problem: `denial` holds Spillway's answer
+   * (its status, fields and problem body); the rate-limit fields and Retry-After are added to
+   * your Response unless it sets them.
+   * @example handler: (c, denial) => c.json({ error: "slow down" }, 429)
+   */
+  handler?: (c: Context<E>, denial: Denial) => Response | Promise<Response>;
 }
 
 function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLease | undefined): void {
@@ -66,7 +81,20 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
   const counting = countingPlan<Response, Context<E>>(options, plan, (res) => res.status, log);
+  const skip = functionOption<(c: Context<E>) => boolean | Promise<boolean>>("skip", options.skip, "(c) => boolean");
+  const handler = functionOption<(c: Context<E>, denial: Denial) => Response | Promise<Response>>("handler", options.handler, "(c, denial) => Response");
+  /** A denial (a 429 of the engine), through `handler` when there is one. */
+  const denied = async (c: Context<E>, response: Response): Promise<Response> => {
+    if (!handler || response.status !== 429) return response;
+    const denial = await denialOf(response);
+    const answer = await handler(c, denial);
+    if (!(answer instanceof Response)) throw new TypeError(`rateLimit: handler must answer a Response, got ${answer === undefined ? "undefined" : typeof answer}`);
+    const own = new Response(answer.body, answer);
+    for (const [name, value] of Object.entries(denial.headers)) if (!own.headers.has(name)) own.headers.set(name, value);
+    return own;
+  };
   return async function spillwayRateLimit(c, next) {
+    if (skip && (await skip(c))) return next();
     const key = requestKey(await keyOf(c));
     if (typeof key !== "string") return problemResponse(key);
     const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) };
@@ -79,7 +107,7 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
       if (failure) return problemResponse(failure);
       throw error;
     }
-    if (!outcome.admitted) return outcome.response;
+    if (!outcome.admitted) return denied(c, outcome.response);
     await nextHolding(next, outcome.lease);
     withHeaders(c, outcome.headers, outcome.lease);
   };
@@ -89,12 +117,12 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(c), "cost.request", counting.warnings, context.label) : undefined;
     if (!counting.afterAnswer) {
       const checked = await limitRequest(store, key, plan, { ...context, cost: requestCost });
-      if (!checked.admitted) return checked.response;
+      if (!checked.admitted) return denied(c, checked.response);
       await nextHolding(next, checked.lease);
       return withHeaders(c, checked.headers, checked.lease);
     }
     const outcome = await peekRequest(store, key, plan, context);
-    if (!outcome.admitted) return outcome.response;
+    if (!outcome.admitted) return denied(c, outcome.response);
     await nextHolding(next, outcome.lease);
     if (counting.counted && !counting.counted(c.res, c)) return withHeaders(c, outcome.headers, outcome.lease);
     const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", counting.warnings, context.label) : 1);

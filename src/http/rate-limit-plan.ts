@@ -9,6 +9,8 @@ import { type Problem, problem, problemFor } from "./problems.js";
 import { joinKeyParts } from "../overrides/key-parts.js";
 import { Overrides } from "../overrides/overrides.js";
 import { parseOverrideList } from "../overrides/parse.js";
+import type { HeaderStyle } from "../core/header-styles.js";
+import { checkOptionNames, headerStyleOption } from "./middleware-options.js";
 
 /**
  * The runtime-neutral half of `rateLimit()`: its options (all but the key function, whose
@@ -42,6 +44,14 @@ export interface RateLimitBaseOptions {
    * @default false
    */
   legacyHeaders?: boolean;
+  /**
+   * Which rate-limit fields answers carry: `"draft-10"` (`RateLimit-Policy` and `RateLimit`,
+   * one item per policy), `"draft-7"` (`RateLimit: limit=…, remaining=…, reset=…`),
+   * `"draft-6"` (`RateLimit-Limit`, `-Remaining`, `-Reset`) or `"legacy"` (`X-RateLimit-*`).
+   * Denials carry Retry-After in every style.
+   * @default "draft-10"
+   */
+  headers?: HeaderStyle;
   /** Structured log lines (dry-run denials, lease and store errors). Default: one JSON line on stdout. */
   log?: LogFn;
   /**
@@ -79,6 +89,8 @@ function fail(option: string, message: string): never {
  */
 export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, keyShape: string): LimitPlan {
   if (options === null || typeof options !== "object") fail("options", `must be an object, got ${describeValue(options)}`);
+  checkOptionNames(options);
+  const headerStyle = headerStyleOption(options.headers);
   const store = options.store as Partial<Limiter> | undefined;
   if (!store || typeof store.check !== "function" || typeof store.release !== "function") {
     fail("store", `must be a Limiter (MemoryStore, DurableObjectStore, RedisStore), got ${describeValue(options.store)}`);
@@ -105,7 +117,8 @@ export function rateLimitPlan(options: RateLimitBaseOptions & { key: unknown }, 
     throw error;
   }
   const overrides = middlewareOverrides(options.overrides, policies);
-  return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false, ...(overrides ? { overrides } : {}) };
+  const style = headerStyle === "draft-10" ? {} : { headerStyle };
+  return { policies, onLimit, maxDelayMs, dryRun: options.dryRun ?? false, legacyHeaders: options.legacyHeaders ?? false, ...style, ...(overrides ? { overrides } : {}) };
 }
 
 /** The `overrides` option, validated as a config's are (errors name `overrides.N.field`). */

@@ -8,7 +8,7 @@ import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../wire.js";
  * that compare them as strings are not, and a 200 and its 429 should not differ.)
  */
 const SPELLINGS: ReadonlyMap<string, string> = new Map(
-  ["RateLimit", "RateLimit-Policy", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", FAILED_OPEN_HEADER, DRY_RUN_HEADER].map((name) => [name.toLowerCase(), name]),
+  ["RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", FAILED_OPEN_HEADER, DRY_RUN_HEADER].map((name) => [name.toLowerCase(), name]),
 );
 
 /** `ratelimit-policy` → `RateLimit-Policy`; any other name as given. */

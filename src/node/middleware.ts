@@ -8,6 +8,7 @@ import { spelled } from "./header-names.js";
 import type { Limiter } from "../limiter.js";
 import type { LimitPlan } from "../http/limit.js";
 import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../http/rate-limit-plan.js";
+import { type Denial, denialOf, functionOption } from "../http/middleware-options.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
   /**
@@ -31,6 +32,18 @@ export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMess
    * @default 1
    */
   cost?: CostOption<ServerResponse, Req>;
+  /**
+   * Requests for which it answers true pass unlimited: not counted, no rate-limit fields
+   * (health checks, an allow list). May be async.
+   */
+  skip?: (req: Req, res: ServerResponse) => boolean | Promise<boolean>;
+  /**
+   * Answers a denial your way instead of the 429 problem: the rate-limit fields and
+   * Retry-After are already set on `res`; `denial` holds Spillway's answer (its status, fields
+   * and problem body). End the response; what it throws goes to `next(error)`.
+   * @example handler: (req, res, denial) => res.status(429).json({ error: "slow down" })
+   */
+  handler?: (req: Req, res: ServerResponse, denial: Denial) => void | Promise<void>;
 }
 
 /** `next` as Express passes it, or your own callback on plain node:http: `next(error)` on an error, `next()` to go on. */
@@ -99,17 +112,28 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
   const counting = countingPlan<ServerResponse, Req>(options, plan, (res) => res.statusCode, log);
   // Only plans that can wait or hold a lease need to know when the response closes.
   const watchesClose = plan.onLimit === "delay" || concurrencyPolicies(plan.policies).length > 0;
+  const skip = functionOption<(req: Req, res: ServerResponse) => boolean | Promise<boolean>>("skip", options.skip, "(req, res) => boolean");
+  const handler = functionOption<(req: Req, res: ServerResponse, denial: Denial) => void | Promise<void>>("handler", options.handler, "(req, res, denial) => void");
+  /** A denial (the engine's 429) written to `res`, through `handler` when there is one. */
+  const deny = async (req: Req, res: ServerResponse, response: Response): Promise<void> => {
+    if (!handler || response.status !== 429) return sendDenial(res, response);
+    const denial = await denialOf(response);
+    for (const name in denial.headers) res.setHeader(spelled(name), denial.headers[name]!);
+    res.statusCode = denial.status;
+    await handler(req, res, denial);
+  };
   const limit = (req: Req, key: string, context: LimitContext) => (counting ? countedLimit(counting, store, plan, req, key, context) : limitRequest(store, key, plan, context));
   return async function spillwayRateLimit(req, res, next) {
     // The path (Express's whole one, not the part below the mount point), without a query
     // string that may carry secrets, names the request in logs.
     const label = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? "").split("?", 1)[0]!;
     try {
+      if (skip && (await skip(req, res))) return next();
       const key = requestKey(await keyOf(req));
       if (typeof key !== "string") return sendProblem(res, key);
       const signal = watchesClose ? closeSignal(res) : undefined;
       const outcome = await limit(req, key, { signal, label, log });
-      if (!outcome.admitted) return await sendDenial(res, outcome.response);
+      if (!outcome.admitted) return await deny(req, res, outcome.response);
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
       if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
       const lease = outcome.lease;

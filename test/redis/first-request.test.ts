@@ -3,13 +3,15 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parsePolicy } from "../../src/core/policy.js";
 import { rateLimit } from "../../src/http/middleware.js";
 import { StoreUnavailableError } from "../../src/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
-const perMinute = [{ name: "per-minute", algorithm: "gcra" as const, limit: 5, period: 60_000, failMode: "closed" as const }];
+const perMinuteInput = { name: "per-minute", algorithm: "gcra", limit: 5, period: "1m", failMode: "closed" };
+const perMinute = [parsePolicy(perMinuteInput, "policy")];
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 
 // The README's swap: `new RedisStore({ url })` where MemoryStore was, default timeoutMs (50 ms),
@@ -54,7 +56,7 @@ describe("a RedisStore is usable the moment it is built", () => {
   it("answers the first request through rateLimit() with 200", async () => {
     const store = fresh(server.url);
     const app = new Hono();
-    app.use(rateLimit({ store, policies: perMinute, key: (c) => c.req.header("x-api-key") }));
+    app.use(rateLimit({ store, policies: perMinuteInput, key: (c) => c.req.header("x-api-key") }));
     app.get("/", (c) => c.text("hello"));
     const response = await app.request("/", { headers: { "x-api-key": "alice" } });
     expect(response.status).toBe(200);
@@ -67,7 +69,7 @@ describe("a RedisStore is usable the moment it is built", () => {
     expect(error).toBeInstanceOf(StoreUnavailableError);
     expect((error as Error).message).toMatch(/ECONNREFUSED/);
     const app = new Hono();
-    app.use(rateLimit({ store, policies: perMinute.map((policy) => ({ ...policy, failMode: "open" as const })), key: () => "k" }));
+    app.use(rateLimit({ store, policies: { ...perMinuteInput, failMode: "open" }, key: () => "k" }));
     app.get("/", (c) => c.text("hello"));
     expect((await app.request("/")).status).toBe(200);
   });

@@ -1,0 +1,89 @@
+import { HEADER_STYLES, type HeaderStyle } from "../core/header-styles.js";
+import { describeValue } from "../core/validation.js";
+
+/**
+ * The option names of `rateLimit()` (Hono, Express, node:http), checked in JavaScript as the
+ * types check them in TypeScript: an unknown one throws, naming it, instead of being ignored
+ * (an express-rate-limit user's `windowMs` would otherwise change nothing, silently).
+ */
+const KNOWN = ["store", "policies", "key", "onLimit", "maxDelayMs", "dryRun", "legacyHeaders", "headers", "log", "overrides", "count", "cost", "skip", "handler"] as const;
+const KNOWN_SET: ReadonlySet<string> = new Set(KNOWN);
+
+/**
+ * What express-rate-limit, hono-rate-limiter and rate-limiter-flexible users bring, and
+ * Spillway's way to say it (docs/library.md, "Coming from express-rate-limit").
+ */
+const MIGRATIONS: Readonly<Record<string, string>> = {
+  windowMs: 'a policy\'s period: policies: { name: "per-15-minutes", limit: 100, period: "15m" } (or period: 900000)',
+  max: 'a policy\'s limit: policies: { name: "per-minute", limit: 100, period: "1m" }',
+  limit: 'a policy\'s limit: policies: { name: "per-minute", limit: 100, period: "1m" }',
+  points: 'a policy\'s limit: policies: { name: "per-minute", limit: 100, period: "1m" }',
+  duration: 'a policy\'s period: policies: { name: "per-minute", limit: 100, period: "1m" }',
+  keyGenerator: "key: (request) => string",
+  message: "handler, which answers a denial your way",
+  statusCode: "handler, which answers a denial your way",
+  standardHeaders: 'headers: "draft-10" | "draft-7" | "draft-6" | "legacy"',
+  skipSuccessfulRequests: 'count: ["4xx", "5xx"] (only failed answers count)',
+  skipFailedRequests: 'count: ["1xx", "2xx", "3xx"] (only successful answers count)',
+  requestWasSuccessful: "count: (response) => boolean",
+  passOnStoreError: 'a policy\'s failMode: "open"',
+  identifier: "a policy's name",
+  requestPropertyName: "the RateLimit fields of the answer (they are always set)",
+  blockDuration: 'a policy\'s block: "1h"',
+  onLimitReached: "handler",
+};
+
+/** Throws a TypeError for an option `rateLimit()` does not know, with Spillway's name for it. */
+export function checkOptionNames(options: object): void {
+  for (const name of Object.keys(options)) {
+    if (KNOWN_SET.has(name)) continue;
+    const migration = Object.hasOwn(MIGRATIONS, name) ? MIGRATIONS[name] : undefined;
+    if (migration) throw new TypeError(`rateLimit: unknown option ${JSON.stringify(name)}: Spillway's equivalent is ${migration}`);
+    const near = KNOWN.find((known) => editDistance(known.toLowerCase(), name.toLowerCase()) <= 2);
+    const hint = near ? ` (did you mean ${JSON.stringify(near)}?)` : ` (the options are ${KNOWN.join(", ")})`;
+    throw new TypeError(`rateLimit: unknown option ${JSON.stringify(name)}${hint}`);
+  }
+}
+
+/** The `headers` option: a style name (default "draft-10"). */
+export function headerStyleOption(value: unknown): HeaderStyle {
+  if (value === undefined) return "draft-10";
+  if (HEADER_STYLES.includes(value as HeaderStyle)) return value as HeaderStyle;
+  throw new TypeError(`rateLimit: headers must be one of ${HEADER_STYLES.map((style) => JSON.stringify(style)).join(", ")}, got ${describeValue(value)}`);
+}
+
+/** A function option (`skip`, `handler`), or undefined. */
+export function functionOption<F>(name: string, value: unknown, shape: string): F | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "function") throw new TypeError(`rateLimit: ${name} must be a function ${shape}, got ${describeValue(value)}`);
+  return value as F;
+}
+
+/** What a `handler` is told about a denial: Spillway's answer, which it may send or replace. */
+export interface Denial {
+  /** 429. */
+  status: number;
+  /** The rate-limit fields and Retry-After (in the `headers` style), already set on the answer. */
+  headers: Record<string, string>;
+  /** The problem body Spillway would send (`type`, `title`, `status`, `detail`, `violated-policies`). */
+  problem: Record<string, unknown>;
+}
+
+/** The denial in a 429 the engine built: its fields (not its content type) and its problem body. */
+export async function denialOf(response: Response): Promise<Denial> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== "content-type") headers[name] = value;
+  });
+  return { status: response.status, headers, problem: (await response.json()) as Record<string, unknown> };
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
