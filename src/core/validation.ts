@@ -37,7 +37,8 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
     path = [...path, issue.keys[0]!];
     message = "is not a known field";
     const missing = issues.find((one) => one.code === "invalid_type" && one.input === undefined && one.path.length === issue.path.length + 1 && issue.path.every((part, i) => part === one.path[i]));
-    if (missing) message += ` (did you mean ${JSON.stringify(missing.path[missing.path.length - 1])}?)`;
+    const near = missing ? String(missing.path[missing.path.length - 1]) : nearestName(String(issue.keys[0]), objectKeysAt(schema, issue.path));
+    if (near) message += ` (did you mean ${JSON.stringify(near)}?)`;
   } else if (issue.code === "invalid_type" && (message.startsWith("Invalid input") || message === "Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.
     message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describeValue(issue.input)}`;
@@ -45,6 +46,68 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
     message = `${message}, got ${describeValue(issue.input)}`;
   }
   throw new ValidationError(joinPath(prefix, path), message);
+}
+
+/**
+ * The closest of `candidates` to a mistyped `name` (`route` → `routes`, `ratelimit` →
+ * `rate_limit`, `limt` → `limit`), or undefined when none is close: at most two edits, case,
+ * `_` and `-` aside.
+ */
+export function nearestName(name: string, candidates: Iterable<string>): string | undefined {
+  const plain = (text: string) => text.toLowerCase().replace(/[_-]/g, "");
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of candidates) {
+    const distance = plain(candidate) === plain(name) ? 0 : editDistance(candidate.toLowerCase(), name.toLowerCase());
+    if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** Zod's definition of a schema, as far as objectKeysAt walks it. */
+interface SchemaDef {
+  type: string;
+  shape?: Record<string, { _zod: { def: SchemaDef } }>;
+  innerType?: { _zod: { def: SchemaDef } };
+  element?: { _zod: { def: SchemaDef } };
+  valueType?: { _zod: { def: SchemaDef } };
+  in?: { _zod: { def: SchemaDef } };
+  options?: { _zod: { def: SchemaDef } }[];
+  left?: { _zod: { def: SchemaDef } };
+  right?: { _zod: { def: SchemaDef } };
+}
+
+/** The field names of the object schema at `path` (for "did you mean"), or none when the schema cannot be walked there. */
+function objectKeysAt(schema: zc.$ZodType, path: readonly PropertyKey[]): string[] {
+  const found = new Set<string>();
+  const walk = (def: SchemaDef | undefined, depth: number, seen: number): void => {
+    if (!def || seen > 40) return;
+    const next = (child: { _zod: { def: SchemaDef } } | undefined, nextDepth = depth) => walk(child?._zod.def, nextDepth, seen + 1);
+    if (def.innerType) return next(def.innerType);
+    if (def.in) return next(def.in);
+    if (def.options) return def.options.forEach((option) => next(option));
+    if (def.left || def.right) return [def.left, def.right].forEach((side) => next(side));
+    if (depth === path.length) {
+      if (def.type === "object" && def.shape) for (const key of Object.keys(def.shape)) found.add(key);
+      return;
+    }
+    const step = path[depth];
+    if (def.type === "object" && def.shape && typeof step === "string") return next(def.shape[step], depth + 1);
+    if (def.type === "array") return next(def.element, depth + 1);
+    if (def.type === "record") return next(def.valueType, depth + 1);
+  };
+  walk((schema as unknown as { _zod: { def: SchemaDef } })._zod.def, 0, 0);
+  return [...found];
 }
 
 const EXPECTED: Record<string, string> = { object: "a JSON object", array: "an array", string: "a string", number: "a number", boolean: "true or false" };

@@ -1,5 +1,5 @@
 import { HEADER_STYLES, type HeaderStyle } from "../core/header-styles.js";
-import { describeValue } from "../core/validation.js";
+import { describeValue, nearestName } from "../core/validation.js";
 
 /**
  * The option names of `rateLimit()` (Hono, Express, node:http), checked in JavaScript as the
@@ -39,7 +39,7 @@ export function checkOptionNames(options: object): void {
     if (KNOWN_SET.has(name)) continue;
     const migration = Object.hasOwn(MIGRATIONS, name) ? MIGRATIONS[name] : undefined;
     if (migration) throw new TypeError(`rateLimit: unknown option ${JSON.stringify(name)}: Spillway's equivalent is ${migration}`);
-    const near = KNOWN.find((known) => editDistance(known.toLowerCase(), name.toLowerCase()) <= 2);
+    const near = nearestName(name, KNOWN);
     const hint = near ? ` (did you mean ${JSON.stringify(near)}?)` : ` (the options are ${KNOWN.join(", ")})`;
     throw new TypeError(`rateLimit: unknown option ${JSON.stringify(name)}${hint}`);
   }
@@ -76,14 +76,4 @@ export async function denialOf(response: Response): Promise<Denial> {
     if (name !== "content-type") headers[name] = value;
   });
   return { status: response.status, headers, problem: (await response.json()) as Record<string, unknown> };
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    previous = current;
-  }
-  return previous[b.length]!;
 }

@@ -118,7 +118,7 @@ async function serve(argv: string[]): Promise<number> {
     if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rls = args.rls && rlsPrepared && rlsModule ? await listening(rlsModule.serveRls(args.rls, rlsPrepared, { limiter, hostname: args.rls.hostname ?? args.hostname, registry: observing?.prometheus.registry }), "--rls-port", args.rls.port, args.rls.hostname ?? args.hostname, args.rls.hostname ? "--rls-host" : "--host") : undefined;
     if (rls) reloads.push(() => rls.reload());
-    if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
+    if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${counted(rlsPrepared!.config.domains.size, "domain")} from ${args.rls!.configPath}`);
     if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
     console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     await stopSignal;
@@ -185,14 +185,19 @@ function check(argv: string[]): Promise<number> {
     if (configPath) {
       const config = parseConfigText(await readConfig(configPath), configPath);
       const gateway = parseGatewayConfig(config);
-      const routes = gateway ? `, ${gateway.routes.length} route(s) to ${gateway.origin.origin}` : "";
-      console.log(`spillway: ${configPath} is valid (${config.policies.length} policies${routes})`);
+      const routes = gateway ? `, ${counted(gateway.routes.length, "route")} to ${gateway.origin.origin}` : "";
+      console.log(`spillway: ${configPath} is valid (${counted(config.policies.length, "policy", "policies")}${routes})`);
     }
     if (rlsConfigPath) {
       const rls = await loadRlsConfig(rlsConfigPath);
-      console.log(`spillway: ${rlsConfigPath} is valid (${rls.domains.size} domain(s): ${[...rls.domains.keys()].join(", ")})`);
+      console.log(`spillway: ${rlsConfigPath} is valid (${counted(rls.domains.size, "domain")}: ${[...rls.domains.keys()].join(", ")})`);
     }
   });
+}
+
+/** `1 policy`, `2 policies`, `0 routes`. */
+export function counted(count: number, one: string, many = `${one}s`): string {
+  return `${count} ${count === 1 ? one : many}`;
 }
 
 /** `spillway init DIR`: scaffolds a Worker project that deploys its own spillway.config.json. */

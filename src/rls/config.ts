@@ -1,7 +1,7 @@
 import { parseDurationMs } from "../core/duration.js";
 import { parsePolicy, parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
-import { ValidationError, describeValue } from "../core/validation.js";
+import { ValidationError, describeValue, nearestName } from "../core/validation.js";
 import { type RlsConfig, type RlsDomain, type RlsLevel, type RlsNode, type RlsPolicy, type RlsRule, type RlsWildcard, UNITS, UNIT_MS, type UnitName } from "./types.js";
 
 /**
@@ -213,7 +213,9 @@ function objectAt(input: unknown, field: string, what: string): Record<string, u
 function checkFields(input: Record<string, unknown>, known: ReadonlySet<string>, at: (field: string) => string): void {
   for (const field of Object.keys(input)) {
     if (UNSUPPORTED[field]) throw new ValidationError(at(field), UNSUPPORTED[field]);
-    if (!known.has(field)) throw new ValidationError(at(field), "is not a known field");
+    if (known.has(field)) continue;
+    const near = nearestName(field, known);
+    throw new ValidationError(at(field), `is not a known field${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}`);
   }
 }
 

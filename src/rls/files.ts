@@ -24,8 +24,31 @@ export function parseRlsText(name: string, text: string): RlsFile {
   try {
     return { name, content: parseYaml(text, { uniqueKeys: true, prettyErrors: true }) };
   } catch (error) {
-    throw new ValidationError(name, `is not valid YAML (${(error as Error).message.split("\n")[0]})`);
+    throw new ValidationError(name, yamlErrorText(error as Error & { linePos?: { line: number; col: number }[] }, text));
   }
+}
+
+/**
+ * A YAML syntax error in one line: where it is, then what. The parser notices some mistakes
+ * only at the start of the next line (column 1: a mis-indented key) or at the end of the file
+ * (a flow map never closed): the position is moved to the text that is wrong, the first
+ * character of a mis-indented line, or the `{` / `[` still open.
+ */
+export function yamlErrorText(error: Error & { linePos?: { line: number; col: number }[] }, text: string): string {
+  const what = error.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+  const at = error.linePos?.[0];
+  if (!at) return `is not valid YAML: ${what}`;
+  const lines = text.split(/\r?\n/);
+  let line = at.line;
+  let col = at.col;
+  if (col === 1) {
+    // Past the end, or on a blank line: the mistake is in the last line with text before it.
+    while (line > 1 && (lines[line - 1] ?? "").trim() === "") line--;
+    const source = lines[line - 1] ?? "";
+    const open = /^Flow (map|sequence)/.test(what) ? Math.max(source.lastIndexOf("{"), source.lastIndexOf("[")) : -1;
+    col = open >= 0 ? open + 1 : source.length - source.trimStart().length + 1;
+  }
+  return `is not valid YAML at line ${line}, column ${col}: ${what}`;
 }
 
 /** Whether a directory entry is a config file: `.yaml`, `.yml` or `.json`, not hidden. */

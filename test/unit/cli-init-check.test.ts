@@ -24,7 +24,7 @@ async function configFile(content: unknown): Promise<string> {
 describe("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("a valid config: exit 0 and a summary", async () => {
     const path = await configFile({ origin: "http://127.0.0.1:9", policies: [{ name: "per-minute", limit: 60, period: "1m" }], routes: [{ match: { path: "/api/*" }, key: "ip", policies: ["per-minute"] }] });
-    expect(spillway("check", "--config", path)).toEqual({ status: 0, output: `spillway: ${path} is valid (1 policies, 1 route(s) to http://127.0.0.1:9)\n` });
+    expect(spillway("check", "--config", path)).toEqual({ status: 0, output: `spillway: ${path} is valid (1 policy, 1 route to http://127.0.0.1:9)\n` });
   });
 
   it.each([

@@ -38,7 +38,7 @@ describe("spillway check/serve --rls-config", { timeout: PROCESS_TEST_TIMEOUT_MS
   it("check accepts the README examples and exits 2 naming the file and field of a bad one", async () => {
     const good = run(["check", "--rls-config", await configDir(README_CONFIGS)]);
     expect(await good.exit).toBe(0);
-    expect(good.output()).toContain("is valid (8 domain(s)");
+    expect(good.output()).toContain("is valid (8 domains");
     const dir = await configDir({ ...README_CONFIGS, "broken.yaml": BAD });
     const bad = run(["check", "--rls-config", dir]);
     expect(await bad.exit).toBe(2);
