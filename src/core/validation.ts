@@ -37,7 +37,9 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
     path = [...path, issue.keys[0]!];
     message = "is not a known field";
     const missing = issues.find((one) => one.code === "invalid_type" && one.input === undefined && one.path.length === issue.path.length + 1 && issue.path.every((part, i) => part === one.path[i]));
-    const near = missing ? String(missing.path[missing.path.length - 1]) : nearestName(String(issue.keys[0]), objectKeysAt(schema, issue.path));
+    // A field already given is not what a stray key meant (`limit` and a leftover `limt`).
+    const given = new Set(issue.input !== null && typeof issue.input === "object" ? Object.keys(issue.input) : []);
+    const near = missing ? String(missing.path[missing.path.length - 1]) : nearestName(String(issue.keys[0]), objectKeysAt(schema, issue.path).filter((key) => !given.has(key)));
     if (near) message += ` (did you mean ${JSON.stringify(near)}?)`;
   } else if (issue.code === "invalid_type" && (message.startsWith("Invalid input") || message === "Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.

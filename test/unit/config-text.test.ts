@@ -68,7 +68,7 @@ describe("parseConfigText", () => {
     const config = parseConfigText('\uFEFF{ "policies": [ { "name": "a", "limit": 3, "period": "1m" } ] }', "spillway.config.json");
     expect(config.policies.map((policy) => policy.limit)).toEqual([3]);
     const message = fieldOf('\uFEFF{ "polices": [] }');
-    expect(message).toBe("polices: is not a known field");
+    expect(message).toBe(`polices: is not a known field (did you mean "policies"?)`);
     expect(fieldOf(`\uFEFF${weakened}`)).toMatch(/^policies\.per-minute\.limit: appears twice/);
   });
 });
@@ -83,7 +83,7 @@ describe("every CLI path that reads a config file", { timeout: PROCESS_TEST_TIME
     }
     // `spillway init` projects check their config with `spillway check` before every build (wrangler.toml).
     const bom = await configFile('\uFEFF{ "policies": [ { "name": "a", "limit": 3, "period": "1m" } ] }');
-    expect(spillway("check", "--config", bom)).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policies)\n` });
+    expect(spillway("check", "--config", bom)).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policy)\n` });
   });
 });
 
