@@ -55,7 +55,9 @@ beforeAll(async () => {
   mkdirSync(consumer);
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
   const typesNode = `@types/node@${rootPackage.devDependencies["@types/node"]}`;
-  await sh("npm", ["install", tarball, typesNode, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], consumer);
+  // ioredis: an optional peer, which the fixtures' RedisStore and the typed consumer need.
+  const ioredis = `ioredis@${rootPackage.devDependencies.ioredis}`;
+  await sh("npm", ["install", tarball, typesNode, ioredis, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], consumer);
   for (const file of ["decide.mjs", "esm.mjs", "cjs.cjs"]) copyFileSync(join(fixtures, file), join(consumer, file));
 }, 300_000);
 
@@ -65,11 +67,11 @@ afterAll(async () => {
 });
 
 describe("the packed tarball", () => {
-  it("holds the build, the command, the gRPC protos and the documents; no sources, tests, benchmarks or CI", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua", "proto/envoy/service/ratelimit/v3/rls.proto", "proto/LICENSE"]) {
+  it("holds the build, the command, the gRPC protos and the documents; no sources, tests, benchmark code or CI", () => {
+    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "BENCHMARKS.md", "docs/serve.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua", "proto/envoy/service/ratelimit/v3/rls.proto", "proto/LICENSE"]) {
       expect(packedFiles).toContain(file);
     }
-    const stray = packedFiles.filter((file) => !/^(dist|bin|proto)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|spillway\.schema\.json)$/.test(file));
+    const stray = packedFiles.filter((file) => !/^(dist|bin|proto|docs)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|BENCHMARKS\.md|spillway\.schema\.json)$/.test(file));
     expect(stray).toEqual([]);
     expect(packedFiles.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
   });
