@@ -12,9 +12,8 @@ import { existsSync } from "node:fs";
 const [major, minor] = process.versions.node.split(".").map(Number);
 if ((major < 22 || (major === 22 && minor < 12)) && process.argv[2] !== "init") {
   console.error(
-    `spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath}).\n` +
-      "  Get a newer one: nvm install 24 (https://github.com/nvm-sh/nvm), fnm install 24, volta install node@24,\n" +
-      "  or run this once with one from npm: npx -p node@24 -p spillway spillway " + process.argv.slice(2).join(" "),
+    `spillway: needs Node 22.12 or later; this is Node ${process.versions.node} (${process.execPath}). ` +
+      `Install a newer one (nvm install 24, fnm install 24, volta install node@24), or run it once on one from npm: npx -p node@24 -p spillway spillway ${process.argv.slice(2).join(" ")}`.trimEnd(),
   );
   process.exit(1);
 }

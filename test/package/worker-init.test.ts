@@ -66,6 +66,8 @@ describe("a Worker project from spillway init, on the machine's global Node", ()
     if (Number(globalNode.slice(1).split(".")[0]) >= 22) return; // a machine with a new Node: nothing to show
     const failure = await onGlobalNode(join(project, "node_modules", ".bin", "spillway"), ["check", "--config", "spillway.config.json"], project).catch((error: Error) => error.message);
     expect(failure.trim().split("\n").at(-1)).toMatch(/^spillway: needs Node 22\.12 or later; this is Node 20\./);
+    // and how to get one: a version manager, or a Node from npm for this once.
+    expect(failure.trim().split("\n").at(-1)).toMatch(/nvm install 24.*npx -p node@24 -p spillway spillway check --config spillway\.config\.json$/);
   });
 
   it("pins Node, sets minify, and bundles as generated to at most 60 KiB gzip", async () => {
