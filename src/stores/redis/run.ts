@@ -35,6 +35,8 @@ export class ScriptRunner {
   /** Reloads in flight, per script sha: after a SCRIPT FLUSH, one caller sends the text, the others wait. */
   private readonly reloading = new Map<string, Promise<unknown>>();
   private coalescerOnce: WriteCoalescer | ClusterWriteCoalescer | undefined;
+  /** The library load ahead of the first call (prepare), once per client. */
+  private prepared: Promise<void> | undefined;
   /** ioredis's Command class, looked up once (a client exists, so ioredis is installed). */
   private readonly Command = ioredis().Command;
 
@@ -71,6 +73,20 @@ export class ScriptRunner {
   send(name: ScriptName, algorithms: Iterable<AlgorithmName>, keys: readonly string[], args: Args): { reply: Promise<unknown>; recoverable: boolean } {
     if (this.modeNow === "scripts") return { reply: this.evalScript(scriptFor(name, algorithms), keys, args), recoverable: false };
     return { reply: this.fcall(FUNCTION_LIBRARY.functions[name], keys, args), recoverable: true };
+  }
+
+  /**
+   * Loads the library before the client's first call, once: a store's first decision then
+   * costs one round trip instead of three (FCALL, FUNCTION LOAD, FCALL), which on a fresh
+   * redis-server outlasts a 50 ms call timeout. Never fails: a call recovers as it always does.
+   */
+  prepare(): Promise<void> {
+    if (this.modeNow === "scripts") return Promise.resolve();
+    this.prepared ??= this.loadLibrary().then(
+      () => undefined,
+      () => undefined,
+    );
+    return this.prepared;
   }
 
   /** After a failed FCALL: load the library and call again, or switch the client to scripts. */

@@ -163,7 +163,13 @@ export class RedisStore implements Limiter {
       }
       await sleep(10);
     }
+    await this.prepared(Math.max(1, deadline - Date.now()));
     return true;
+  }
+
+  /** Connected: the script library loaded too (ScriptRunner.prepare), waited for at most `waitMs`. */
+  private prepared(waitMs: number): Promise<void> {
+    return withTimeout(this.runner.prepare(), waitMs, "library load").catch(() => {});
   }
 
   check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -387,10 +393,16 @@ export class RedisStore implements Limiter {
    * told of) and failMode decides.
    */
   private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    const waitMs = this.everReady ? this.timeoutMs : this.connectWaitMs;
+    const first = !this.everReady;
+    const waitMs = first ? this.connectWaitMs : this.timeoutMs;
+    const startedMs = Date.now();
     this.connecting ??= settledConnection(this.client, waitMs).finally(() => (this.connecting = undefined));
     await this.connecting;
-    if (this.client.status === "ready") return this.sendNow(name, stack, keys, args);
+    if (this.client.status === "ready") {
+      // The first connection is up once its scripts are loaded too, within the same wait.
+      if (first) await this.prepared(Math.max(1, waitMs - (Date.now() - startedMs)));
+      return this.sendNow(name, stack, keys, args);
+    }
     if (this.#connectionError) return this.notConnected(name);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${waitMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
