@@ -1,4 +1,5 @@
 import { validateRedisUrl } from "../stores/redis/connection-errors.js";
+import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
@@ -25,6 +26,8 @@ export interface ServeArgs {
   rls?: RlsArgs;
   /** --watch: reload --config when the file changes (as on SIGHUP). */
   watch?: boolean;
+  /** --workers N|auto: N processes serving the same ports (workers.ts); Redis stores only. */
+  workers?: number;
 }
 
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
@@ -32,7 +35,7 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
        spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME]
                       [--max-inflight N] | --store memory [--memory-max-keys N]]
-                      [--metrics-port N | --no-metrics]
+                      [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
 
@@ -44,6 +47,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
 ${SENTINEL_USAGE}
   --store memory         keep state in this process only (one process, lost on restart)
+  --workers N|auto       N processes (auto: one per core) serving the same ports; Redis stores only;
+                         one /metrics for all, SIGHUP and SIGTERM reach every one, a dead one is restarted
   --metrics-port N       also serve /metrics on this port without the token (bound to --host)
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
   --memory-max-keys N    (key, policy) states the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS});
@@ -80,6 +85,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
         watch: { type: "boolean" },
+        workers: { type: "string" },
         ...RLS_FLAG_OPTIONS,
       },
     }));
@@ -89,15 +95,27 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   const rls = parseRlsArgs(values);
   if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
   if (values.watch && !values.config) throw new ValidationError("--watch", "watches --config, which is not given (--rls-config reloads on SIGHUP)");
+  const store = parseStore(values, env);
+  const workers = parseWorkers(values.workers, store);
   return {
     ...(values.config ? { configPath: values.config } : {}),
     port: parsePort(values.port),
     hostname: values.host ?? "127.0.0.1",
-    store: parseStore(values, env),
+    store,
+    ...(workers !== undefined ? { workers } : {}),
     ...parseMetrics(values),
     ...rls,
     ...(values.watch ? { watch: true } : {}),
   };
+}
+
+/** `--workers N|auto`: a positive integer, or one per core; never with the memory store, whose state would split. */
+function parseWorkers(value: string | undefined, store: StoreChoice): number | undefined {
+  if (value === undefined) return undefined;
+  const workers = value === "auto" ? availableParallelism() : Number(value);
+  if (value !== "auto" && (!/^\d+$/.test(value) || workers < 1 || workers > 1024)) throw new ValidationError("--workers", `must be a number of processes from 1 to 1024, or auto (one per core), got ${JSON.stringify(value)}`);
+  if (store.kind === "memory") throw new ValidationError("--workers", "needs a Redis store (--redis, --redis-cluster or --redis-sentinel): with --store memory each worker would keep counts of its own and together admit N times the limit");
+  return workers;
 }
 
 function parsePort(value: string | undefined, flag = "--port"): number {
