@@ -8,6 +8,8 @@ export function registerReloadMetrics(registry: Registry, reloader: ConfigReload
     help: "Reloads of --config (SIGHUP, --watch) by result: ok (swapped in) or error (refused, the config in force kept).",
     labelNames: ["result"],
     registers: [registry],
+    // --workers: every worker reloads the same text, so one worker's count is the count.
+    aggregator: "max",
     collect() {
       this.reset();
       for (const result of ["ok", "error"] as const) this.inc({ result }, reloader.counts[result]);
@@ -17,6 +19,7 @@ export function registerReloadMetrics(registry: Registry, reloader: ConfigReload
     name: "spillway_config_generation",
     help: "The generation of the config in force: 1 at start, one more per reload that took.",
     registers: [registry],
+    aggregator: "max",
     collect() {
       this.set(generation());
     },

@@ -60,6 +60,21 @@ export class ConfigReloader {
       return this.#refused(trigger, new ValidationError("--config", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`));
     }
     if (trigger === "watch" && text === this.#lastText) return "unchanged";
+    return this.#applyText(trigger, text);
+  }
+
+  /**
+   * Applies `text` as if it had been read from the file (a worker of `--workers`: the primary
+   * read the file once and sends every worker the same text, so that they all take it or all
+   * refuse it). Queued like reload.
+   */
+  reloadText(text: string, trigger: ReloadTrigger): Promise<ReloadResult> {
+    const run = this.#queue.then(() => this.#applyText(trigger, text));
+    this.#queue = run;
+    return run;
+  }
+
+  #applyText(trigger: ReloadTrigger, text: string): ReloadResult {
     this.#lastText = text;
     let generation: number;
     try {
