@@ -12,7 +12,8 @@ import { extractSnippets } from "./snippets.js";
 // What a newcomer meets first, from the packed tarball: `npm install spillway hono` and nothing
 // else (light, no install-script warning, every entry point loads without the server's
 // optional packages), the documents in the box with every README link resolving, the command's
-// help, and the README's Redis swap (with ioredis, the one optional package it needs).
+// help; then, with the server's optional packages, the README's Redis swap and docs/envoy.md's
+// grpc-js client over the shipped protos; and the README's gateway quick start.
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
@@ -157,21 +158,55 @@ describe("the documents in the box", () => {
   });
 });
 
-describe("README's Redis swap, as written", () => {
-  it("answers 200 on its first request and the script exits", async () => {
-    const consumer = join(work, "redis");
-    mkdirSync(consumer);
-    writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "redis", private: true, type: "module" }));
-    const installed = await sh("npm", ["install", inject("tarball"), pinned("hono"), pinned("ioredis"), "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], consumer);
-    expect(installed.code, installed.stderr).toBe(0);
+describe("with the server's optional packages installed", () => {
+  let server: string;
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    server = join(work, "server");
+    mkdirSync(server);
+    writeFileSync(join(server, "package.json"), JSON.stringify({ name: "server", private: true, type: "module" }));
+    const packages = [pinned("hono"), pinned("ioredis"), pinned("@grpc/grpc-js"), pinned("@grpc/proto-loader")];
+    const installed = await sh("npm", ["install", inject("tarball"), ...packages, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], server);
+    if (installed.code !== 0) throw new Error(`npm install failed:\n${installed.stderr}`);
+  }, 300_000);
+  afterAll(() => {
+    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+  });
+
+  it("README's Redis swap, as written, answers 200 on its first request and the script exits", async () => {
     const block = extractSnippets("README.md", readFileSync(join(root, "README.md"), "utf8")).find((snippet) => snippet.run && snippet.code.includes("new RedisStore"));
     expect(block, "README has a run block with new RedisStore").toBeDefined();
-    writeFileSync(join(consumer, "swap.mjs"), block!.code.replaceAll("redis://127.0.0.1:6379", redis!.url));
+    writeFileSync(join(server, "swap.mjs"), block!.code.replaceAll("redis://127.0.0.1:6379", redis!.url));
     for (let runs = 0; runs < 3; runs++) {
-      const ran = await node(["swap.mjs"], consumer);
+      const ran = await node(["swap.mjs"], server);
       expect(ran, ran.stderr).toMatchObject({ code: 0, stdout: "200\n" });
     }
   }, 180_000);
+
+  it("docs/envoy.md's grpc-js client, over the protos spillway/proto/* exports, asks spillway serve --rls-port", async () => {
+    const envoy = extractSnippets("docs/envoy.md", readFileSync(join(root, "docs", "envoy.md"), "utf8"));
+    const config = envoy.find((snippet) => snippet.kind === "skip" && snippet.lang === "yaml" && snippet.code.startsWith("domain: edge"));
+    const client = envoy.find((snippet) => snippet.kind === "js" && snippet.code.includes("ShouldRateLimit"));
+    expect(config && client, "envoy.md has the edge config and the client").toBeTruthy();
+    writeFileSync(join(server, "edge.yaml"), config!.code);
+    const port = await freePort();
+    writeFileSync(join(server, "rls-client.mjs"), client!.code.replace("127.0.0.1:8081", `127.0.0.1:${port}`));
+    const bin = join(server, "node_modules", "spillway", "bin", "spillway.mjs");
+    const serving = spawn(process.execPath, [bin, "serve", "--store", "memory", "--no-metrics", "--port", "0", "--rls-port", String(port), "--rls-config", "edge.yaml"], { cwd: server, stdio: ["ignore", "pipe", "pipe"] });
+    children.push(serving);
+    await new Promise<void>((resolve, reject) => {
+      let output = "";
+      serving.stdout!.on("data", (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes("listening on")) resolve();
+      });
+      serving.once("exit", (code) => reject(new Error(`spillway serve exited (${code}): ${output}`)));
+    });
+    const promised = [...client!.code.matchAll(/^\s*\/\/ → (.*)$/gm)].map((match) => match[1]!.trim());
+    const ran = await node(["rls-client.mjs"], server);
+    expect(ran, ran.stderr).toMatchObject({ code: 0 });
+    expect(ran.stdout.trim().split("\n")).toEqual(promised);
+  }, 60_000);
 });
 
 describe("README's gateway quick start", () => {
