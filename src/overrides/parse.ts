@@ -73,8 +73,8 @@ function realDate(match: RegExpExecArray): boolean {
 function parseExpiresAt(value: string | number, field: string, nowMs: number): number {
   const iso = typeof value === "string" ? ISO_DATE.exec(value) : null;
   const ms = typeof value === "number" ? value : iso ? Date.parse(value) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new ValidationError(field, `must be epoch milliseconds or an ISO 8601 date like "2026-12-31T00:00:00Z", got ${describeValue(value)}`);
   if (iso && !realDate(iso)) throw new ValidationError(field, `must be a real date and time, got ${describeValue(value)}`);
+  if (!Number.isFinite(ms)) throw new ValidationError(field, `must be epoch milliseconds or an ISO 8601 date like "2026-12-31T00:00:00Z", got ${describeValue(value)}`);
   if (ms <= nowMs) throw new ValidationError(field, `must be in the future, got ${describeValue(value)}`);
   if (ms > nowMs + MAX_EXPIRES_AHEAD_MS) throw new ValidationError(field, `must be at most 100 years ahead (leave expiresAt out for an override that never expires), got ${describeValue(value)}`);
   return ms;

@@ -5,7 +5,7 @@ import { ValidationError } from "../../src/core/validation.js";
 import { createNodeGateway } from "../../src/node/gateway.js";
 import { Overrides, overridesFor } from "../../src/overrides/overrides.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { MAX_OVERRIDES_PER_POLICY, type Override, parseOverride } from "../../src/overrides/parse.js";
+import { MAX_OVERRIDES_PER_POLICY, fieldKey, overrideField, parseOverride } from "../../src/overrides/parse.js";
 import { OverrideIndex } from "../../src/overrides/resolver.js";
 import { MemoryOverrideTable, type OverrideTable } from "../../src/overrides/table.js";
 
@@ -52,6 +52,64 @@ describe("override resolution", () => {
     expect(index.resolve(stack, "acme-1", NOW)).toBe(index.resolve(stack, "acme-2", NOW));
     expect(index.resolve([window], "acme-1", NOW)[0]).toBe(index.resolve([window], "acme-2", NOW)[0]);
     expect(index.resolve([conc], "acme-1", NOW)).toEqual([conc]);
+  });
+});
+
+describe("overrides scoped by key source", () => {
+  const index = new OverrideIndex([
+    { policy: "per-key", key: "127.0.0.1", source: "ip", limit: 1000 },
+    { policy: "per-key", key: "acme-*", source: "header:x-api-key", limit: 100 },
+    { policy: "per-key", key: "acme-1|127.0.0.1", source: "[header:x-api-key|ip]", limit: 7 },
+    { policy: "per-key", key: "given-*", limit: 5 },
+  ]);
+  const limitOf = (key: string, source?: string) => index.resolve([window], key, NOW, source)[0]!.limit;
+
+  it("a key sees only the overrides of the source it was read from", () => {
+    expect(limitOf("127.0.0.1", "ip")).toBe(1000);
+    expect(limitOf("127.0.0.1", "header:x-api-key")).toBe(10); // the same value from a header borrows nothing
+    expect(limitOf("127.0.0.1")).toBe(10); // nor does a key given to /v1/check
+    expect(limitOf("acme-2", "header:x-api-key")).toBe(100);
+    expect(limitOf("acme-2", "query:x-api-key")).toBe(10);
+    expect(limitOf("acme-1|127.0.0.1", "[header:x-api-key|ip]")).toBe(7);
+    expect(limitOf("given-1")).toBe(5);
+    expect(limitOf("given-1", "ip")).toBe(10);
+  });
+
+  it("names a source as a route writes its key: ip/N is ip, header names lower-cased, a composite is its parts", () => {
+    const sourceOf = (source: unknown) => parseOverride({ policy: "per-key", key: "k", limit: 1, source }, catalog, "overrides.0", NOW).source;
+    expect(sourceOf("ip/56")).toBe("ip");
+    expect(sourceOf("header:X-Api-Key")).toBe("header:x-api-key");
+    expect(sourceOf(["header:X-Api-Key", "ip/56"])).toBe("[header:x-api-key|ip]");
+    expect(sourceOf(["query:a|b", "path"])).toBe("[query:a\\|b|path]");
+    expect(() => sourceOf("ipv4")).toThrow(/^overrides\.0\.source: must be one of/);
+    expect(() => sourceOf([])).toThrow(/^overrides\.0\.source: /);
+  });
+
+  it("a config holds one override per (policy, source, key)", () => {
+    const policies = [{ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }];
+    expect(parseConfig({ policies, overrides: [{ policy: "per-key", key: "a", limit: 1 }, { policy: "per-key", key: "a", source: "ip", limit: 2 }] }).overrides).toHaveLength(2);
+    expect(() => parseConfig({ policies, overrides: [{ policy: "per-key", key: "a", source: "ip/56", limit: 1 }, { policy: "per-key", key: "a", source: "ip", limit: 2 }] })).toThrow(/^overrides\.1\.key: overrides "a" of "per-key" from "ip" twice/);
+  });
+
+  it("stores each (source, key) in its own field; a key without a source in its own name, as before sources", () => {
+    const cases = [{ key: "k" }, { key: "k", source: "ip" }, { key: "\u0000k" }, { key: '\u0000["ip","k"]' }, { key: "k", source: "[header:a|ip]" }];
+    const fields = cases.map((one) => overrideField(one));
+    expect(fields[0]).toBe("k");
+    expect(new Set(fields).size).toBe(cases.length);
+    cases.forEach((one, i) => expect(fieldKey(fields[i]!)).toEqual({ source: one.source, key: one.key }));
+  });
+
+  it("a runtime override laid over a config one, then deleted, gives the config's back", () => {
+    const layered = new OverrideIndex([{ policy: "per-key", key: "acme-*", limit: 100 }]);
+    layered.put({ policy: "per-key", key: "acme-*", limit: 200 });
+    layered.put({ policy: "per-key", key: "acme-eu-*", limit: 300 });
+    expect(layered.resolve([window], "acme-eu-1", NOW)[0]!.limit).toBe(300);
+    layered.remove("per-key", undefined, "acme-eu-*");
+    layered.remove("per-key", undefined, "acme-*");
+    expect(layered.resolve([window], "acme-eu-1", NOW)[0]!.limit).toBe(100);
+    layered.replace("per-key", [{ policy: "per-key", key: "x", limit: 1 }]);
+    expect(layered.resolve([window], "x", NOW)[0]!.limit).toBe(1);
+    expect(layered.resolve([window], "acme-1", NOW)[0]!.limit).toBe(100);
   });
 });
 
