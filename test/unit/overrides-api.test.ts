@@ -86,4 +86,14 @@ describe("/v1/overrides input", () => {
     expect((await send("DELETE", "/v1/overrides", { policy: "per-key", key: "127.0.0.1", source: "ip" })).body).toEqual({ deleted: true });
     expect((await send("GET", "/v1/overrides?policy=per-key")).body.overrides).toEqual([{ policy: "per-key", key: "127.0.0.1", limit: 5 }]);
   });
+
+  it("under a config override with burst, the decision's limit and RateLimit-Policy's q agree (issue 32)", async () => {
+    const withBurst = parseConfig({ policies: [{ name: "per-key", algorithm: "gcra", limit: 600, period: "1m" }], overrides: [{ policy: "per-key", key: "acme-*", limit: 6000, burst: 600, period: "1m" }] });
+    const served = createApp({ service: new SpillwayService(new MemoryStore(), withBurst), tokenOf: () => "t" });
+    const response = await served.request("/v1/check", { method: "POST", headers: { authorization: "Bearer t" }, body: JSON.stringify({ key: "acme-1", policy: "per-key" }) });
+    const body = (await response.json()) as { limit: number; remaining: number };
+    expect(body).toMatchObject({ limit: 600, remaining: 599 });
+    expect(response.headers.get("ratelimit-policy")).toBe('"per-key";q=600;w=6');
+    expect(response.headers.get("ratelimit")).toBe('"per-key";r=599;t=1');
+  });
 });
