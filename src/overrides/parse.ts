@@ -61,7 +61,7 @@ export const overrideSchema = z.strictObject(
 export const MAX_EXPIRES_AHEAD_MS = 100 * 366 * 86_400_000;
 
 /** `2026-12-31`, `2026-12-31T23:59`, `…:59`, `…:59.123`, each time optionally with `Z` or `±hh:mm`. */
-const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/i;
+export const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/;
 
 /** Whether the date's fields name a real instant: no 31st of February, no hour 25 (Date.parse rolls those over). */
 function realDate(match: RegExpExecArray): boolean {
