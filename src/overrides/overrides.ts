@@ -58,8 +58,6 @@ export class Overrides {
   /** The version of each policy's overrides the index holds (absent: never read). */
   readonly #versions = new Map<string, number>();
   #loadedAtMs = Number.NEGATIVE_INFINITY;
-  /** When the newest applied read started: an older read that ends later is dropped. */
-  #appliedStartMs = Number.NEGATIVE_INFINITY;
   #refreshing: Promise<void> | undefined;
   #refreshingSinceMs = 0;
   /** A read started before (or at) this may predate a change made here: it does not count as fresh. */
