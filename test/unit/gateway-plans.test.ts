@@ -128,6 +128,28 @@ describe("Node gateway: runtime overrides and a global dryRun", () => {
     expect((await send(gateway, `${user}-other`)).policy).toBe('"per-user";q=1;w=3600');
   });
 
+  it("under a burst right after the PUT, a key admits exactly its override's limit, and a header spelling it borrows nothing", async () => {
+    const user = `u-${crypto.randomUUID()}`;
+    const put = await fetch(`${gateway.url}/v1/overrides`, {
+      method: "PUT",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ policy: "per-user", key: `${user}|GET`, source: ["header:x-user", "method"], limit: 5 }),
+    });
+    expect(put.status).toBe(200);
+    const burst = await Promise.all(Array.from({ length: 40 }, () => send(gateway, user)));
+    expect(burst.filter((answer) => answer.status === 200)).toHaveLength(5);
+    expect(burst.filter((answer) => answer.status === 429)).toHaveLength(35);
+    // The same value from a source the override does not name: the policy's own limit of 1.
+    const other = await fetch(`${gateway.url}/v1/overrides`, {
+      method: "PUT",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ policy: "per-user", key: `${user}-b|GET`, source: "header:x-user", limit: 5 }),
+    });
+    expect(other.status).toBe(200);
+    const borrowed = await Promise.all(Array.from({ length: 10 }, () => send(gateway, `${user}-b`)));
+    expect(borrowed.filter((answer) => answer.status === 200)).toHaveLength(1);
+  });
+
   it("a top-level dryRun never blocks and says what would have happened", async () => {
     const user = `u-${crypto.randomUUID()}`;
     expect(await send(dry, user)).toMatchObject({ status: 200, dry: "allowed" });
