@@ -149,7 +149,7 @@ export class Overrides {
     const overrides: Override[] = [];
     let cursor: string | undefined;
     do {
-      const page = await table.page(policy, cursor, READ_PAGE);
+      const page = await table.page(policy, cursor, table.wholeReadPageSize ?? READ_PAGE);
       overrides.push(...page.overrides);
       cursor = page.cursor;
     } while (cursor !== undefined);

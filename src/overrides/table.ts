@@ -45,6 +45,8 @@ export interface OverrideTable {
   put(override: Override): Promise<void>;
   /** Whether (policy, source, key) was there. */
   delete(policy: string, source: string | undefined, key: string): Promise<boolean>;
+  /** How many overrides a page of a whole read asks for (default MAX_CHANGES_PER_READ): a table whose every call is a round trip to one object asks for more. */
+  readonly wholeReadPageSize?: number;
 }
 
 /** The refusal of one override too many, in one place for every table. */

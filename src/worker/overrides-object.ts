@@ -2,6 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { Override } from "../overrides/parse.js";
 import type { OverridesObjectRpc, StoredChanges, StoredPage } from "../stores/durable-object-overrides.js";
 
+const SWEEP_EVERY_MS = 60_000;
+
 /**
  * The Worker's runtime overrides (PUT /v1/overrides): one object, bound as OVERRIDES, holding
  * every policy's overrides in SQLite. Every row carries the version of its last change, and a
@@ -16,6 +18,8 @@ import type { OverridesObjectRpc, StoredChanges, StoredPage } from "../stores/du
  */
 export class OverridesObject extends DurableObject<Record<string, unknown>> implements OverridesObjectRpc {
   private readonly sql: SqlStorage;
+  /** When each policy's expired rows were last dropped. */
+  readonly #sweptAtMs = new Map<string, number>();
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
@@ -47,9 +51,12 @@ export class OverridesObject extends DurableObject<Record<string, unknown>> impl
   }
 
   page(policy: string, cursor: string | null, count: number): StoredPage {
-    if (cursor === null) {
-      // Expired overrides apply nowhere: dropped (once per walk), so they do not count towards the cap.
-      this.sql.exec("DELETE FROM overrides WHERE policy = ? AND json_extract(body, '$.expiresAtMs') <= ?", policy, Date.now());
+    const nowMs = Date.now();
+    if (cursor === null && nowMs - (this.#sweptAtMs.get(policy) ?? 0) >= SWEEP_EVERY_MS) {
+      // Expired overrides apply nowhere: dropped, so they do not count towards the cap. At most
+      // once a minute: every isolate's first read walks the table, and this scans every row.
+      this.#sweptAtMs.set(policy, nowMs);
+      this.sql.exec("DELETE FROM overrides WHERE policy = ? AND json_extract(body, '$.expiresAtMs') <= ?", policy, nowMs);
     }
     const rows = this.sql.exec<{ key: string; body: string }>("SELECT key, body FROM overrides WHERE policy = ? AND key > ? ORDER BY key LIMIT ?", policy, cursor ?? "", count + 1).toArray();
     const more = rows.length > count;
