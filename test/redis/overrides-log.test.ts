@@ -71,13 +71,19 @@ describe("following runtime overrides in Redis", () => {
     clock.ms = 5000;
     expect((await reader.resolve([policy], "legacy"))[0]!.limit).toBe(42);
     expect(calls.pages).toBeGreaterThan(pages);
+    // Then the log is followed again: the next change costs no whole read.
+    const pagesAfterLegacy = calls.pages;
+    await table.put({ policy: "logged", key: "after-legacy", limit: 41 });
+    clock.ms = 7000;
+    expect((await reader.resolve([policy], "after-legacy"))[0]!.limit).toBe(41);
+    expect(calls.pages).toBe(pagesAfterLegacy);
     // An older change, then a logged one: a reader that held the version before both still sees both.
     const behind = new Overrides({ catalog, table: store.overrides, ttlMs: 1000, clockMs: () => clock.ms });
     await behind.resolve([policy], "x");
     await store.client.hset("spillway:{overrides:logged}:~overrides", "legacy-2", JSON.stringify({ policy: "logged", key: "legacy-2", limit: 43 }));
     await store.client.incr("spillway:{overrides:logged}:~version");
     await table.put({ policy: "logged", key: "new", limit: 44 });
-    clock.ms = 10_000;
+    clock.ms = 12_000;
     expect((await behind.resolve([policy], "legacy-2"))[0]!.limit).toBe(43);
     expect(behind.find("logged", "new")?.limit).toBe(44);
   });
