@@ -65,7 +65,7 @@ export const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{
 
 /** Whether the date's fields name a real instant: no 31st of February, no hour 25 (Date.parse rolls those over). */
 function realDate(match: RegExpExecArray): boolean {
-  const [, year, month, day, hour = "0", minute = "0", second = "0"] = match.map((part) => part ?? undefined);
+  const [, year, month, day, hour = "0", minute = "0", second = "0"] = match;
   const daysInMonth = new Date(Date.UTC(Number(year), Number(month), 0)).getUTCDate();
   return Number(month) >= 1 && Number(month) <= 12 && Number(day) >= 1 && Number(day) <= daysInMonth && Number(hour) <= 23 && Number(minute) <= 59 && Number(second) <= 59;
 }
@@ -165,9 +165,15 @@ export function overrideField(override: Pick<Override, "key" | "source">): strin
 
 /** The (source, key) of a field overrideField wrote. */
 export function fieldKey(field: string): { source: string | undefined; key: string } {
-  if (!field.startsWith("\u0000")) return { source: undefined, key: field };
-  const [source, key] = JSON.parse(field.slice(1)) as [string | null, string];
-  return { source: source ?? undefined, key };
+  if (field.startsWith("\u0000")) {
+    try {
+      const [source, key] = JSON.parse(field.slice(1)) as [unknown, unknown];
+      if ((source === null || typeof source === "string") && typeof key === "string") return { source: source ?? undefined, key };
+    } catch {
+      // A bare key that starts with NUL, stored by an earlier release: what it says.
+    }
+  }
+  return { source: undefined, key: field };
 }
 
 /** One override's identity among all: (policy, source, key). */
