@@ -70,12 +70,17 @@ function realDate(match: RegExpExecArray): boolean {
   return Number(month) >= 1 && Number(month) <= 12 && Number(day) >= 1 && Number(day) <= daysInMonth && Number(hour) <= 23 && Number(minute) <= 59 && Number(second) <= 59;
 }
 
-function parseExpiresAt(value: string | number, field: string, nowMs: number): number {
+/**
+ * `expiresAt` as epoch ms. A runtime override (PUT) must expire in the future; a config file's
+ * may have expired (`pastAllowed`): it then applies to nothing, and the file stays valid, so a
+ * date going by never stops a restart or a reload.
+ */
+function parseExpiresAt(value: string | number, field: string, nowMs: number, pastAllowed: boolean): number {
   const iso = typeof value === "string" ? ISO_DATE.exec(value) : null;
   const ms = typeof value === "number" ? value : iso ? Date.parse(value) : Number.NaN;
   if (iso && !realDate(iso)) throw new ValidationError(field, `must be a real date and time, got ${describeValue(value)}`);
   if (!Number.isFinite(ms)) throw new ValidationError(field, `must be epoch milliseconds or an ISO 8601 date like "2026-12-31T00:00:00Z", got ${describeValue(value)}`);
-  if (ms <= nowMs) throw new ValidationError(field, `must be in the future, got ${describeValue(value)}`);
+  if (ms <= nowMs && !pastAllowed) throw new ValidationError(field, `must be in the future, got ${describeValue(value)}`);
   if (ms > nowMs + MAX_EXPIRES_AHEAD_MS) throw new ValidationError(field, `must be at most 100 years ahead (leave expiresAt out for an override that never expires), got ${describeValue(value)}`);
   return ms;
 }
@@ -92,7 +97,7 @@ function parseSource(value: string | string[], field: string): string {
  * override may change only what that policy's algorithm uses (never the algorithm). Errors name
  * the field: `overrides.0.burst: is only used by gcra and token-bucket, got 5`.
  */
-export function parseOverride(input: unknown, catalog: PolicyCatalog, field: string, nowMs = Date.now()): Override {
+export function parseOverride(input: unknown, catalog: PolicyCatalog, field: string, nowMs = Date.now(), options: { pastAllowed?: boolean } = {}): Override {
   const raw = parseWith(overrideSchema, input, field);
   const at = (sub: string) => (field ? `${field}.${sub}` : sub);
   const base = catalog.get(raw.policy);
@@ -111,7 +116,7 @@ export function parseOverride(input: unknown, catalog: PolicyCatalog, field: str
   if (raw.limit !== undefined) override.limit = raw.limit;
   if (raw.burst !== undefined) override.burst = raw.burst;
   if (raw.period !== undefined) override.periodMs = raw.period;
-  if (raw.expiresAt !== undefined) override.expiresAtMs = parseExpiresAt(raw.expiresAt, at("expiresAt"), nowMs);
+  if (raw.expiresAt !== undefined) override.expiresAtMs = parseExpiresAt(raw.expiresAt, at("expiresAt"), nowMs, options.pastAllowed === true);
   return override;
 }
 
@@ -123,7 +128,7 @@ export function parseOverrideList(input: readonly unknown[], catalog: PolicyCata
     const field = `overrides.${index}`;
     let override: Override;
     try {
-      override = parseOverride(item, catalog, field);
+      override = parseOverride(item, catalog, field, Date.now(), { pastAllowed: true });
     } catch (error) {
       // A config naming a policy it lacks is a config error like any other.
       if (error instanceof UnknownPolicyError) throw new ValidationError(error.field, error.message.slice(error.field.length + 2));

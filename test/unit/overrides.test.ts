@@ -173,6 +173,19 @@ function over(table: OverrideTable, replaced: Partial<OverrideTable> = {}): Over
   };
 }
 
+describe("a config override whose expiresAt has passed", () => {
+  it("keeps the file valid (a restart or reload after the date still starts) and applies to nothing", async () => {
+    const policies = [{ name: "per-key", algorithm: "fixed-window", limit: 2, period: "1m" }];
+    const config = parseConfig({ policies, overrides: [{ policy: "per-key", key: "acme", limit: 100, expiresAt: "2020-01-01T00:00:00Z" }] });
+    expect(config.overrides[0]!.expiresAtMs).toBe(Date.parse("2020-01-01T00:00:00Z"));
+    const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, ttlMs: 1000 });
+    const [effective] = await overrides.resolve(config.policies, "acme");
+    expect(effective!.limit).toBe(2);
+    // A runtime override (PUT) in the past is still refused: it would be stored for nothing.
+    expect(() => parseOverride({ policy: "per-key", key: "acme", limit: 100, expiresAt: "2020-01-01T00:00:00Z" }, config.catalog, "", Date.now())).toThrow(/^expiresAt: must be in the future/);
+  });
+});
+
 describe("the overrides cache", () => {
   function cached(table: OverrideTable, clock: { ms: number }, logs: unknown[] = []) {
     return new Overrides({ catalog, table, ttlMs: 1000, clockMs: () => clock.ms, log: (entry) => logs.push(entry) });
