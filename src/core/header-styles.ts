@@ -1,4 +1,4 @@
-import { quotaItem, rateLimitHeaders, retryAfterSeconds } from "./headers.js";
+import { advertisedQuota, quotaItem, rateLimitHeaders, retryAfterSeconds } from "./headers.js";
 import type { Decision, Policy } from "./types.js";
 
 /**
@@ -44,9 +44,10 @@ export function styledHeaders(decision: Decision, policies: readonly Policy[], o
   return headers;
 }
 
-/** `5;w=60`: the quota of the decision's policy and its window, as draft-6/7 write it (no name). */
+/** `5;w=60`: the quota of the decision's policy and its window, as draft-6/7 write it (no name; the capacity `limit` counts against, as draft-10's item). */
 function policyField(decision: Decision, policies: readonly Policy[]): string {
   const policy = policies.find((candidate) => candidate.name === decision.policy);
   if (!policy || policy.algorithm === "concurrency") return String(decision.limit);
-  return quotaItem(policy.limit, policy.periodMs).slice("q=".length);
+  const [quota, windowMs] = advertisedQuota(policy);
+  return quotaItem(quota, windowMs).slice("q=".length);
 }

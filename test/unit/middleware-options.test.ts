@@ -151,4 +151,11 @@ describe.each([hono, expressHost, bare])("rateLimit() options on $name", (host) 
     const reset = Number(denied.headers.get("x-ratelimit-reset") ?? denied.headers.get("ratelimit-reset") ?? /reset=(\d+)/.exec(denied.headers.get("ratelimit") ?? "")?.[1] ?? NaN);
     if (style !== "draft-10") expect(reset).toBeGreaterThan(0);
   });
+
+  it("draft-7's policy field states the capacity its limit counts against (a gcra burst over its refill time)", async () => {
+    const send = await host.serve({ headers: "draft-7", policies: { name: "bursty", algorithm: "gcra", limit: 60, period: "1m", burst: 10 } });
+    const admitted = await send("di");
+    expect(admitted.headers.get("ratelimit-policy")).toBe("10;w=10");
+    expect(admitted.headers.get("ratelimit")).toMatch(/^limit=10, remaining=9, reset=\d+$/);
+  });
 });
