@@ -9,7 +9,7 @@ import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/orig
 import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { BodyTap } from "../gateway/answer-count.js";
-import { decodingTap } from "./usage-decode.js";
+import { NODE_TAP_DECODINGS, decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
@@ -154,8 +154,11 @@ export class NodeGatewayEdge {
       if (timing !== undefined) core.observer!.originDuration!({ route: step.route!, durationMs: performance.now() - timing });
     };
     res.once("close", () => {
-      // The client went away (or the answer was cut): nothing more to fetch or send.
-      if (!res.writableFinished) outgoing.destroy();
+      if (res.writableFinished) return;
+      // The client went away (or the answer was cut): nothing more to send. A counted answer
+      // is still charged (answer-count.ts): its head, and a body cost's body, are read on.
+      if (step.count && !exchange.charged) this.#readOn(exchange, step, outgoing);
+      else outgoing.destroy();
     });
     outgoing.on("error", (error) => {
       if (answered) return; // a body cut after the headers is the answer stream's to report
@@ -199,6 +202,31 @@ export class NodeGatewayEdge {
     req.once("error", (error) => outgoing.destroy(error));
   }
 
+  /**
+   * The client of a counted request went away before its cost was known: the origin's answer
+   * is read on for at most the route's maxReadMs (and maxReadBytes, counted by the tap), then
+   * cut. Cut before its head, a cost the answer reports is charged `missing` (abandoned).
+   */
+  #readOn(exchange: Exchange, step: Forward, outgoing: http.ClientRequest): void {
+    const count = step.count!;
+    const reading = exchange.reading;
+    if (outgoing.closed) return; // the origin's answer is all read already
+    if (reading) {
+      const incoming = incomingOf(outgoing);
+      reading.clientGone();
+      // Unpiped now, the body flows on into the tap alone (a pipe would pause it).
+      incoming?.unpipe(exchange.res);
+      incoming?.resume();
+    }
+    const timer = setTimeout(() => {
+      if (exchange.reading) exchange.reading.cut(`maxReadMs (${count.limits.ms})`);
+      else if (!exchange.charged) count.abandoned(quietly);
+      outgoing.destroy();
+    }, count.limits.ms);
+    timer.unref();
+    outgoing.once("close", () => clearTimeout(timer));
+  }
+
   /** Streams the origin's answer to the client, the core's fields added. */
   #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
     const { res } = exchange;
@@ -212,7 +240,9 @@ export class NodeGatewayEdge {
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw");
+    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw", NODE_TAP_DECODINGS);
+    // Charged at the head (a status, a header's cost), or by the tap the body goes through.
+    exchange.charged = counted !== undefined && counted.tap === undefined;
     if (counted?.extra instanceof Promise) {
       // The head waits for its debit (answer-count.ts); a body cut meanwhile cuts the answer.
       incoming.once("error", () => res.destroy());
@@ -228,9 +258,10 @@ export class NodeGatewayEdge {
     const fields = origin instanceof Headers ? answerHeaders(origin, extra) : addExtraFields(origin, extra);
     this.#report(step.route, status);
     if (res.destroyed) {
-      tap?.end();
-      incoming.destroy();
-      return;
+      if (!tap) return void incoming.destroy();
+      // The client left before the head went out: the body is read for the tap alone (#readOn's bounds).
+      tap.clientGone();
+      return this.#tapBody(exchange, incoming, tap);
     }
     res.writeHead(status, incoming.statusMessage, fields instanceof Headers ? flatFields(fields) : fields);
     if (req.method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
@@ -245,13 +276,23 @@ export class NodeGatewayEdge {
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
-    if (tap) {
-      // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
-      const reading = decodingTap(tap);
-      incoming.on("data", (chunk: Buffer) => reading.push(chunk));
-      incoming.once("end", () => reading.end());
-      incoming.once("close", () => reading.end());
-    }
+    // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
+    if (tap) this.#tapBody(exchange, incoming, tap);
+  }
+
+  /** Feeds the body to a counted answer's tap (decoded for it); once the client has gone, stops reading when the tap is done. */
+  #tapBody(exchange: Exchange, incoming: IncomingMessage, tap: BodyTap): void {
+    const reading = decodingTap(tap);
+    exchange.reading = reading;
+    const clientGone = () => exchange.res.destroyed;
+    incoming.on("data", (chunk: Buffer) => {
+      reading.push(chunk);
+      // Read on the tap's account only: no more once it is done (usage found, a bound reached).
+      if (reading.done && clientGone()) incoming.destroy();
+    });
+    incoming.once("end", () => reading.end());
+    incoming.once("close", () => reading.end());
+    if (clientGone()) incoming.resume();
   }
 }
 
@@ -294,6 +335,10 @@ function flatFields(headers: Headers): string[] {
 /** One request and its answer, and the core's facts about it (NodeRequestFacts). */
 class Exchange extends NodeRequestFacts {
   readonly res: ServerResponse;
+  /** A counted answer whose cost is settled: nothing more to read for it once the client has gone. */
+  charged = false;
+  /** The tap a counted body's cost is read by, once the body flows. */
+  reading: BodyTap | undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     super(req, path);
