@@ -35,6 +35,12 @@ export interface GatewayOptions {
   overrides?: Overrides;
   /** Every route in dry-run (SPILLWAY_DRY_RUN). */
   dryRun?: boolean;
+  /**
+   * The longest a counted answer is read on once its client has gone, whatever a route's
+   * maxReadMs says: the platform's own bound (a Worker's waitUntil runs 30 s past the client).
+   * @default no bound beyond the route's
+   */
+  readOnCapMs?: number;
 }
 
 /**
@@ -53,9 +59,10 @@ export function createGateway(options: GatewayOptions): Hono {
 }
 
 /** The Hono edge over an existing core (the Node gateway serves its slow path with it). */
-export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fetchOrigin">): Hono {
+export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fetchOrigin" | "readOnCapMs">): Hono {
   const { gateway, observer } = core;
   const { clientIpOf } = options;
+  const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
 
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
@@ -63,7 +70,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     // A WebSocket upgrade where this runtime can relay one (workerd); elsewhere a plain request.
     const upgrade = canRelayWebSockets() && isWebSocketUpgrade(request.method, request.headers);
     // A counted answer is charged whatever the client does: its leaving reaches the origin late (read-on.ts).
-    const leaving = step.count ? new ClientLeaving(request.signal, step.count.limits.ms) : undefined;
+    const leaving = step.count ? new ClientLeaving(request.signal, readOnMs(step.count.limits.ms)) : undefined;
     let origin: OriginAnswer;
     try {
       const wait = new OriginWait(leaving?.signal ?? request.signal, step.timeoutMs);
@@ -105,7 +112,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     const tap = answer.tap;
     let body = origin.body;
     if (tap && body) {
-      const tapped = tappedBody(body, tap);
+      const tapped = tappedBody(body, tap, readOnMs(tap.limits.ms));
       body = tapped.body;
       // Kept alive (waitUntil) until the tap has debited, even after the client has gone.
       defer(tapped.ended);

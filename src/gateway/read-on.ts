@@ -46,11 +46,12 @@ export class ClientLeaving {
  * The body a counted answer's client reads, with its tap beside it: each chunk is pushed to
  * the tap as it passes; the tap ends (and debits) when the body ends or breaks off. When the
  * client goes away (cancels), the origin's body is read on for the tap alone, until the tap
- * is done (usage found, maxReadBytes read) or maxReadMs has passed, then cancelled.
+ * is done (usage found, maxReadBytes read) or `readOnMs` (the route's maxReadMs, or less where
+ * the platform allows less) has passed, then cancelled.
  * `ended` resolves once the tap has ended: the caller hands it to waitUntil, which keeps the
  * read alive on Workers.
  */
-export function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap): { body: ReadableStream<Uint8Array>; ended: Promise<void> } {
+export function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap, readOnMs = tap.limits.ms): { body: ReadableStream<Uint8Array>; ended: Promise<void> } {
   const reader = body.getReader();
   let resolveEnded!: () => void;
   const ended = new Promise<void>((resolve) => (resolveEnded = resolve));
@@ -64,10 +65,10 @@ export function tappedBody(body: ReadableStream<Uint8Array>, tap: BodyTap): { bo
   const readOn = async (reason: unknown) => {
     tap.clientGone();
     const timer = setTimeout(() => {
-      tap.cut(`maxReadMs (${tap.limits.ms})`);
+      tap.cut(`maxReadMs (${readOnMs})`);
       // A pending read resolves as done once the reader is cancelled.
       void reader.cancel(reason).catch(() => {});
-    }, tap.limits.ms);
+    }, readOnMs);
     try {
       while (!tap.done) {
         const chunk = await reader.read();
