@@ -126,9 +126,8 @@ export class JsonPathScan {
           this.#afterValue(byte);
           break;
         case At.InString:
-          if (this.#escaped) this.#escaped = false;
-          else if (byte === BACKSLASH) this.#escaped = true;
-          else if (byte === QUOTE) this.#valueDone(bytes, captureFrom, i + 1);
+          i = this.#stringEnd(bytes, i);
+          if (i < n) this.#valueDone(bytes, captureFrom, i + 1);
           break;
         case At.InBare:
           if (endsBare(byte)) {
@@ -138,9 +137,8 @@ export class JsonPathScan {
           break;
         case At.Nested:
           if (this.#inString) {
-            if (this.#escaped) this.#escaped = false;
-            else if (byte === BACKSLASH) this.#escaped = true;
-            else if (byte === QUOTE) this.#inString = false;
+            i = this.#stringEnd(bytes, i);
+            if (i < n) this.#inString = false;
           } else if (byte === QUOTE) this.#inString = true;
           else if (byte === 0x7b || byte === 0x5b) this.#depth++;
           else if ((byte === 0x7d || byte === 0x5d) && --this.#depth === 0) this.#valueDone(bytes, captureFrom, i + 1);
@@ -187,6 +185,34 @@ export class JsonPathScan {
   /** Whether a container starting now is on the path: the document itself, or a matching member short of the path's end. */
   #onPath(): boolean {
     return this.#frames.length === 0 || (this.#matches && this.#frames.length < this.#path.length);
+  }
+
+  /**
+   * Where the string being read ends (its closing quote) from `from`, or the chunk's length
+   * when it goes on past it. Most of an answer's bytes are in strings (an LLM's content):
+   * they are skipped with indexOf, not byte by byte; a quote preceded by an odd run of
+   * backslashes is escaped.
+   */
+  #stringEnd(bytes: Uint8Array, from: number): number {
+    let i = from;
+    const n = bytes.length;
+    if (this.#escaped) {
+      this.#escaped = false;
+      i++;
+    }
+    for (;;) {
+      const quote = bytes.indexOf(QUOTE, i);
+      const end = quote < 0 ? n : quote;
+      let run = 0;
+      while (end - run - 1 >= i && bytes[end - run - 1] === BACKSLASH) run++;
+      if (quote < 0) {
+        this.#escaped = run % 2 === 1;
+        return n;
+      }
+      if (run % 2 === 0) return quote;
+      i = quote + 1;
+      if (i >= n) return n;
+    }
   }
 
   /** Reads a key's bytes from `from`; answers where reading goes on. */

@@ -67,6 +67,17 @@ describe("usage reader: the streaming JSON scan finds what JSON.parse finds", ()
     });
   }
 
+  it("skips strings of quotes and backslashes, however the chunks split them", () => {
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const alphabet = ['"', "\\", "{", "}", "[", "]", ",", ":", "a", "é"];
+    for (let round = 0; round < 200; round++) {
+      const text = Array.from({ length: 1 + Math.floor(random() * 30) }, () => alphabet[Math.floor(random() * alphabet.length)]).join("");
+      const body = JSON.stringify({ [text]: text, nested: { s: [text, { usage: { total_tokens: -1 } }] }, usage: { total_tokens: round } });
+      for (const size of [1, 2, 3, 7]) expect(read(body, "application/json", size)).toEqual({ found: true, value: round });
+    }
+  });
+
   it("reads numbers as JSON writes them (1e400 is Infinity), escaped keys, and array indexes", () => {
     expect(read('{"usage":{"total_tokens":1e400}}', "application/json", 2)).toEqual({ found: true, value: Infinity });
     expect(read('{"us\\u0061ge":{"total_tokens":6}}', "application/json", 4)).toEqual({ found: true, value: 6 });
