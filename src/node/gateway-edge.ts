@@ -211,6 +211,8 @@ export class NodeGatewayEdge {
     const count = step.count!;
     const reading = exchange.reading;
     if (outgoing.closed) return; // the origin's answer is all read already
+    // Its usage already found: nothing more to read, the debit lands now (the tap ends on close).
+    if (reading?.done) return void outgoing.destroy();
     if (reading) {
       const incoming = incomingOf(outgoing);
       reading.clientGone();

@@ -16,6 +16,7 @@ const config = {
     { match: { path: "/llm/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: json, max: 60_000 } },
     { match: { path: "/slow/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: json, missing: 7, maxReadMs: 1000 } },
     { match: { path: "/open/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: json } },
+    { match: { path: "/late/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: json, missing: 9, maxReadMs: 1000 } },
     // A route of its own: usage-unusable is logged once per route and minute.
     { match: { path: "/bomb/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: json, max: 60_000 } },
   ],
@@ -171,5 +172,18 @@ describe("Node gateway (node:http edge): reading a costed answer is bounded", ()
     // The usage so far (3) is less than `missing` (7): a stream cut before its end may have had more to report.
     await waitFor(async () => (await spent(user)) === 7, 5000);
     await waitFor(() => originClosed > closedBefore);
+  });
+
+  it("an origin that has not answered maxReadMs after the client left is given up on, and charged `missing`", async () => {
+    const user = newUser();
+    const outgoing = http.request(`${gateway.url}/late/chat`, { headers: { "x-user": user, "x-mode": "late" }, agent: false });
+    outgoing.on("error", () => {});
+    outgoing.end();
+    await waitFor(() => held.has(user));
+    const closedBefore = originClosed;
+    outgoing.destroy();
+    await waitFor(async () => (await spent(user)) === 9, 5000);
+    await waitFor(() => originClosed > closedBefore);
+    expect(gateway.logs).toContainEqual(expect.objectContaining({ reason: "the origin had not answered 1000 ms after the client left (maxReadMs)", cost: 9 }));
   });
 });
