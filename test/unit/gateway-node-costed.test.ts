@@ -35,6 +35,8 @@ let origin: Running;
 let gateway: GatewayUnderTest;
 /** Answers the origin holds, by x-user, for the test to go on with. */
 const held = new Map<string, http.ServerResponse>();
+/** The answers of a burst of one key's requests. */
+const burstAnswers: http.ServerResponse[] = [];
 let originClosed = 0;
 
 beforeAll(async () => {
@@ -45,7 +47,8 @@ beforeAll(async () => {
       case "sse":
         res.writeHead(200, { "content-type": "text/event-stream" });
         res.write(delta);
-        held.set(user, res);
+        if (req.headers["x-burst"]) burstAnswers.push(res);
+        else held.set(user, res);
         return;
       case "late":
         held.set(user, res);
@@ -140,6 +143,19 @@ describe.each(EDGES)("Node gateway (%s): a costed answer is always charged", (_e
     const answer = await request(`${gateway.url}/llm/${chat}`, { headers: { "x-user": user, "x-mode": "big", "x-bytes": String(2 * 1024 * 1024), "x-tokens": "50000" } });
     expect(answer.body.length).toBeGreaterThan(2 * 1024 * 1024);
     await waitFor(async () => (await spent(user)) === 50_000);
+  });
+});
+
+describe("Node gateway (node:http edge): a burst of clients that leave", () => {
+  it("20 clients of one key leave mid-answer at once: every answer is charged its usage", async () => {
+    const user = newUser();
+    const streams: http.ServerResponse[] = [];
+    const leaving = Array.from({ length: 20 }, () => readFirstChunkAndLeave("/llm/chat", { "x-user": user, "x-mode": "sse", "x-burst": "1" }));
+    await Promise.all(leaving);
+    for (const res of burstAnswers.splice(0)) streams.push(res);
+    expect(streams).toHaveLength(20);
+    for (const res of streams) res.end(usageEvent(100));
+    await waitFor(async () => (await spent(user)) === 2000);
   });
 });
 
