@@ -25,6 +25,16 @@ async function send(path: string, user: string, ctx: ExecutionContext, signal?: 
   return gw.app.fetch(new Request(`https://gateway.test${path}`, { headers: { "x-user": user, "cf-connecting-ip": "10.9.8.7" }, signal }), env, ctx);
 }
 
+/** The same route behind a gateway whose platform bounds reading on (createWorker's 25 s for waitUntil's 30, here 500 ms). */
+const capped = gatewayApp(
+  {
+    origin: "https://origin.test",
+    policies: [{ name: "budget", algorithm: "fixed-window", limit: 100_000, period: "1h" }],
+    routes: [{ match: { path: "/slow/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", missing: 7, maxReadMs: 60_000 } }],
+  },
+  { readOnCapMs: 500 },
+);
+
 describe("Worker gateway: a costed answer is always charged (waitUntil)", () => {
   it("an SSE client that leaves before the usage event is charged the usage", async () => {
     const user = uniqueUser();
@@ -97,5 +107,30 @@ describe("Worker gateway: a costed answer is always charged (waitUntil)", () => 
     clearInterval(timer);
     expect(await spent(user)).toBe(7);
     expect(gw.logs).toContainEqual(expect.objectContaining({ event: "usage-unusable", reason: "the answer was read up to maxReadMs (1000)", cost: 7 }));
+  });
+
+  it("reads on no longer than the platform allows (readOnCapMs), whatever the route's maxReadMs", async () => {
+    const user = uniqueUser();
+    let timer: ReturnType<typeof setInterval> | undefined;
+    capped.origin.handler = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            controller.enqueue(encoder.encode(": hello\n\n"));
+            timer = setInterval(() => controller.enqueue(encoder.encode(": still thinking\n\n")), 50);
+          },
+          cancel: () => clearInterval(timer),
+        }),
+        { headers: { "content-type": "text/event-stream" } },
+      );
+    const ctx = createExecutionContext();
+    const answer = await capped.app.fetch(new Request("https://gateway.test/slow/a", { headers: { "x-user": user, "cf-connecting-ip": "10.9.8.6" } }), env, ctx);
+    const reader = answer.body!.getReader();
+    await reader.read();
+    await reader.cancel("client went away");
+    await waitOnExecutionContext(ctx);
+    clearInterval(timer);
+    expect(BUDGET.limit - (await capped.limiter.peek(`header:x-user:${user}`, [BUDGET])).remaining).toBe(7);
+    expect(capped.logs).toContainEqual(expect.objectContaining({ reason: "the answer was read up to maxReadMs (500)", cost: 7 }));
   });
 });
