@@ -114,9 +114,12 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     if (tap && body) {
       const tapped = tappedBody(body, tap, readOnMs(tap.limits.ms));
       body = tapped.body;
-      // Kept alive (waitUntil) until the tap has debited, even after the client has gone.
-      defer(tapped.ended);
-    } else tap?.end();
+      // Kept alive (waitUntil) until the tap has debited, even after the client has gone; a
+      // lease is held as long, since the origin works on for it.
+      defer(lease ? tapped.ended.then(() => lease.release()) : tapped.ended);
+      return clientResponse(origin, extra, body);
+    }
+    tap?.end();
     if (lease && body) body = onBodyDone(body, () => void lease.release());
     else if (lease) await lease.release();
     return clientResponse(origin, extra, body);

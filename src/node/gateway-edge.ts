@@ -110,9 +110,10 @@ export class NodeGatewayEdge {
       void lease?.release();
       return this.#report(step.route, 499);
     }
-    if (lease) res.once("close", () => void lease.release());
     const timing = step.route !== undefined && this.#core.observer?.originDuration ? performance.now() : undefined;
     this.#ask(exchange, step, timing, this.#agent);
+    // After #ask's own 'close' listener: a counted answer read on after its client left holds the lease until the origin is done (#readOn).
+    if (lease) res.once("close", () => void (exchange.readingOn || lease.release()));
   }
 
   /**
@@ -213,6 +214,8 @@ export class NodeGatewayEdge {
     if (outgoing.closed) return; // the origin's answer is all read already
     // Its usage already found: nothing more to read, the debit lands now (the tap ends on close).
     if (reading?.done) return void outgoing.destroy();
+    // The origin works on: a concurrency lease is held until it is done.
+    exchange.readingOn = true;
     if (reading) {
       const incoming = incomingOf(outgoing);
       reading.clientGone();
@@ -226,7 +229,10 @@ export class NodeGatewayEdge {
       outgoing.destroy();
     }, count.limits.ms);
     timer.unref();
-    outgoing.once("close", () => clearTimeout(timer));
+    outgoing.once("close", () => {
+      clearTimeout(timer);
+      void step.lease?.release();
+    });
   }
 
   /** Streams the origin's answer to the client, the core's fields added. */
@@ -341,6 +347,8 @@ class Exchange extends NodeRequestFacts {
   charged = false;
   /** The tap a counted body's cost is read by, once the body flows. */
   reading: BodyTap | undefined;
+  /** The client has gone and the origin's answer is read on (#readOn): the lease waits for the origin. */
+  readingOn = false;
 
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     super(req, path);

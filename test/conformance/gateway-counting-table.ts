@@ -205,6 +205,32 @@ export function gatewayCountingConformance(runtime: string, driverOf: () => Gate
       }
     });
 
+    it("a concurrency lease is held while the answer is read on after its client left, and returned when the origin is done", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const events = gw.counting.events();
+      try {
+        const before = gw.origin.hits();
+        const replying = gw.send("/tokens-slot/a", as(user));
+        await waitFor(() => gw.origin.hits() > before);
+        events.send('data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n');
+        const reply = await replying;
+        await reply.firstChunk();
+        await reply.cancel();
+        await sleep(50);
+        // The origin still works for the request that left: the key's one slot is still taken.
+        const hits = gw.origin.hits();
+        expect((await gw.send("/tokens-slot/a", as(user))).status).toBe(429);
+        expect(gw.origin.hits()).toBe(hits);
+        events.send('data: {"choices":[],"usage":{"total_tokens":37}}\n\n');
+        events.end();
+        await waitFor(async () => (await remaining(user, BUDGET)) === 63);
+      } finally {
+        gw.origin.ok();
+      }
+      await waitFor(async () => (await (await gw.send("/tokens-slot/a", as(user))).text()) === "ok");
+    });
+
     it("a 2 MiB JSON answer is charged its usage", async () => {
       const gw = driverOf();
       const user = uniqueUser();
