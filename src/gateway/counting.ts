@@ -1,3 +1,4 @@
+import { capacityOf } from "../core/algorithms.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
@@ -93,7 +94,7 @@ function parseReadLimits(input: unknown, field: string): ReadLimits {
   return { bytes: bytes ?? DEFAULT_READ_LIMITS.bytes, ms: ms ?? DEFAULT_READ_LIMITS.ms };
 }
 
-function parseCost(input: unknown, field: string): CostSource {
+function parseCost(input: unknown, field: string, capacity: number): CostSource {
   if (typeof input === "number") {
     if (!isCost(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
     return { from: "constant", cost: input };
@@ -110,13 +111,20 @@ function parseCost(input: unknown, field: string): CostSource {
   if (typeof value !== "string") throw new ValidationError(where, `must be a string, got ${describeValue(value)}`);
   const max = parseBound(input, "max", field);
   // What the origin reports, a client can make absent or try to make unreadable: by default that costs what it could have used.
-  const missing = parseBound(input, "missing", field) ?? (from === "requestHeader" ? DEFAULT_MISSING_COST : reportedMissingDefault(max));
+  const missing = parseBound(input, "missing", field) ?? (from === "requestHeader" ? DEFAULT_MISSING_COST : reportedMissingDefault(max, capacity));
   // A missing value costing more than any reported one could would be a clamp that does not clamp.
   if (max !== undefined && missing > max) throw new ValidationError(`${field}.missing`, `must not be above max (${max}), got ${missing}`);
   const bounds: CostBounds = max === undefined ? { missing } : { max, missing };
   if (from === "responseJson") return { from, path: parseJsonPath(value, where), bounds };
   if (!HEADER_NAME.test(value)) throw new ValidationError(where, `must be a header name like "x-usage-tokens", got ${describeValue(value)}`);
   return { from, name: value.toLowerCase(), bounds };
+}
+
+/** The most a key may spend in a whole window of the route: its largest rate policy's capacity. */
+function routeCapacity(policies: readonly Policy[]): number {
+  let capacity = 1;
+  for (const policy of policies) if (policy.algorithm !== "concurrency") capacity = Math.max(capacity, capacityOf(policy));
+  return capacity;
 }
 
 /**
@@ -126,7 +134,7 @@ function parseCost(input: unknown, field: string): CostSource {
 export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; onLimit: string }, policies: readonly Policy[], field: string): RouteCounting | undefined {
   if (raw.count === undefined && raw.cost === undefined) return undefined;
   const count = raw.count === undefined ? undefined : parseCount(raw.count, `${field}.count`);
-  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`);
+  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`, routeCapacity(policies));
   const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson";
   const read = parseReadLimits(raw.cost, `${field}.cost`);
   if (afterAnswer) {

@@ -48,11 +48,13 @@ export const DEFAULT_MISSING_COST = 1;
 
 /**
  * The default `missing` of a cost the origin reports (`responseHeader`, `responseJson`): `max`
- * when set, else MAX_COST. A client can make usage absent (leave out `include_usage`) or try to
- * make it unreadable, so what it then pays must be at least what it could have used: nothing
- * less than `max` is, and without `max` nothing less than the largest cost a debit takes.
+ * when set, else the largest capacity among the route's policies (`capacityMs`: what a key may
+ * spend in a whole window). A client can make usage absent (leave out `include_usage`) or try
+ * to make it unreadable, so what it then pays must be at least what it could have used: nothing
+ * less than `max` is, and without `max` nothing less than its whole window. More would be a
+ * debt of years on a gcra key (1e9 at 100 a minute) for one answer an origin sent without usage.
  */
-export const reportedMissingDefault = (max: number | undefined): number => max ?? MAX_COST;
+export const reportedMissingDefault = (max: number | undefined, capacity: number): number => max ?? Math.min(capacity, MAX_COST);
 
 /**
  * A reported cost, by one rule for every source (a JSON value, a header's text, a function's

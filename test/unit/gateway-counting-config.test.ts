@@ -49,11 +49,16 @@ describe("route count and cost", () => {
     expect(load({ count: { status: ["2xx"] }, cost: { responseJson: "usage.total_tokens" } }).counting!.afterAnswer).toBe(true);
   });
 
-  it("what the origin reports and cannot be read costs `max` by default, else 1e9: a client gains nothing by hiding it", () => {
+  it("what the origin reports and cannot be read costs `max` by default, else the key's whole window: a client gains nothing by hiding it", () => {
     expect(load({ cost: { responseJson: "usage.total_tokens", max: 8000 } }).counting!.cost).toMatchObject({ bounds: { max: 8000, missing: 8000 } });
-    expect(load({ cost: { responseJson: "usage.total_tokens" } }).counting!.cost).toMatchObject({ bounds: { missing: 1e9 } });
+    // per-minute is gcra 60/min: its whole burst, refused until it refills, no debt of years.
+    expect(load({ cost: { responseJson: "usage.total_tokens" } }).counting!.cost).toMatchObject({ bounds: { missing: 60 } });
     expect(load({ cost: { responseHeader: "x-usage", max: 70 } }).counting!.cost).toMatchObject({ bounds: { max: 70, missing: 70 } });
-    expect(load({ cost: { responseHeader: "x-usage" } }).counting!.cost).toMatchObject({ bounds: { missing: 1e9 } });
+    expect(load({ cost: { responseHeader: "x-usage" } }).counting!.cost).toMatchObject({ bounds: { missing: 60 } });
+    // The largest rate policy of a stack; a concurrency policy holds leases and counts nothing.
+    const stacked = { ...route, policies: ["per-minute", "per-day", "slots"], cost: { responseJson: "usage.total_tokens" } };
+    const config = parseConfig({ origin: "https://api.example.com", policies: [...policies, { name: "per-day", algorithm: "fixed-window", limit: 5000, period: "1d" }], routes: [stacked] });
+    expect(parseGatewayConfig(config)!.routes[0]!.counting!.cost).toMatchObject({ bounds: { missing: 5000 } });
   });
 
   it("maxReadBytes and maxReadMs bound the read of a responseJson answer; every other counted route has the defaults", () => {

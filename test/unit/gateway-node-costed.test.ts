@@ -131,7 +131,7 @@ describe.each(EDGES)("Node gateway (%s): a costed answer is always charged", (_e
     expect(gateway.logs).toContainEqual(expect.objectContaining({ event: "usage-unusable", reason: "the answer has no usage.total_tokens", cost: 60_000 }));
   });
 
-  it("without `max`, an answer without usage costs 1e9: the key is refused, not charged 1", async () => {
+  it("without `max`, an answer without usage costs the key's whole window: it is refused, not charged 1", async () => {
     const user = newUser();
     await request(`${gateway.url}/open/${chat}`, { headers: { "x-user": user } });
     await waitFor(async () => (await remaining(user)) === 0);
