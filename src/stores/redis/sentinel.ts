@@ -109,7 +109,8 @@ export function sentinelTarget(options: SentinelStoreOptions): string {
 /** What went wrong reaching a Sentinel master, and which option to blame (`name`: no retry will fix it). */
 export interface SentinelTrouble {
   message: string;
-  field?: "name";
+  /** What to fix: the master's name, or the sentinel list (none answered, or each refused the credentials). */
+  field?: "name" | "sentinels";
 }
 
 /**
@@ -156,7 +157,7 @@ export class SentinelErrors {
       return { field: "name", message: `cannot find Redis ${target}: ${answers.join("; ")} (check the master name: it is NAME in sentinel.conf's "sentinel monitor NAME host port quorum"; SENTINEL MASTERS lists them)` };
     }
     const said = answers.length > 0 ? answers.join("; ") : error.message.replace(/ Retrying from scratch after \d+ms\./, "");
-    return { message: `cannot reach any sentinel of Redis ${target}: ${said} (${hintFor(said)})` };
+    return { field: "sentinels", message: `cannot reach any sentinel of Redis ${target}: ${said} (${hintFor(said)})` };
   }
 }
 
