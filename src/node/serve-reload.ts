@@ -41,7 +41,7 @@ export function configReloader(path: string, startText: string, serving: Serving
   return new ConfigReloader({
     path,
     startText,
-    log,
+    ...(log ? { log } : {}),
     generation: () => server.generation,
     apply(text) {
       const parts = runtimePartsOf(configOf(text, path), serving);
