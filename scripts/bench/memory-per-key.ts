@@ -9,8 +9,8 @@
 //
 //   node --expose-gc --import ./bin/ts-hooks.mjs scripts/bench/memory-per-key.ts KEYS KEY_LENGTH ALGORITHM
 // prints one JSON line: { keys, keyLength, algorithm, heapBytesPerKey, rssBytesPerKey, keyBytes }
-import { parsePolicy } from "../../src/core/policy.js";
-import { MemoryStore } from "../../src/stores/memory.js";
+import { parsePolicy } from "../../src/core/index.js";
+import { MemoryStore } from "../../src/node-middleware.js";
 
 export interface PerKey {
   keys: number;

@@ -1,7 +1,7 @@
 // bench:memory — what one key costs the memory store (BENCHMARKS.md, "Memory store: bytes per
 // key"). Each figure is a fresh Node process (--expose-gc): memory-per-key.ts fills a
 // MemoryStore with N keys of one algorithm directly and reports the heap per key beside the
-// key string; memory-serve.ts does the same through `spillway serve`'s gateway, key included.
+// key string; memory-serve.ts does the same through the HTTP server (POST /v1/check), key included.
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./load.js";
@@ -37,7 +37,7 @@ holds a ${KEY_LENGTH}-byte key in about ${8 * Math.ceil((12 + KEY_LENGTH) / 8)} 
 |---|---|---|---|
 ${rows.join("\n")}
 
-Through \`spillway serve\` (gateway route keyed by a ${KEY_LENGTH}-byte header, observation on, the key included):
+Through the HTTP server (\`startServer\` from \`spillway/node\`, what \`spillway serve\` runs; one \`POST /v1/check\` per key, the key included):
 ${serve.heapBytesPerKey} heap bytes per key, ${serve.rssBytesPerKey} RSS bytes per key.
 `,
 );

@@ -13,25 +13,10 @@ import { type CanonicalPath, canonicalPath, isRefused } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { endToEndFields, originFields } from "./gateway-edge.js";
 import { rawField } from "./raw-fields.js";
+import { keepAlive, relaySockets } from "./socket-relay.js";
 import { NodeRequestFacts } from "./request-facts.js";
 
 type Forward = GatewayStep & { forward: true };
-
-/**
- * How long a relay stays half-closed: once one side has ended its half (a FIN, passed on to
- * the other), the other has this long to finish its close before both are cut. A WebSocket's
- * closing handshake takes a round trip; a peer that keeps its side open past that (a dead
- * client's FIN passed to an origin that ignores FIN) would otherwise hold both sockets, and a
- * concurrency lease, forever.
- */
-export const HALF_CLOSE_GRACE_MS = 3000;
-
-/**
- * Idle time before TCP keepalive probes a proxied WebSocket's peer (both sockets): a peer gone
- * without a FIN or a reset (power lost, a network cut) is found about 10 probes later, and
- * its socket, and lease, end.
- */
-export const KEEPALIVE_IDLE_MS = 30_000;
 
 /**
  * WebSocket upgrades on `spillway serve` (docs/gateway.md, "WebSockets"): the http server's
@@ -75,7 +60,7 @@ export class NodeUpgradeEdge {
   /** The 'upgrade' event of a request `takes` accepted. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => {}); // a client that goes away closes the socket; 'close' does the rest
-    (socket as Socket).setKeepAlive?.(true, KEEPALIVE_IDLE_MS);
+    keepAlive(socket);
     this.#open.add(socket);
     socket.once("close", () => this.#open.delete(socket));
     const path = pathOf(req.url!);
@@ -217,36 +202,13 @@ export class NodeUpgradeEdge {
     this.#switched.add(socket);
     // Messages are small and interactive: no Nagle delay on the origin's side (node:http's server sockets have none).
     (originSocket as Socket).setNoDelay?.(true);
-    (originSocket as Socket).setKeepAlive?.(true, KEEPALIVE_IDLE_MS);
     const fields = withExtra(incoming, step.extra);
     fields.connection = "Upgrade";
     fields.upgrade = rawField(incoming.rawHeaders, "upgrade") ?? "websocket";
     socket.write(headOf(101, incoming.statusMessage || "Switching Protocols", fields));
     if (originHead.length > 0) socket.write(originHead);
     if (clientHead.length > 0) originSocket.write(clientHead);
-    let grace: NodeJS.Timeout | undefined;
-    const cut = () => {
-      clearTimeout(grace);
-      this.#switched.delete(socket);
-      socket.destroy();
-      originSocket.destroy();
-    };
-    // One side's FIN goes on to the other (pipe ends it); a side that has not closed in turn
-    // when the grace is over is reset, so neither socket stays half-open (CLOSE-WAIT here,
-    // or on a peer that ignores FIN) and 'close' releases the lease.
-    const halfClosed = () => {
-      grace ??= setTimeout(() => {
-        reset(socket);
-        reset(originSocket);
-        cut();
-      }, HALF_CLOSE_GRACE_MS);
-    };
-    socket.once("end", halfClosed);
-    originSocket.once("end", halfClosed);
-    socket.once("close", cut);
-    originSocket.once("close", cut);
-    socket.pipe(originSocket);
-    originSocket.pipe(socket);
+    relaySockets(socket, originSocket, () => this.#switched.delete(socket));
   }
 }
 
@@ -272,16 +234,6 @@ export function serveUpgrades(server: Server, edgeOf: () => NodeUpgradeEdge | un
     else socket.destroy();
   });
   return true;
-}
-
-/** Closes a socket with a TCP reset where it can (a plain TCP socket), else destroys it (a TLS one sends its FIN). */
-function reset(socket: Duplex): void {
-  if (socket.destroyed) return;
-  try {
-    (socket as Socket).resetAndDestroy();
-  } catch {
-    socket.destroy();
-  }
 }
 
 /** The canonical path of an origin-form request target. */
