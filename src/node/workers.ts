@@ -1,7 +1,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { parseGatewayConfig } from "../gateway/config.js";
 import type { ServeArgs } from "./cli-args.js";
-import { ConfigReloader } from "./reload.js";
+import { ConfigReloader, policiesStartingFresh } from "./reload.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { configOf } from "./serve-reload.js";
 import { type ToPrimary, type ToWorker, isToPrimary } from "./worker-protocol.js";
@@ -159,6 +159,8 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
  */
 function primaryReloader(path: string, startText: string, broadcast: (message: ToWorker) => void): ConfigReloader {
   let generation = 1;
+  // The policies in force, for the policies a reload starts fresh (serve-reload.ts, configReloader).
+  let inForce = configOf(startText, path).policies;
   return new ConfigReloader({
     path,
     startText,
@@ -166,8 +168,11 @@ function primaryReloader(path: string, startText: string, broadcast: (message: T
     apply(text) {
       // Sent whatever this check finds: each worker counts the refusal in its metrics too.
       broadcast({ spillway: "reload-config", text });
-      parseGatewayConfig(configOf(text, path));
-      return ++generation;
+      const config = configOf(text, path);
+      parseGatewayConfig(config);
+      const startFresh = policiesStartingFresh(inForce, config.policies);
+      inForce = config.policies;
+      return { generation: ++generation, startFresh };
     },
   });
 }

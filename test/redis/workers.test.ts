@@ -104,8 +104,8 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
         expect(metrics).toMatch(/^spillway_decision_duration_seconds_bucket\{le="\+Inf",store="redis"\} 40$/m);
       }
 
-      // SIGHUP, a good file: every worker takes it (one log line, from the primary).
-      writeFileSync(join(dir, "config.json"), JSON.stringify({ policies: [...policies, { name: "added", limit: 5, period: "1m" }] }));
+      // SIGHUP, a good file: every worker takes it (one log line, from the primary, naming the policy whose algorithm changed).
+      writeFileSync(join(dir, "config.json"), JSON.stringify({ policies: [{ ...policies[0], algorithm: "fixed-window" }, { name: "added", limit: 5, period: "1m" }] }));
       served.child.kill("SIGHUP");
       for (let i = 0; i < 100 && !/"result":"ok"/.test(served.output()); i++) await sleep(50);
       await sleep(200);
@@ -118,6 +118,7 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
       for (let i = 0; i < 8; i++) expect((await check(port, "added")).status).toBe(200);
       const reloadLines = served.output().split("\n").filter((line) => line.includes('"config-reload"'));
       expect(reloadLines, served.output()).toHaveLength(2);
+      expect(JSON.parse(reloadLines[0]!)).toMatchObject({ result: "ok", startFresh: [{ policy: "demo", from: "gcra", to: "fixed-window" }] });
       expect(JSON.parse(reloadLines[1]!)).toMatchObject({ result: "error", field: "policies.demo.limit" });
       const metrics = (await call(port, "GET", "/metrics")).text;
       expect(sample(metrics, /^spillway_config_reloads_total\{result="ok"\}/)).toBe(1);
