@@ -31,8 +31,8 @@ export interface ServeArgs {
 }
 
 export const SERVE_USAGE = `usage: spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
-                      [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME]
-                      [--max-inflight N] | --store memory [--memory-max-keys N]]
+                      [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME
+                       | --store memory [--memory-max-keys N]] [--max-inflight N]
                       [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-host ADDR] [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
 
