@@ -58,7 +58,7 @@ export function policyToSpec(policy: Policy): PolicySpec {
   const spec: PolicySpec = { name: policy.name, algorithm: policy.algorithm, limit: policy.limit, failMode: policy.failMode };
   if (policy.algorithm === "concurrency") spec.lease = policy.leaseMs;
   else if (policy.algorithm === "credits") {
-    if (policy.calendar) spec.refill = { calendar: policy.calendar.unit, timezone: policy.calendar.timezone, to: policy.refillTo ?? policy.limit };
+    if (policy.calendar) spec.refill = { calendar: policy.calendar.unit, timezone: policy.calendar.timezone, ...(policy.refillTo === undefined ? {} : { to: policy.refillTo }) };
   } else if (policy.calendar) {
     spec.calendar = policy.calendar.unit;
     spec.timezone = policy.calendar.timezone;

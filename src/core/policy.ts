@@ -124,7 +124,8 @@ export function parsePolicy(input: unknown, field: string): Policy {
     ...(raw.local ? { local: { share: raw.local.share } } : {}),
     ...(raw.block !== undefined ? { blockMs: raw.block } : {}),
     ...(calendar ? { calendar } : {}),
-    ...(isCredits && raw.refill ? { refillTo: raw.refill.to ?? raw.limit } : {}),
+    // Without `to` the refill goes back to `limit`, whatever an override makes of it for a key.
+    ...(isCredits && raw.refill?.to !== undefined ? { refillTo: raw.refill.to } : {}),
   };
 }
 

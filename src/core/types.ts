@@ -35,7 +35,7 @@ export interface Policy {
    * boundaries (none: the balance is never refilled).
    */
   calendar?: CalendarSpec;
-  /** credits with a refill: the balance is set back to this at each boundary of `calendar`. */
+  /** credits with a refill: the balance is set back to this at each boundary of `calendar` (undefined: to `limit`). */
   refillTo?: number;
 }
 

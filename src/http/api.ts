@@ -8,7 +8,7 @@ import { BodyTooLargeError, costAboveCapacityDetail, problem, problemResponse } 
 import { NoOverrideTableError } from "../overrides/admin.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
-const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
+const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend", "/credits"] as const;
 export type ApiRoute = (typeof API_ROUTES)[number];
 const API_PATHS: ReadonlyMap<string, ApiRoute> = new Map(API_ROUTES.map((route) => [`/v1${route}`, route]));
 
@@ -119,6 +119,8 @@ async function answerOther(service: SpillwayService, route: Exclude<ApiRoute, "/
       return json(await service.release(body));
     case "/extend":
       return json(await service.extend(body));
+    case "/credits":
+      return json(await service.credits(body));
   }
 }
 

@@ -30,14 +30,17 @@ describe("calendar windows and credits: accepted policies", () => {
     expect(plain).toMatchObject({ algorithm: "credits", limit: 1000, burst: 1000 });
     expect(plain.calendar).toBeUndefined();
     expect(plain.refillTo).toBeUndefined();
-    expect(parsePolicy({ ...prepaid, refill: { calendar: "month", timezone: "America/New_York" } }, "policy")).toMatchObject({ calendar: { unit: "month", timezone: "America/New_York" }, refillTo: 1000 });
+    const refilled = parsePolicy({ ...prepaid, refill: { calendar: "month", timezone: "America/New_York" } }, "policy");
+    expect(refilled).toMatchObject({ calendar: { unit: "month", timezone: "America/New_York" } });
+    // No `to`: back to the limit, whatever an override makes of it.
+    expect(refilled.refillTo).toBeUndefined();
     expect(parsePolicy({ ...prepaid, refill: { calendar: "week", to: 0 } }, "policy")).toMatchObject({ calendar: { unit: "week", timezone: "UTC" }, refillTo: 0 });
   });
 
   it("a store takes the parsed policy as it is, and one written as in a config", () => {
     const parsed = parsePolicy(monthly, "policy");
     expect(storePolicies([parsed])[0]).toBe(parsed);
-    expect(storePolicies([{ ...prepaid, refill: { calendar: "day" } } as never])[0]).toMatchObject({ refillTo: 1000 });
+    expect(storePolicies([{ ...prepaid, refill: { calendar: "day", to: 10 } } as never])[0]).toMatchObject({ calendar: { unit: "day", timezone: "UTC" }, refillTo: 10 });
     expect(() => storePolicies([{ ...parsed, calendar: { unit: "month", timezone: "Nowhere/Else" } }])).toThrow(/policies\.0\.calendar/);
     expect(() => storePolicies([{ ...parsePolicy(prepaid, "p"), refillTo: -1 }])).toThrow(/policies\.0\.refillTo/);
   });
