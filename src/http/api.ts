@@ -82,7 +82,7 @@ function decisionAnswer({ decision, policies, cost }: Checked, legacyHeaders: bo
   const headers: Record<string, string> = { "content-type": "application/json", ...rateLimitHeaders(decision, policies, { legacy: legacyHeaders }) };
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   // Such a 429 has no Retry-After (rateLimitHeaders): the body says in words why.
-  const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost) } : decision;
+  const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost, policies) } : decision;
   return { status: decision.allowed ? 200 : deniedStatus, headers, body: JSON.stringify(body) };
 }
 

@@ -38,6 +38,7 @@ describe("POST /v1/credits", () => {
     expect(refused).toMatchObject({ status: 429, body: { allowed: false, remaining: 10, retryAfterMs: null } });
     expect(refused.headers.get("retry-after")).toBeNull();
     expect(refused.headers.get("ratelimit-policy")).toBe('"prepaid";q=100');
+    expect(refused.body.detail).toBe('the cost 11 exceeds the credits balance of policy "prepaid" (10 left): no wait helps; a top-up (POST /v1/credits) or the balance\'s refill does');
     expect(await answer("credits", { key: "alice", policy: "prepaid", set: 11 })).toMatchObject({ body: { remaining: 11 } });
     expect(await answer("check", { key: "alice", policy: "prepaid", cost: 11 })).toMatchObject({ status: 200, body: { remaining: 0 } });
     // A debit may take it below zero (tokens already used); a top-up repays the debt first.

@@ -51,6 +51,7 @@ describe("Node gateway: a counted route spends a prepaid balance", () => {
     const refused = await chat("alice", 1);
     expect(refused.status).toBe(429);
     expect(refused.headers["retry-after"]).toBeUndefined();
+    expect(JSON.parse(refused.body.toString())).toMatchObject({ "violated-policies": ["prepaid"], detail: expect.stringContaining('the credits balance of policy "prepaid" (0 left)') });
     // The debt (-200) is repaid first.
     expect(await credits("alice", { add: 300 })).toBe(100);
     expect((await chat("alice", 50)).status).toBe(200);
