@@ -78,6 +78,23 @@ describe("calendar windows and credits on Redis's own clock", () => {
     expect([monthEnd.getUTCDate(), monthEnd.getUTCHours(), monthEnd.getUTCMinutes()]).toEqual([1, 0, 0]);
   });
 
+  it("under a burst from two processes' worth of connections: a balance and a calendar day admit exactly their limit, and concurrent top-ups all land", async () => {
+    const other = new RedisStore({ url: server.url, keyPrefix: "cal:" });
+    expect(await other.ready()).toBe(true);
+    try {
+      const stores = [store, other];
+      const spend = await Promise.all(Array.from({ length: 120 }, (_, i) => stores[i % 2]!.check("frank", [prepaid], reject)));
+      expect(spend.filter((decision) => decision.allowed)).toHaveLength(10);
+      const ups = await Promise.all(Array.from({ length: 40 }, (_, i) => stores[i % 2]!.credits("frank", prepaid, { add: 1 })));
+      expect(Math.max(...ups.map((up) => up.remaining))).toBe(40);
+      expect((await store.peek("frank", [prepaid])).remaining).toBe(40);
+      const day = await Promise.all(Array.from({ length: 60 }, (_, i) => stores[i % 2]!.check("frank", [daily], reject)));
+      expect(day.filter((decision) => decision.allowed)).toHaveLength(3);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("bad changes are refused before Redis is asked", async () => {
     await expect(store.credits("erin", daily, { add: 1 })).rejects.toThrow(/^policy: "daily" is fixed-window/);
     await expect(store.credits("erin", prepaid, { add: -1 })).rejects.toThrow(/^add: must be an integer from 0 to 1000000000, got -1/);
