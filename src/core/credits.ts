@@ -45,9 +45,9 @@ function balanceAt(state: CreditsState | undefined, policy: Policy, timeMs: numb
 /**
  * A balance per (key, policy): a key never seen starts at `limit`; an admission spends its cost,
  * all-or-nothing; only a credits change (add, set) or the refill raises it. Not monotone in
- * one corner: a balance topped up above the refill's amount falls back to it at the boundary
- * (a reservation that another policy of the stack pushes past that boundary is charged on
- * the refilled balance; docs/limits.md, "Credits").
+ * one corner: a balance topped up above the refill's amount falls back to it at the boundary,
+ * so a reservation that another policy of the stack pushes past that boundary is asked again
+ * there (fitsAt) and refused when the refilled balance would not cover it.
  */
 export const credits: Algorithm<CreditsState> = {
   earliestMs(state, policy, nowMs, cost) {
@@ -76,12 +76,25 @@ export const credits: Algorithm<CreditsState> = {
     const startMs = Math.max(state.windowStartMs, refillStartOf(policy, nowMs));
     return { remaining, resetMs: calendarWindow(policy.calendar, startMs).endMs - nowMs };
   },
+  fitsAt: (state, policy, nowMs, atMs, cost) => creditsFitAt(state, policy, nowMs, atMs, cost),
   freshAtMs(state, policy) {
     if (!policy.calendar) return state.balance === policy.limit ? 0 : NEVER_FRESH_MS;
     // After its window the balance is the refill's amount: fresh only when that is `limit`.
     return refillToOf(policy) === policy.limit ? calendarWindow(policy.calendar, state.windowStartMs).endMs : NEVER_FRESH_MS;
   },
 };
+
+/**
+ * Whether `cost` fits the balance at atMs (a slot later than nowMs that another policy of the
+ * stack chose): credits is the one algorithm that is not monotone (a balance topped up above
+ * its refill's amount falls back to it at the boundary), so decide() asks it again at the slot.
+ */
+export function creditsFitAt(state: CreditsState | undefined, policy: Policy, nowMs: number, atMs: number, cost: number): boolean {
+  if (!policy.calendar) return (state ? state.balance : policy.limit) >= cost;
+  const startMs = refillStartOf(policy, atMs);
+  if (state && state.windowStartMs >= startMs) return state.balance >= cost;
+  return (!state && startMs === refillStartOf(policy, nowMs) ? policy.limit : refillToOf(policy)) >= cost;
+}
 
 /**
  * The state after a credits change at nowMs (POST /v1/credits): `add` raises the balance as

@@ -86,4 +86,22 @@ export const CREDITS_SCENARIOS: Scenario[] = [
       peek(30 * DAY, { use: ["c"], expect: { remaining: 5 } }),
     ],
   },
+  {
+    name: "credits: a reservation another policy pushes past the refill is refused when the refilled balance would not cover it",
+    // 23:30 UTC: the hourly window and the day both end at 00:00.
+    baseMs: Date.UTC(2026, 6, 1, 23, 30),
+    policies: {
+      c: { name: "c", algorithm: "credits", limit: 10, refill: { calendar: "day", to: 3 } },
+      r: { name: "r", algorithm: "fixed-window", limit: 5, period: "1h" },
+    },
+    steps: [
+      check(0, { cost: 5, expect: { allowed: true } }),
+      // 5 fits now, but r's slot is 00:00, when the balance is back to 3: never below zero.
+      check(1, { cost: 5, mode: "reserve", maxWaitMs: HOUR, expect: { allowed: false, retryAfterMs: null, policy: "c" } }),
+      // 3 fits both then: reserved for 00:00, charged on the refilled balance.
+      check(2, { cost: 3, mode: "reserve", maxWaitMs: HOUR, expect: { allowed: true, waitMs: 30 * 60_000 - 2 } }),
+      peek(30 * 60_000, { use: ["c"], expect: { remaining: 0 } }),
+      peek(30 * 60_000 + 1, { use: ["r"], expect: { allowed: true, remaining: 2 } }),
+    ],
+  },
 ];

@@ -53,6 +53,19 @@ ALGORITHMS["credits"] = {
     local start_ms = max(state.windowStartMs, refill_start_of(policy, now_ms))
     return remaining, calendar_end(policy, start_ms) - now_ms
   end,
+  -- Not monotone (a balance topped up above refillTo falls back at the boundary): decide.lua
+  -- asks again at a later slot another policy chose (fitsAt in src/core/algorithm.ts).
+  fits_at = function(state, policy, now_ms, at_ms, cost)
+    if not policy.bounds then
+      local balance = policy.limit
+      if state then balance = state.balance end
+      return balance >= cost
+    end
+    local start_ms = refill_start_of(policy, at_ms)
+    if state and state.windowStartMs >= start_ms then return state.balance >= cost end
+    if not state and start_ms == refill_start_of(policy, now_ms) then return policy.limit >= cost end
+    return policy.refillTo >= cost
+  end,
   fresh_at = function(state, policy)
     if not policy.bounds then
       if state.balance == policy.limit then return 0 end
