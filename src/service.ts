@@ -2,7 +2,7 @@ import type { SpillwayConfig } from "./config.js";
 import { stackLeaseMs } from "./core/concurrency.js";
 import type { AcquireResult, CheckMode, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
-import { type CheckRequest, parseAcquire, parseCheck, parseCredits, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
+import { type CheckRequest, creditsStoreKey, parseAcquire, parseCheck, parseCredits, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 import { type Overrides, overridesFor } from "./overrides/overrides.js";
 import { OverrideAdmin } from "./overrides/admin.js";
 
@@ -107,8 +107,8 @@ export class SpillwayService {
    */
   async credits(body: unknown): Promise<{ key: string; policy: string; remaining: number }> {
     const request = parseCredits(body, this.config.catalog);
-    const [policy] = await this.#resolve([request.policy], request.key);
-    const { remaining } = await this.limiter.credits(request.key, policy!, request.change);
+    const [policy] = this.#resolver ? await this.#resolver.resolve([request.policy], request.key, undefined, request.source) : [request.policy];
+    const { remaining } = await this.limiter.credits(await creditsStoreKey(request), policy!, request.change);
     return { key: request.key, policy: policy!.name, remaining };
   }
 

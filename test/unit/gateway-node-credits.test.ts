@@ -4,12 +4,14 @@ import type { KeyTable } from "../../src/stores/key-table.js";
 import { type GatewayUnderTest, type Running, request, startGateway, startOrigin, waitFor } from "./gateway-helpers.js";
 
 // A prepaid balance spent by the tokens an LLM origin reports (docs/counting.md, docs/limits.md
-// "Credits"), topped up with POST /v1/credits on the same server. The route's counter key is
-// its source and value: `header:x-user:<user>`.
+// "Credits"), topped up with POST /v1/credits on the same server, naming the route's key source
+// (the route counts `header:x-user:<user>`).
 const PREPAID = parsePolicy({ name: "prepaid", algorithm: "credits", limit: 1000 }, "policy");
 const config = {
   policies: [{ name: "prepaid", algorithm: "credits", limit: 1000 }],
   routes: [{ match: { path: "/v1/chat/*" }, key: "header:x-user", policies: ["prepaid"], cost: { responseJson: "usage.total_tokens", missing: 7 } }],
+  // A sourced override: the route's key "vip" starts at 5000; /v1/credits sees it with the same source.
+  overrides: [{ policy: "prepaid", source: "header:x-user", key: "vip", limit: 5000 }],
 };
 
 let origin: Running;
@@ -35,8 +37,10 @@ const storedBalance = (user: string) => {
   const stored = keys.get(`header:x-user:${user}`)?.local.state.states.get("prepaid");
   return stored?.algorithm === "credits" ? stored.state.balance : undefined;
 };
+const postCredits = (body: Record<string, unknown>) =>
+  fetch(`${gateway.url}/v1/credits`, { method: "POST", headers: { authorization: "Bearer test-token", "content-type": "application/json" }, body: JSON.stringify({ policy: "prepaid", ...body }) });
 const credits = async (user: string, change: Record<string, number>) => {
-  const response = await fetch(`${gateway.url}/v1/credits`, { method: "POST", headers: { authorization: "Bearer test-token", "content-type": "application/json" }, body: JSON.stringify({ key: `header:x-user:${user}`, policy: "prepaid", ...change }) });
+  const response = await postCredits({ key: user, source: "header:x-user", ...change });
   expect(response.status).toBe(200);
   return ((await response.json()) as { remaining: number }).remaining;
 };
@@ -56,6 +60,18 @@ describe("Node gateway: a counted route spends a prepaid balance", () => {
     expect(await credits("alice", { add: 300 })).toBe(100);
     expect((await chat("alice", 50)).status).toBe(200);
     await waitFor(async () => (await balance("alice")) === 50);
+  });
+
+  it("a source's override applies to the balance its routes spend and to its top-ups; a bad source is a 400 naming it", async () => {
+    expect(await credits("vip", { add: 0 })).toBe(5000);
+    expect((await chat("vip", 4500)).status).toBe(200);
+    await waitFor(() => storedBalance("vip") === 500);
+    expect(await credits("vip", { add: 100 })).toBe(600);
+    // Without the source it is another key (a /v1/check key) with the policy's own limit.
+    expect(await (await postCredits({ key: "vip", add: 0 })).json()).toMatchObject({ remaining: 1000 });
+    const bad = await postCredits({ key: "vip", source: "header:", add: 1 });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ field: "source" });
   });
 
   it("under a burst: every request in flight passed the peek (today's counted-route bound), every token is charged, and then it refuses", async () => {
