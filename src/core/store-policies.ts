@@ -79,7 +79,7 @@ function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string
   if (!integerIn(burst, 1, MAX_LIMIT)) return { field: "burst", rule: `must be an integer from 1 to ${MAX_LIMIT}`, value: burst };
   if (!integerIn(leaseMs, 1, MAX_DURATION_MS)) return { field: "leaseMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: leaseMs };
   if (failMode !== "open" && failMode !== "closed") return { field: "failMode", rule: 'must be "open" or "closed"', value: failMode };
-  if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency)`, value: local };
+  if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency and credits)`, value: local };
   if (blockMs !== undefined && (algorithm === "concurrency" || !integerIn(blockMs, MIN_BLOCK_MS, MAX_BLOCK_MS))) {
     return { field: "blockMs", rule: `must be a whole number of ms from ${MIN_BLOCK_MS} to ${MAX_BLOCK_MS} (none for concurrency)`, value: blockMs };
   }
@@ -99,7 +99,8 @@ function validCalendar(calendar: unknown, algorithm: string): boolean {
 }
 
 function validLocal(local: unknown, algorithm: string): boolean {
-  if (local === null || typeof local !== "object" || algorithm === "concurrency") return false;
+  // Credits: a top-up would not reach a local cache (parsePolicy refuses it too).
+  if (local === null || typeof local !== "object" || algorithm === "concurrency" || algorithm === "credits") return false;
   const share = (local as { share?: unknown }).share;
   if (typeof share !== "number" || !(share >= 0 && share <= MAX_LOCAL_SHARE)) return false;
   return share === 0 || LEASABLE_ALGORITHMS.has(algorithm);

@@ -43,6 +43,7 @@ describe("calendar windows and credits: accepted policies", () => {
     expect(storePolicies([{ ...prepaid, refill: { calendar: "day", to: 10 } } as never])[0]).toMatchObject({ calendar: { unit: "day", timezone: "UTC" }, refillTo: 10 });
     expect(() => storePolicies([{ ...parsed, calendar: { unit: "month", timezone: "Nowhere/Else" } }])).toThrow(/policies\.0\.calendar/);
     expect(() => storePolicies([{ ...parsePolicy(prepaid, "p"), refillTo: -1 }])).toThrow(/policies\.0\.refillTo/);
+    expect(() => storePolicies([{ ...parsePolicy(prepaid, "p"), local: { share: 0 } }])).toThrow(/policies\.0\.local/);
   });
 });
 
