@@ -6,7 +6,7 @@ import { loadRlsConfig } from "./rls-files.js";
 import { configOf } from "./serve-reload.js";
 import { type ToPrimary, type ToWorker, isToPrimary } from "./worker-protocol.js";
 
-/** A worker that dies this soon after it started has its replacement delayed, doubling up to the cap. */
+/** A worker that dies this soon after it started, again and again, has its replacement delayed, doubling up to the cap. */
 const QUICK_DEATH_MS = 5000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** How long a /metrics sum waits for each worker's part; a worker that has not answered is left out. */
@@ -101,7 +101,8 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
     const slot = slots.get(index)!;
     const quick = performance.now() - slot.startedMs < QUICK_DEATH_MS;
     const quickDeaths = quick ? slot.quickDeaths + 1 : 0;
-    const delayMs = quickDeaths === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** (quickDeaths - 1));
+    // The first death is replaced at once; one that keeps dying as it starts, after a growing pause.
+    const delayMs = quickDeaths <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** (quickDeaths - 2));
     log(`spillway: worker ${index} (pid ${worker.process.pid}) exited (${signal ? `signal ${signal}` : `code ${code}`}); starting another${delayMs > 0 ? ` in ${delayMs} ms` : ""}`);
     setTimeout(() => {
       if (!stopping) void start(index, quickDeaths);

@@ -46,7 +46,7 @@ const valid: Array<[string, unknown]> = [
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
   // Calendar windows and credits (SPEC §1).
   ["calendar windows and credits", { policies: [{ name: "m", algorithm: "fixed-window", limit: 10000, calendar: "month", timezone: "Europe/Paris" }, { name: "d", algorithm: "fixed-window", limit: 5, calendar: "day" }, { name: "c", algorithm: "credits", limit: 1000 }, { name: "r", algorithm: "credits", limit: 1000, refill: { calendar: "month", timezone: "America/New_York", to: 500 } }] }],
-  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }].map((cost) => ({ ...route, cost })) }],
+  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }, { responseJson: "usage.total_tokens", maxReadBytes: 16777216, maxReadMs: 30000 }].map((cost) => ({ ...route, cost })) }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -110,6 +110,8 @@ const invalid: Array<[string, unknown]> = [
   ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
   ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
   ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
+  ["maxReadBytes below 1 KiB", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage.total_tokens", maxReadBytes: 10 } }] }],
+  ["maxReadMs on a header cost", { ...gateway, routes: [{ ...route, cost: { responseHeader: "x-usage", maxReadMs: 5000 } }] }],
   ["count with delay", { ...gateway, routes: [{ ...route, count: { status: [401] }, onLimit: "delay", maxDelayMs: 100 }] }],
 ];
 

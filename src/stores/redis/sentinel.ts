@@ -1,10 +1,13 @@
 /**
  * Redis Sentinel: a master with replicas, whose address the sentinels give and change on a
- * failover. ioredis follows it (it asks a sentinel for the master on every connect, checks
- * the role it finds, and with `failoverDetector` drops the connection on +switch-master);
- * what this file adds is the checking of the options and messages that say which sentinel
- * said what, where ioredis says "All sentinels are unreachable" even when every sentinel
- * answered but knows no master of that name.
+ * failover. ioredis follows it: it asks a sentinel for the master on every connect and checks
+ * that what answers is a master. A dead master drops the connection; a demoted one has its
+ * clients killed by Sentinel (CLIENT KILL after the switch), so the reconnect finds the new one
+ * without ioredis's failoverDetector (whose extra sentinel connections have no error listener:
+ * a sentinel going down would print "Unhandled error event"). What this file adds is the
+ * checking of the options and messages that say which sentinel said what, where ioredis says
+ * "All sentinels are unreachable" even when every sentinel answered but knows no master of
+ * that name.
  */
 import type { ConnectionOptions } from "node:tls";
 import { Redis, type RedisOptions } from "ioredis";
