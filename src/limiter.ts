@@ -1,4 +1,4 @@
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 
 export interface StoreHealth {
   ok: boolean;
@@ -40,6 +40,12 @@ export interface Limiter {
   release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult>;
   /** Moves a held lease's expiry to now + leaseMs (default: the policy's lease). */
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult>;
+  /**
+   * Raises (`add`) or sets (`set`) the balance of a `credits` policy for the key, atomically,
+   * and answers it as a decision would report `remaining` (never below 0). A policy that is
+   * not credits, or a change that is not an integer 0 … 1e9, is a ValidationError naming the field.
+   */
+  credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult>;
   health(): Promise<StoreHealth>;
   close?(): Promise<void>;
   /**
@@ -197,6 +203,10 @@ export class ForwardingLimiter implements Limiter {
 
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     return this.store.extend(key, policies, leaseId, leaseMs);
+  }
+
+  credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    return this.store.credits(key, policy, change);
   }
 
   health(): Promise<StoreHealth> {

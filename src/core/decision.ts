@@ -71,7 +71,12 @@ export function decide(
     else if (item.earliestMs > atMs) atMs = item.earliestMs;
     if (item.blockedByQueue) blocked = true;
   }
-  const slot = slotOf(never || blocked, atMs, nowMs, input);
+  let slot = slotOf(never || blocked, atMs, nowMs, input);
+  if (slot.admit && slot.atMs > nowMs && !fitsSlot(evaluated, nowMs, slot.atMs, input.cost)) {
+    // A credits balance that fits now but not at the slot another policy chose: no slot fits both.
+    never = true;
+    slot = slotOf(true, atMs, nowMs, input);
+  }
 
   const changes = new Map<string, StateChange>();
   const usesLease = slot.admit && policies.some((policy) => policy.algorithm === "concurrency");
@@ -125,6 +130,22 @@ export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs
   // decide's retry time for one policy: the policy's own is never below max(1, waitMs).
   const retryAfterMs = slot.allowed ? 0 : result.retryAfterMs;
   return topDecision(result, slot, retryAfterMs, [result]);
+}
+
+/**
+ * Whether every policy of the stack that is not monotone (credits: Algorithm.fitsAt) still fits
+ * `cost` at a later slot; one that does not is marked never (a balance must not go below zero
+ * but by a debit). Monotone algorithms fit at any time after their earliest slot.
+ */
+function fitsSlot(evaluated: Evaluated[], nowMs: number, atMs: number, cost: number): boolean {
+  let fits = true;
+  for (const item of evaluated) {
+    const fitsAt = algorithmOf(item.policy).fitsAt;
+    if (!fitsAt || fitsAt(item.state, item.policy, nowMs, atMs, cost)) continue;
+    item.earliestMs = null;
+    fits = false;
+  }
+  return fits;
 }
 
 /** When the request goes: admitted at atMs (a whole-ms slot), now, or not at all. */

@@ -65,6 +65,10 @@ function policyItem(quotedName: string, result: PolicyDecision, policy: Policy |
   if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
   // Without its policy the period is unknown: the quota alone, never a made-up window.
   if (!policy) return `${quotedName};q=${result.limit}`;
+  // A calendar window has no fixed length (a month is 28 to 31 days, a day 23 to 25 hours in a
+  // zone that changes its offset), and a balance has no window at all: the quota alone, as for
+  // any window that no whole number of seconds states exactly (SPEC §4). `t` still runs to the boundary.
+  if (policy.calendar || policy.algorithm === "credits") return `${quotedName};q=${policy.limit}`;
   const [quota, windowMs] = advertisedQuota(policy);
   return `${quotedName};${quotaItem(quota, windowMs)}`;
 }

@@ -47,7 +47,11 @@ export function leasable(policy: Policy): boolean {
 }
 
 export function samePolicy(a: Policy, b: Policy): boolean {
-  return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst && a.local?.share === b.local?.share && a.blockMs === b.blockMs);
+  return (
+    a === b ||
+    (a.algorithm === b.algorithm && a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst && a.local?.share === b.local?.share && a.blockMs === b.blockMs &&
+      a.calendar?.unit === b.calendar?.unit && a.calendar?.timezone === b.calendar?.timezone)
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
 import { stackLeaseMs } from "../core/concurrency.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { assertCreditsChange } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
@@ -95,6 +96,16 @@ export class MemoryStore implements Limiter {
     assertDebitable(policies);
     assertDebitCost(cost);
     return this.entry(key, policies).debit(policies, cost);
+  }
+
+  /**
+   * Raises or sets a credits balance. The memory store is bounded (maxKeys): an evicted balance
+   * starts again at its limit, so balances that are money belong in Redis or the Worker.
+   */
+  async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    const [checked] = storePolicies([policy]);
+    assertCreditsChange(checked!, change);
+    return this.entry(key, [checked!]).credits(checked!, change);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { StoredState } from "../core/algorithms.js";
+import { NEVER_FRESH_MS } from "../core/credits.js";
 import type { StateChange } from "../core/decision.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
 import { StateTable } from "./state-table.js";
@@ -56,6 +57,10 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.extend(policies, leaseId, leaseMs);
   }
 
+  credits(policy: Policy, change: CreditsChange): CreditsResult {
+    return this.local.credits(policy, change);
+  }
+
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
     const nowMs = this.nowMs();
@@ -85,6 +90,8 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   }
 
   protected async scheduleAlarm(atMs: number): Promise<void> {
+    // A balance that must never expire (credits: NEVER_FRESH_MS) sets no alarm: nothing to clean.
+    if (atMs >= NEVER_FRESH_MS) return;
     this.alarmAtMs = Math.ceil(atMs);
     await this.ctx.storage.setAlarm(this.alarmAtMs);
   }
