@@ -16,6 +16,8 @@ export interface Serving {
   limiter: Limiter;
   observer: SpillwayObserver | undefined;
   agents: OriginAgents;
+  /** Told of every config that takes effect (a reload's): what lives beside the server follows it. */
+  configured?: (config: SpillwayConfig) => void;
 }
 
 /** A config file's text as `serve` reads it, at start and on every reload: strictly, SPILLWAY_DRY_RUN applied. */
@@ -40,6 +42,7 @@ export function configReloader(path: string, startText: string, serving: Serving
     apply(text) {
       const parts = runtimePartsOf(configOf(text, path), serving);
       observing?.configure(parts.config);
+      serving.configured?.(parts.config);
       return server.reload(parts);
     },
   });
