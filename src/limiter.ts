@@ -47,6 +47,13 @@ export interface Limiter {
    */
   credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult>;
   health(): Promise<StoreHealth>;
+  /**
+   * Claims a notice (config `notify`: a webhook event for the key, such as `warning:monthly`)
+   * for ttlMs: true for the one caller that gets it, false while it is held; ttlMs 0 lets it
+   * go. A store that processes or isolates share answers for all of them, so they send a notice
+   * once between them. Absent: each process claims for itself.
+   */
+  claimNotice?(key: string, notice: string, ttlMs: number): Promise<boolean>;
   close?(): Promise<void>;
   /**
    * Leases held and callers waiting, per concurrency policy, where the store can tell without
@@ -168,6 +175,7 @@ export class ForwardingLimiter implements Limiter {
   readonly leaseCounts?: () => Map<string, LeaseCount>;
   readonly storeResets?: () => number;
   readonly callCounts?: () => CallCounts;
+  readonly claimNotice?: (key: string, notice: string, ttlMs: number) => Promise<boolean>;
 
   constructor(store: Limiter) {
     this.store = store;
@@ -175,6 +183,7 @@ export class ForwardingLimiter implements Limiter {
     if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
     if (store.storeResets) this.storeResets = () => store.storeResets!();
     if (store.callCounts) this.callCounts = () => store.callCounts!();
+    if (store.claimNotice) this.claimNotice = (key, notice, ttlMs) => store.claimNotice!(key, notice, ttlMs);
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {

@@ -1,6 +1,7 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
 import { type AnyState, type StoredState, algorithmOf, capacityOf, liveBlockMs, liveState, wrapState } from "./algorithms.js";
 import { stackLeaseMs } from "./concurrency.js";
+import { markTopWarning, markWarning } from "./warning.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
 export interface DecideInput extends CheckOptions {
@@ -188,6 +189,7 @@ function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blocked
     if (blockedMs > result.resetMs) result.resetMs = blockedMs;
     result.blockedMs = blockedMs;
   }
+  markWarning(item.policy, result);
   return result;
 }
 
@@ -224,6 +226,7 @@ function topDecision(top: PolicyDecision, slot: Slot, retryAfterMs: number | nul
     policies: results,
   };
   if (top.blockedMs !== undefined) decision.blockedMs = top.blockedMs;
+  markTopWarning(decision);
   return decision;
 }
 

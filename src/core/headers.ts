@@ -29,12 +29,26 @@ export function rateLimitHeaders(decision: Decision, policies: readonly Policy[]
   if (!decision.allowed && decision.retryAfterMs !== null) {
     headers["Retry-After"] = String(retryAfterSeconds(decision));
   }
+  if (decision.warning) headers[WARNING_HEADER] = warningField(decision);
   if (options.legacy) {
     headers["X-RateLimit-Limit"] = String(decision.limit);
     headers["X-RateLimit-Remaining"] = String(decision.remaining);
     headers["X-RateLimit-Reset"] = String(secondsUp(decision.allowed ? decision.resetMs : (decision.retryAfterMs ?? decision.resetMs)));
   }
   return headers;
+}
+
+/**
+ * The near-limit signal (policy `warnAt`): the policies that warn, a structured-field list of
+ * their names in stack order (`"monthly", "daily"`). Spillway's own header: the RateLimit draft
+ * has no field for it.
+ */
+export const WARNING_HEADER = "Spillway-Warning";
+
+function warningField(decision: Decision): string {
+  let field = "";
+  for (const result of decision.policies) if (result.warning) field += (field ? ", " : "") + quote(result.policy);
+  return field;
 }
 
 /**

@@ -39,6 +39,8 @@ const localSchema = z.strictObject(
  */
 export const LEASABLE_ALGORITHMS: ReadonlySet<string> = new Set(["fixed-window", "sliding-window", "token-bucket"]);
 
+const warnAtRule = "must be a number between 0 and 1 (exclusive), the share of limit used at which decisions carry a warning";
+
 const calendarSchema = z.enum(CALENDAR_UNITS, { error: `must be one of ${CALENDAR_UNITS.join(", ")}` });
 const timezoneSchema = z.string({ error: 'must be an IANA time zone name such as "Europe/Paris"' });
 const refillSchema = z.strictObject(
@@ -61,6 +63,7 @@ export const policySchema = z.strictObject(
     calendar: z.optional(calendarSchema),
     timezone: z.optional(timezoneSchema),
     refill: z.optional(refillSchema),
+    warnAt: z.optional(z.number({ error: warnAtRule }).check(z.gt(0, { error: warnAtRule }), z.lt(1, { error: warnAtRule }))),
   },
   { error: "must be a policy object" },
 );
@@ -124,6 +127,7 @@ export function parsePolicy(input: unknown, field: string): Policy {
     ...(raw.local ? { local: { share: raw.local.share } } : {}),
     ...(raw.block !== undefined ? { blockMs: raw.block } : {}),
     ...(calendar ? { calendar } : {}),
+    ...(raw.warnAt !== undefined ? { warnAt: raw.warnAt } : {}),
     // Without `to` the refill goes back to `limit`, whatever an override makes of it for a key.
     ...(isCredits && raw.refill?.to !== undefined ? { refillTo: raw.refill.to } : {}),
   };

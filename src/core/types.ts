@@ -37,6 +37,11 @@ export interface Policy {
   calendar?: CalendarSpec;
   /** credits with a refill: the balance is set back to this at each boundary of `calendar` (undefined: to `limit`). */
   refillTo?: number;
+  /**
+   * Near-limit signal (0 < warnAt < 1): a decision carries `warning: true` once the key has used
+   * at least this share of `limit` (its capacity) in its window. Changes no decision.
+   */
+  warnAt?: number;
 }
 
 /** One policy's part of a decision. Every time is an integer number of milliseconds. */
@@ -52,6 +57,8 @@ export interface PolicyDecision {
   retryAfterMs: number | null;
   /** Present while a block (policy `block`) refuses every request of the key: time until it ends. */
   blockedMs?: number;
+  /** Present (true) when the policy has `warnAt` and the key has used at least that share of `limit`. */
+  warning?: true;
 }
 
 /** The answer to a check or peek (README "HTTP API"). */

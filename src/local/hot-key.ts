@@ -1,6 +1,7 @@
 import { capacityOf } from "../core/algorithms.js";
 import { LEASABLE_ALGORITHMS } from "../core/policy.js";
-import type { Decision, Policy } from "../core/types.js";
+import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+import { markWarning } from "../core/warning.js";
 
 /**
  * One cache's knowledge of one (key, policy): a denial it may repeat and a batch of units
@@ -103,7 +104,7 @@ export function batchSize(entry: HotKey, cost: number, nowMs: number, options: S
 
 /** A local admission from the batch, its fields derived from the batch call's answer (README: "Hot keys"). */
 export function batchDecision(policy: Policy, batch: Batch, nowMs: number): Decision {
-  const part = {
+  const part: PolicyDecision = {
     policy: policy.name,
     allowed: true,
     limit: capacityOf(policy),
@@ -111,6 +112,7 @@ export function batchDecision(policy: Policy, batch: Batch, nowMs: number): Deci
     resetMs: Math.max(0, Math.ceil(batch.resetAtMs - nowMs)),
     retryAfterMs: 0,
   };
+  markWarning(policy, part);
   return { ...part, waitMs: 0, policies: [part] };
 }
 

@@ -145,4 +145,5 @@ const DESCRIPTIONS: Record<string, string> = {
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
   overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",
   dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
+  notify: "Webhooks: { url, events? } POSTs { event, key, policy, limit, remaining, resetMs, at } once per key, policy, window and event (warning: past warnAt; exhausted: the first denial).",
 };

@@ -1,3 +1,4 @@
+import { assertClaimArgs } from "./notice-claims.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { assertCreditsChange } from "../core/credits.js";
 import { sleep } from "../core/sleep.js";
@@ -19,6 +20,7 @@ export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   release(policies: Policy[], leaseId: string): ReleaseResult;
   extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult;
   credits(policy: Policy, change: CreditsChange): CreditsResult;
+  claimNotice(notice: string, ttlMs: number): boolean;
 }
 
 /** The part of a Durable Object namespace binding the store uses: `env.LIMITER` fits it. */
@@ -137,6 +139,12 @@ export class DurableObjectStore implements Limiter {
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     policies = storePolicies(policies);
     return this.call(key, (stub) => stub.extend([...policies], leaseId, leaseMs));
+  }
+
+  /** A notice (config `notify`) claimed in the key's object: every isolate sends it once between them. */
+  async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
+    assertClaimArgs(key, notice, ttlMs);
+    return this.call(key, (stub) => stub.claimNotice(notice, ttlMs));
   }
 
   async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {

@@ -61,6 +61,24 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.credits(policy, change);
   }
 
+  /**
+   * A notice (config `notify`, Limiter.claimNotice) held for this key until ttlMs from now: one
+   * key-value row while held, dropped with the rest when the key's clean-up clears the object.
+   */
+  claimNotice(notice: string, ttlMs: number): boolean {
+    const kv = this.ctx.storage.kv;
+    const name = `~notice:${notice}`;
+    if (ttlMs === 0) {
+      kv.delete(name);
+      return true;
+    }
+    const nowMs = this.nowMs();
+    const heldUntilMs = kv.get<number>(name);
+    if (heldUntilMs !== undefined && heldUntilMs > nowMs) return false;
+    kv.put(name, nowMs + ttlMs);
+    return true;
+  }
+
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
     const nowMs = this.nowMs();

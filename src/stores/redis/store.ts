@@ -24,6 +24,7 @@ import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, c
 import { SentinelErrors, type SentinelStoreOptions, sentinelTarget } from "./sentinel.js";
 import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
 import { probeWrites } from "./nodes.js";
+import { assertClaimArgs } from "../notice-claims.js";
 
 export { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, REDIS_CLIENT_OPTIONS, type RedisStoreOptions } from "./options.js";
 
@@ -296,6 +297,23 @@ export class RedisStore implements Limiter {
     const [op, amount] = "add" in change ? ["add", change.add] : ["set", change.set];
     const remaining = await this.run("balance", key, stackOf([checked!]), [op, amount]);
     return { remaining: Number(remaining) };
+  }
+
+  /**
+   * A notice (config `notify`) claimed in Redis with SET NX PX beside the key's state (same hash
+   * tag, `~` so no policy name collides): every process sharing this Redis sends it once. Off
+   * the request path, so it takes no call slot; it still gives up after the store's timeout
+   * (at least a second), and the notifier then tries again on a later decision.
+   */
+  async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
+    assertClaimArgs(key, notice, ttlMs);
+    const redisKey = `${this.keyPrefix}{${escapeUserKey(key)}}:~notice:${notice}`;
+    const waitMs = Math.max(this.timeoutMs, 1000);
+    if (ttlMs === 0) {
+      await withTimeout(this.client.del(redisKey), waitMs, "notice release");
+      return true;
+    }
+    return (await withTimeout(this.client.set(redisKey, "1", "PX", ttlMs, "NX"), waitMs, "notice claim")) === "OK";
   }
 
   /** Data losses detected since the store started (spillway_store_resets_total). */
