@@ -42,6 +42,10 @@ export interface RlsServerOptions {
   stats?: RlsStats;
   /** Add Spillway's RateLimit fields to response_headers_to_add. */
   responseHeaders?: boolean;
+  /** The reference's global QUOTA_MODE, SHADOW_MODE and RESPONSE_DYNAMIC_METADATA (src/rls/service.ts). */
+  quotaMode?: boolean;
+  shadowMode?: boolean;
+  dynamicMetadata?: boolean;
   /** How long close() lets calls in flight finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Where unexpected errors are logged (default console.error). */
@@ -75,7 +79,7 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   let config = options.config;
   let serving = true;
   const log = options.log ?? ((line: string) => console.error(line));
-  const service = new RlsService({ limiter: options.limiter, config: () => config, digest: sha256Hex, stats: options.stats, responseHeaders: options.responseHeaders });
+  const service = new RlsService({ limiter: options.limiter, config: () => config, digest: sha256Hex, stats: options.stats, responseHeaders: options.responseHeaders, quotaMode: options.quotaMode, shadowMode: options.shadowMode, dynamicMetadata: options.dynamicMetadata });
   const { RateLimitService, Health } = loadRlsProtos();
   // channelz off: Spillway serves no channelz service, and its per-call bookkeeping is CPU on every decision.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0 });

@@ -25,6 +25,10 @@ export type Planned =
 /** What a limited descriptor's metrics and cost are. */
 export interface Counted {
   shadow: boolean;
+  /** quota_mode on the matched descriptor (the global QUOTA_MODE is the service's). */
+  quota: boolean;
+  /** The matched descriptor's `metadata`, for dynamic_metadata when it passes. */
+  metadata?: Readonly<Record<string, unknown>>;
   /** The metrics' key: statKey, or with the request's values for detailed_metric. */
   metricKey: string;
   /** The rule's stat key (what a detailed key folds into past the series bound). */
@@ -68,15 +72,18 @@ export class Planner {
     return { domain, planned };
   }
 
-  private ruleOf(domain: RlsDomain, descriptor: RlsDescriptor): { rule: RlsRule; shadow: boolean; metricKey: string; statKey: string; counterEntries: Entry[] } | undefined {
+  private ruleOf(domain: RlsDomain, descriptor: RlsDescriptor): ({ rule: RlsRule; counterEntries: Entry[] } & Omit<Counted, "cost">) | undefined {
     if (descriptor.override) {
       // The reference's override: the descriptor's own limit, never in shadow mode, counted
       // under its entries; its metrics under the keys alone (the values are the caller's).
       const statKey = descriptor.entries.map(([key]) => key).join(".");
-      return { rule: this.overrideRule(descriptor.override), shadow: false, metricKey: statKey, statKey, counterEntries: descriptor.entries };
+      return { rule: this.overrideRule(descriptor.override), shadow: false, quota: false, metricKey: statKey, statKey, counterEntries: descriptor.entries };
     }
     const match = matchDescriptor(domain, descriptor.entries);
-    return match && { rule: match.rule, shadow: match.node.shadowMode, metricKey: match.metricKey, statKey: match.node.statKey, counterEntries: match.counterEntries };
+    if (!match) return undefined;
+    const { node } = match;
+    const found = { rule: match.rule, shadow: node.shadowMode, quota: node.quotaMode, metricKey: match.metricKey, statKey: node.statKey, counterEntries: match.counterEntries };
+    return node.metadata ? { ...found, metadata: node.metadata } : found;
   }
 
   private overrideRule(override: NonNullable<RlsDescriptor["override"]>): RlsRule {

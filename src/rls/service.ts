@@ -5,6 +5,8 @@ import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js
 import { type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
+import { dynamicMetadataOf } from "./metadata.js";
+import { afterQuotaRefusal, hasQuota, overallOverLimit } from "./quota.js";
 import { type DescriptorResult, type RlsAnswer, type RlsStatus, decidedFor, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
@@ -20,6 +22,12 @@ export interface RlsServiceOptions {
   stats?: RlsStats;
   /** Add Spillway's RateLimit-Policy / RateLimit / Retry-After fields to response_headers_to_add. */
   responseHeaders?: boolean;
+  /** The reference's global QUOTA_MODE: every descriptor is a quota descriptor (quota.ts). */
+  quotaMode?: boolean;
+  /** The reference's global SHADOW_MODE: decided and counted as usual, answered OK (statuses as decided). */
+  shadowMode?: boolean;
+  /** The reference's RESPONSE_DYNAMIC_METADATA: dynamic_metadata on every answer (metadata.ts). */
+  dynamicMetadata?: boolean;
   clockMs?: () => number;
 }
 
@@ -46,6 +54,7 @@ export class RlsService {
   private readonly options: RlsServiceOptions;
   private readonly planner: Planner;
   private readonly clockMs: () => number;
+  private readonly quotaMode: boolean;
   private stacks = new Map<readonly CounterLimit[], StackNode>();
   private stackCount = 0;
 
@@ -53,6 +62,7 @@ export class RlsService {
     this.options = options;
     this.planner = new Planner(options.digest);
     this.clockMs = options.clockMs ?? Date.now;
+    this.quotaMode = options.quotaMode ?? false;
   }
 
   async shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
@@ -69,36 +79,54 @@ export class RlsService {
     const outcomes = planned.map((plan, index) => statusOf(plan, results[index], nowMs));
     if (domain) this.record(domain, planned, outcomes);
     const statuses = outcomes.map((outcome) => outcome.status);
-    const overLimit = statuses.some((status) => status.code === "OVER_LIMIT");
-    const answer: RlsAnswer = { overall_code: overLimit ? "OVER_LIMIT" : "OK", statuses };
+    const overLimit = overallOverLimit(planned, statuses, this.quotaMode);
+    // Global shadow mode: the decision as enforced (a refusal consumed nothing), answered OK.
+    const answer: RlsAnswer = { overall_code: overLimit && !this.options.shadowMode ? "OVER_LIMIT" : "OK", statuses };
     if (this.options.responseHeaders) {
       const headers = headersOf(planned, results, !overLimit);
       if (headers) answer.response_headers_to_add = headers;
     }
+    if (this.options.dynamicMetadata) answer.dynamic_metadata = dynamicMetadataOf(wire, planned, statuses);
     return answer;
   }
 
-  /** The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. */
+  /**
+   * The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. With
+   * quota descriptors (quota.ts), a refusal that the answer overrules (no plain descriptor over,
+   * some quota descriptor with room) is decided again without the quota descriptors that are
+   * over, so an admitted request is counted on every other limit it touches.
+   */
   private async checkTogether(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
-    // A requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
-    let denied = false;
+    // A plain requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
+    let blocked = false;
     let cost: number | undefined;
     let oneCost = true;
     for (const plan of planned) {
-      if (plan.kind === "block" && !plan.shadow) denied = true;
+      if (plan.kind === "block" && !plan.shadow && !(this.quotaMode || plan.quota)) blocked = true;
       if (plan.kind !== "limit" || plan.shadow) continue;
       if (cost === undefined) cost = plan.cost;
       else if (plan.cost !== cost) oneCost = false;
     }
     if (cost === undefined) return;
-    // The usual request: every enforced descriptor at one cost, one stacked call.
-    const groups = oneCost ? [{ cost, indices: enforcedIndices(planned) }] : groupsByCost(planned);
-    for (const group of groups) {
-      const policies = this.stackOf(group.indices.map((index) => planned[index] as LimitPlan));
-      const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : group.cost);
-      const result = { decision };
-      for (const index of group.indices) results[index] = result;
-      if (!decision.allowed) denied = true;
+    let pending = enforcedIndices(planned);
+    for (;;) {
+      // The usual request: every enforced descriptor at one cost, one stacked call.
+      const groups = oneCost ? [{ cost, indices: pending }] : groupsByCost(planned, pending);
+      let denied = blocked;
+      let refused = false;
+      const consumed = new Set<number>();
+      for (const group of groups) {
+        const policies = this.stackOf(group.indices.map((index) => planned[index] as LimitPlan));
+        const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : group.cost);
+        const result = { decision };
+        for (const index of group.indices) results[index] = result;
+        if (!decision.allowed) denied = refused = true;
+        else if (!denied && group.cost > 0) for (const index of group.indices) consumed.add(index);
+      }
+      if (!refused || blocked || !hasQuota(planned, this.quotaMode)) return;
+      const next = afterQuotaRefusal(planned, results, pending, consumed, this.quotaMode, this.clockMs());
+      if (!next) return;
+      pending = next;
     }
   }
 
@@ -199,10 +227,10 @@ function enforcedIndices(planned: readonly Planned[]): number[] {
   return indices;
 }
 
-/** The enforced descriptors grouped by cost (a stack has one cost), in order of first appearance. */
-function groupsByCost(planned: readonly Planned[]): { cost: number; indices: number[] }[] {
+/** Descriptors grouped by cost (a stack has one cost), in order of first appearance. */
+function groupsByCost(planned: readonly Planned[], indices: readonly number[]): { cost: number; indices: number[] }[] {
   const groups = new Map<number, number[]>();
-  for (const index of enforcedIndices(planned)) {
+  for (const index of indices) {
     const { cost } = planned[index] as LimitPlan;
     const group = groups.get(cost);
     if (group) group.push(index);

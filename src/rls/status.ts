@@ -1,4 +1,5 @@
 import type { Decision, PolicyDecision } from "../core/types.js";
+import type { ProtoStruct } from "./metadata.js";
 import type { CounterLimit, Planned } from "./plan.js";
 import { UNITS, UNIT_MS, type UnitName } from "./types.js";
 
@@ -15,6 +16,8 @@ export interface RlsAnswer {
   overall_code: "OK" | "OVER_LIMIT";
   statuses: RlsStatus[];
   response_headers_to_add?: { key: string; value: string }[];
+  /** RESPONSE_DYNAMIC_METADATA (src/rls/metadata.ts). */
+  dynamic_metadata?: ProtoStruct;
 }
 
 /** The store decision for the stack a descriptor was part of. */
