@@ -7,6 +7,7 @@ import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
 import { dynamicMetadataOf } from "./metadata.js";
 import { afterQuotaRefusal, hasQuota, overallOverLimit } from "./quota.js";
+import { type ReferenceHeaderNames, referenceHeadersOf } from "./reference-headers.js";
 import { type DescriptorResult, type RlsAnswer, type RlsStatus, decidedFor, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
@@ -28,6 +29,10 @@ export interface RlsServiceOptions {
   shadowMode?: boolean;
   /** The reference's RESPONSE_DYNAMIC_METADATA: dynamic_metadata on every answer (metadata.ts). */
   dynamicMetadata?: boolean;
+  /** The reference's LIMIT_RESPONSE_HEADERS_ENABLED headers (reference-headers.ts), in place of Spillway's. */
+  referenceHeaders?: ReferenceHeaderNames;
+  /** The near_limit stat's threshold (default 0.8, the reference's NEAR_LIMIT_RATIO). */
+  nearLimitRatio?: number;
   clockMs?: () => number;
 }
 
@@ -82,10 +87,12 @@ export class RlsService {
     const overLimit = overallOverLimit(planned, statuses, this.quotaMode);
     // Global shadow mode: the decision as enforced (a refusal consumed nothing), answered OK.
     const answer: RlsAnswer = { overall_code: overLimit && !this.options.shadowMode ? "OVER_LIMIT" : "OK", statuses };
-    if (this.options.responseHeaders) {
-      const headers = headersOf(planned, results, !overLimit);
-      if (headers) answer.response_headers_to_add = headers;
-    }
+    const headers = this.options.referenceHeaders
+      ? referenceHeadersOf(this.options.referenceHeaders, planned, statuses, this.quotaMode, nowMs)
+      : this.options.responseHeaders
+        ? headersOf(planned, results, !overLimit)
+        : undefined;
+    if (headers) answer.response_headers_to_add = headers;
     if (this.options.dynamicMetadata) answer.dynamic_metadata = dynamicMetadataOf(wire, planned, statuses);
     return answer;
   }
@@ -202,7 +209,7 @@ export class RlsService {
         statKey: plan.statKey,
         cost: plan.cost,
         overLimit,
-        nearLimit: limit > 0 && used > Math.floor(limit * NEAR_LIMIT_RATIO),
+        nearLimit: limit > 0 && used > Math.floor(limit * (this.options.nearLimitRatio ?? NEAR_LIMIT_RATIO)),
         shadow: plan.shadow,
       });
     });
