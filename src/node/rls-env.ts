@@ -144,16 +144,16 @@ function parseRedis(env: Record<string, string | undefined>, flag: (name: string
   return redis;
 }
 
-function hostPort(name: string, text: string): { host: string; port: number } {
+function hostPort(name: string, text: string, lowestPort = 1): { host: string; port: number } {
   const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text);
-  if (!match || Number(match[2]) > 65535 || Number(match[2]) === 0) throw new ValidationError(name, `must be host:port (as the reference reads it), got ${JSON.stringify(text)}`);
+  if (!match || Number(match[2]) > 65535 || Number(match[2]) < lowestPort) throw new ValidationError(name, `must be host:port (as the reference reads it), got ${JSON.stringify(text)}`);
   return { host: match[1]!.replace(/^\[|\]$/g, ""), port: Number(match[2]) };
 }
 
 /** A listen address as Go writes it: `:9090` (every interface), `host:9090`. */
 function parseAddress(name: string, text: string): { host: string; port: number } {
   if (text.startsWith(":")) return { host: "0.0.0.0", port: parseInteger(name, text.slice(1), 0, 0, 65535) };
-  return hostPort(name, text);
+  return hostPort(name, text, 0);
 }
 
 function parsePath(path: string): string {
