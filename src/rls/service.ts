@@ -61,6 +61,7 @@ export class RlsService {
   private readonly clockMs: () => number;
   private readonly quotaMode: boolean;
   private stacks = new Map<readonly CounterLimit[], StackNode>();
+  private readonly domainKeys = new WeakMap<RlsDomain, string>();
   private stackCount = 0;
 
   constructor(options: RlsServiceOptions) {
@@ -81,9 +82,13 @@ export class RlsService {
       await shadows;
     }
     const nowMs = this.clockMs();
-    const outcomes = planned.map((plan, index) => statusOf(plan, results[index], nowMs));
-    if (domain) this.record(domain, planned, outcomes);
-    const statuses = outcomes.map((outcome) => outcome.status);
+    const statuses: RlsStatus[] = new Array(planned.length);
+    const stats = domain && this.options.stats;
+    for (let i = 0; i < planned.length; i++) {
+      const outcome = statusOf(planned[i]!, results[i], nowMs);
+      statuses[i] = outcome.status;
+      if (stats) this.record(stats, domain, planned[i]!, outcome);
+    }
     const overLimit = overallOverLimit(planned, statuses, this.quotaMode);
     // Global shadow mode: the decision as enforced (a refusal consumed nothing), answered OK.
     const answer: RlsAnswer = { overall_code: overLimit && !this.options.shadowMode ? "OVER_LIMIT" : "OK", statuses };
@@ -115,20 +120,28 @@ export class RlsService {
       else if (plan.cost !== cost) oneCost = false;
     }
     if (cost === undefined) return;
+    const key = this.keyOf(domain);
     let pending = enforcedIndices(planned);
     for (;;) {
-      // The usual request: every enforced descriptor at one cost, one stacked call.
-      const groups = oneCost ? [{ cost, indices: pending }] : groupsByCost(planned, pending);
-      let denied = blocked;
       let refused = false;
-      const consumed = new Set<number>();
-      for (const group of groups) {
-        const policies = this.stackOf(group.indices.map((index) => planned[index] as LimitPlan));
-        const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : group.cost);
+      let consumed: ReadonlySet<number> = NONE;
+      if (oneCost) {
+        // The usual request: every enforced descriptor at one cost, one stacked call (all of it consumed, or none).
+        const decision = await this.check(key, this.stackOf(planned, pending), blocked ? 0 : cost);
         const result = { decision };
-        for (const index of group.indices) results[index] = result;
-        if (!decision.allowed) denied = refused = true;
-        else if (!denied && group.cost > 0) for (const index of group.indices) consumed.add(index);
+        for (let i = 0; i < pending.length; i++) results[pending[i]!] = result;
+        refused = !decision.allowed;
+      } else {
+        let denied = blocked;
+        const taken = new Set<number>();
+        for (const group of groupsByCost(planned, pending)) {
+          const decision = await this.check(key, this.stackOf(planned, group.indices), denied ? 0 : group.cost);
+          const result = { decision };
+          for (const index of group.indices) results[index] = result;
+          if (!decision.allowed) denied = refused = true;
+          else if (!denied && group.cost > 0) for (const index of group.indices) taken.add(index);
+        }
+        consumed = taken;
       }
       if (!refused || blocked || !hasQuota(planned, this.quotaMode)) return;
       const next = afterQuotaRefusal(planned, results, pending, consumed, this.quotaMode, this.clockMs());
@@ -137,12 +150,19 @@ export class RlsService {
     }
   }
 
+  /** A domain's store key, built once per domain object (a config load makes new ones). */
+  private keyOf(domain: RlsDomain): string {
+    let key = this.domainKeys.get(domain);
+    if (key === undefined) this.domainKeys.set(domain, (key = domainKey(domain.name)));
+    return key;
+  }
+
   /** `"atomic": false`: each descriptor on its own key, in parallel calls. */
   private async checkEach(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
     await Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || plan.shadow) return;
-        const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, this.stackOf([plan]), plan.cost);
+        const decision = await this.check(`${this.keyOf(domain)}/${plan.counterId}`, this.stackOf(planned, [index]), plan.cost);
         results[index] = { decision };
       }),
     );
@@ -154,9 +174,9 @@ export class RlsService {
     return Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || !plan.shadow) return;
-        const key = domain.atomic ? domainKey(domain.name) : `${domainKey(domain.name)}/${plan.counterId}`;
+        const key = domain.atomic ? this.keyOf(domain) : `${this.keyOf(domain)}/${plan.counterId}`;
         try {
-          const decision = await this.check(key, this.stackOf([plan]), plan.cost);
+          const decision = await this.check(key, this.stackOf(planned, [index]), plan.cost);
           results[index] = { decision };
         } catch {
           // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
@@ -173,50 +193,48 @@ export class RlsService {
    * stacks), one Map level per descriptor: no key text per request. Bounded like the
    * planner's cache.
    */
-  private stackOf(plans: readonly LimitPlan[]): readonly Policy[] {
+  private stackOf(planned: readonly Planned[], indices: readonly number[]): readonly Policy[] {
     if (this.stackCount >= MAX_CACHED_STACKS) {
       this.stacks = new Map();
       this.stackCount = 0;
     }
     let level = this.stacks;
     let node: StackNode | undefined;
-    for (let i = 0; i < plans.length; i++) {
-      const limits = plans[i]!.limits;
+    for (let i = 0; i < indices.length; i++) {
+      const limits = (planned[indices[i]!] as LimitPlan).limits;
       node = level.get(limits);
       if (!node) level.set(limits, (node = {}));
-      if (i < plans.length - 1) level = node.next ??= new Map();
+      if (i < indices.length - 1) level = node.next ??= new Map();
     }
     if (node!.policies) return node!.policies;
     this.stackCount++;
-    return (node!.policies = uniquePolicies(plans.map((plan) => plan.limits)));
+    return (node!.policies = uniquePolicies(indices.map((index) => (planned[index] as LimitPlan).limits)));
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
     return applyFailMode(policies, () => this.options.limiter.check(key, policies, { cost, mode: "reject", maxWaitMs: 0 }));
   }
 
-  private record(domain: RlsDomain, planned: readonly Planned[], outcomes: readonly { status: RlsStatus; overLimit: boolean }[]): void {
-    const stats = this.options.stats;
-    if (!stats) return;
-    planned.forEach((plan, index) => {
-      if (plan.kind !== "limit" && plan.kind !== "block") return;
-      const { status, overLimit } = outcomes[index]!;
-      const limit = status.current_limit?.requests_per_unit ?? 0;
-      const used = limit - status.limit_remaining;
-      stats.record({
-        domain: domain.name,
-        metricKey: plan.metricKey,
-        statKey: plan.statKey,
-        cost: plan.cost,
-        overLimit,
-        nearLimit: limit > 0 && used > Math.floor(limit * (this.options.nearLimitRatio ?? NEAR_LIMIT_RATIO)),
-        shadow: plan.shadow,
-      });
+  private record(stats: RlsStats, domain: RlsDomain, plan: Planned, { status, overLimit }: { status: RlsStatus; overLimit: boolean }): void {
+    if (plan.kind !== "limit" && plan.kind !== "block") return;
+    const limit = status.current_limit?.requests_per_unit ?? 0;
+    const used = limit - status.limit_remaining;
+    stats.record({
+      domain: domain.name,
+      metricKey: plan.metricKey,
+      statKey: plan.statKey,
+      cost: plan.cost,
+      overLimit,
+      nearLimit: limit > 0 && used > Math.floor(limit * (this.options.nearLimitRatio ?? NEAR_LIMIT_RATIO)),
+      shadow: plan.shadow,
     });
   }
 }
 
 type LimitPlan = Extract<Planned, { kind: "limit" }>;
+
+/** No descriptor consumed: a single stacked call that was refused. */
+const NONE: ReadonlySet<number> = new Set();
 
 /** A combination of counters in RlsService.stackOf: its policies, and longer combinations that start with it. */
 interface StackNode {

@@ -87,8 +87,8 @@ function rank(decided: PolicyDecision): number {
   return decided.retryAfterMs === null ? Number.POSITIVE_INFINITY : decided.retryAfterMs;
 }
 
-function currentLimit({ limit }: CounterLimit): NonNullable<RlsStatus["current_limit"]> {
-  return { name: limit.policy.name, requests_per_unit: limit.requestsPerUnit, unit: limit.unit };
+function currentLimit(counter: CounterLimit): NonNullable<RlsStatus["current_limit"]> {
+  return counter.currentLimit;
 }
 
 function seconds(ms: number): { seconds: number; nanos: number } {
