@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import type { ConnectionOptions } from "node:tls";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { ValidationError } from "../core/validation.js";
 import { REDIS_CLIENT_OPTIONS } from "../stores/redis/options.js";
@@ -18,17 +19,19 @@ export interface RlsRedis {
 
 /**
  * The Redis client the reference's settings describe: one server over TCP or a unix socket,
- * a Cluster from its seed nodes, with REDIS_AUTH (password or user:password) and REDIS_TLS
- * (CA, client certificate, hostname check). Certificate files that cannot be read are a
- * ValidationError naming the variable. REDIS_TYPE=sentinel is refused here until the store
- * has Sentinel support of its own.
+ * a Cluster from its seed nodes, or a master found through its Sentinels (the store's own
+ * Sentinel client, which follows failovers), with REDIS_AUTH (password or user:password),
+ * REDIS_SENTINEL_AUTH and REDIS_TLS (CA, client certificate, hostname check; to the Sentinels
+ * too, as in the reference). Certificate files that cannot be read are a ValidationError
+ * naming the variable; so is a master name the Sentinels do not know.
  */
 export async function createRlsRedis(settings: RlsRedisSettings, log: (line: string) => void): Promise<RlsRedis> {
-  if (settings.type === "sentinel") throw new ValidationError("REDIS_TYPE", '"sentinel" is not supported by spillway rls yet: use single or cluster (Spillway\'s Redis store has no Sentinel client yet)');
+  const tls = settings.tls ? await tlsOptions(settings.tls) : undefined;
+  if (settings.type === "sentinel") return sentinelRedis(settings, tls, log);
   const options: RedisOptions = { ...REDIS_CLIENT_OPTIONS };
   if (settings.username !== undefined) options.username = settings.username;
   if (settings.password !== undefined) options.password = settings.password;
-  if (settings.tls) options.tls = await tlsOptions(settings.tls);
+  if (tls) options.tls = tls;
   let client: Redis | Cluster;
   let target: string;
   if (settings.type === "cluster") {
@@ -63,7 +66,38 @@ export async function createRlsRedis(settings: RlsRedisSettings, log: (line: str
   };
 }
 
-async function tlsOptions(tls: NonNullable<RlsRedisSettings["tls"]>): Promise<NonNullable<RedisOptions["tls"]>> {
+async function sentinelRedis(settings: RlsRedisSettings, tls: ConnectionOptions | undefined, log: (line: string) => void): Promise<RlsRedis> {
+  const target = `master ${settings.sentinelName} through sentinels ${settings.nodes.map(({ host, port }) => `${host}:${port}`).join(",")}${tls ? " (TLS)" : ""}`;
+  // The reference's REDIS_SENTINEL_AUTH, like REDIS_AUTH: "password" or "user:password".
+  const [sentinelUsername, sentinelPassword] = splitAuth(settings.sentinelPassword);
+  const store = new RedisStore({
+    sentinels: settings.nodes,
+    name: settings.sentinelName!,
+    ...(settings.username === undefined ? {} : { username: settings.username }),
+    ...(settings.password === undefined ? {} : { password: settings.password }),
+    ...(sentinelUsername === undefined ? {} : { sentinelUsername }),
+    ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
+    ...(tls ? { tls } : {}),
+    ...(settings.keyPrefix === undefined ? {} : { keyPrefix: settings.keyPrefix }),
+    log,
+  });
+  const ready = await store.ready(STARTUP_WAIT_MS);
+  // Sentinels that answer but know no such master: no retry fixes a misspelt name.
+  if (!ready && store.connectionErrorField === "name") {
+    await store.close();
+    throw new ValidationError("REDIS_URL", `the master name ${JSON.stringify(settings.sentinelName)}: ${store.connectionError}`);
+  }
+  if (!ready) log(`spillway: rls: serving anyway: calls answer UNAVAILABLE until Redis ${target} answers (health says NOT_SERVING meanwhile)`);
+  return { store, target, close: () => store.close() };
+}
+
+function splitAuth(auth: string | undefined): [string | undefined, string | undefined] {
+  if (auth === undefined) return [undefined, undefined];
+  const colon = auth.indexOf(":");
+  return colon < 0 ? [undefined, auth] : [auth.slice(0, colon), auth.slice(colon + 1)];
+}
+
+async function tlsOptions(tls: NonNullable<RlsRedisSettings["tls"]>): Promise<ConnectionOptions> {
   const read = async (path: string, name: string) => {
     try {
       return await readFile(path);
