@@ -1,5 +1,4 @@
-import { rateLimitHeaders } from "../core/headers.js";
-import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+import type { Decision, Policy } from "../core/types.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
 import { type WireRequest, parseRlsRequest } from "./request.js";
@@ -8,7 +7,8 @@ import type { RlsConfig, RlsDomain } from "./types.js";
 import { dynamicMetadataOf } from "./metadata.js";
 import { afterQuotaRefusal, hasQuota, overallOverLimit } from "./quota.js";
 import { type ReferenceHeaderNames, referenceHeadersOf } from "./reference-headers.js";
-import { type DescriptorResult, type RlsAnswer, type RlsStatus, decidedFor, statusOf } from "./status.js";
+import { headersOf } from "./spillway-headers.js";
+import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
 
@@ -53,7 +53,9 @@ export function domainKey(domain: string): string {
  * at a time, and once one group is denied the later ones are only peeked. `"atomic": false`
  * gives each descriptor its own key and call (the reference's independent counting, spread
  * over Cluster slots). shadow_mode descriptors are checked in calls of their own, so a
- * would-be denial never changes what the enforced ones decide.
+ * would-be denial never changes what the enforced ones decide. quota_mode descriptors
+ * (quota.ts) are in the stack like the others; a refusal the answer overrules is decided once
+ * more without the quota descriptors that are over, so an admitted request is counted.
  */
 export class RlsService {
   private readonly options: RlsServiceOptions;
@@ -276,27 +278,4 @@ function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Polic
     }
   }
   return policies;
-}
-
-/** Spillway's RateLimit fields over every enforced limit of the request, labelled as written. */
-function headersOf(planned: readonly Planned[], results: readonly DescriptorResult[], allowed: boolean): { key: string; value: string }[] | undefined {
-  const policies: Policy[] = [];
-  const decisions: PolicyDecision[] = [];
-  planned.forEach((plan, index) => {
-    const result = results[index];
-    if (plan.kind !== "limit" || plan.shadow || !result) return;
-    for (const { stored, limit } of plan.limits) {
-      const decided = decidedFor(result.decision, stored.name);
-      if (!decided) continue;
-      policies.push(limit.policy);
-      decisions.push({ ...decided, policy: limit.policy.name });
-    }
-  });
-  if (decisions.length === 0) return undefined;
-  let retryAfterMs: number | null = 0;
-  if (!allowed) for (const decided of decisions) if (!decided.allowed) retryAfterMs = decided.retryAfterMs === null || retryAfterMs === null ? null : Math.max(retryAfterMs, decided.retryAfterMs);
-  if (!allowed && retryAfterMs === 0) retryAfterMs = null; // refused by a requests_per_unit: 0 rule: no time helps
-  const top = decisions[0]!;
-  const view: Decision = { ...top, allowed, retryAfterMs, waitMs: 0, policies: decisions };
-  return Object.entries(rateLimitHeaders(view, policies)).map(([key, value]) => ({ key, value }));
 }
