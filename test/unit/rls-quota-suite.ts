@@ -18,7 +18,7 @@ export const QUOTA_NOW_MS = Date.UTC(2026, 0, 1, 12, 0, 30);
  * (test/redis/rls-quota.test.ts).
  */
 export function describeQuotaSuite(name: string, makeLimiter: () => Promise<{ limiter: Limiter; close(): Promise<void> }>): void {
-  let running: { server: RunningRlsServer; client: RlsClient; store: { close(): Promise<void> } }[] = [];
+  const running: { server: RunningRlsServer; client: RlsClient; store: { close(): Promise<void> } }[] = [];
   afterEach(async () => {
     for (const { server, client, store } of running.splice(0)) {
       client.close();
