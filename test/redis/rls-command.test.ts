@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
@@ -28,8 +29,8 @@ describe("spillway rls, started with only the reference's variables", { timeout:
     await redis?.stop();
   });
 
-  it("answers ShouldRateLimit from the files of its runtime root, reports health, and stops on SIGTERM", async () => {
-    const { root } = await runtimeRoot({ "example.yaml": await readFile(EXAMPLE, "utf8") });
+  it("answers ShouldRateLimit from the files of its runtime root, reports health, re-reads them on SIGHUP, and stops on SIGTERM", async () => {
+    const { root, dir } = await runtimeRoot({ "example.yaml": await readFile(EXAMPLE, "utf8") });
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
     const rls = spawnRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "ratelimit", GRPC_PORT: String(grpcPort), PORT: String(httpPort), USE_STATSD: "false" });
     try {
@@ -46,6 +47,15 @@ describe("spillway rls, started with only the reference's variables", { timeout:
         const mixed = await client.ask("rl", [d(["service", "service_1"]), d(["service", "service_2"])]);
         expect([mixed.overall_code, ...mixed.statuses.map((status) => status.code)]).toEqual(["OK", "OVER_LIMIT", "OK"]);
         expect((await client.ask("rl", [d(["foo", "x"], ["bar", "banned"])])).overall_code).toBe("OVER_LIMIT");
+        // SIGHUP re-reads the files (the default RUNTIME_WATCH_ROOT reloads only on a swap of the root).
+        await writeFile(join(dir, "more.yaml"), "domain: more\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 9 }\n");
+        rls.child.kill("SIGHUP");
+        const limit = await waitFor(
+          async () => (await client.ask("more", [d(["k", "v"])])).statuses[0]!.current_limit?.requests_per_unit,
+          (value) => value === 9,
+          20_000,
+        );
+        expect(limit).toBe(9);
       } finally {
         client.close();
       }
