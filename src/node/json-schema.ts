@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { MAX_KEY_PARTS, MAX_ROUTES, configFileSchema, routeSchema } from "../config-schema.js";
-import { overrideSchema } from "../overrides/parse.js";
+import { ISO_DATE, overrideSchema } from "../overrides/parse.js";
 import { DURATION_PATTERN, MAX_DURATION_MS } from "../core/duration.js";
 import { ALGORITHMS } from "../core/types.js";
 import { LEASABLE_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, policySchema } from "../core/policy.js";
@@ -34,7 +34,8 @@ export function configJsonSchema(): Record<string, unknown> {
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
   overrideFields.period = { ...DURATION, description: "The key's own period." };
-  overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", format: "date-time" }], description: "When the override stops applying (epoch ms or ISO 8601)." };
+  overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", pattern: ISO_DATE.source }], description: "When the override stops applying: epoch ms or an ISO 8601 date (a real one), in the future and at most 100 years ahead." };
+  overrideFields.source = { ...KEY_SOURCE, description: 'The key source it is for, as a route writes its key ("ip", "header:x-api-key", an array for a composite key): only routes keyed by that source see it. Without it, the override is for keys given to /v1/check, RPC and rateLimit().' };
   override.anyOf = [{ required: ["limit"] }, { required: ["burst"] }, { required: ["period"] }];
   properties.overridesTtl = { ...DURATION, description: "How long each process or isolate uses a read of the runtime overrides: the rollout bound of a change (default 10s)." };
   for (const [name, description] of Object.entries(DESCRIPTIONS)) properties[name] = { ...properties[name], description };
@@ -124,6 +125,6 @@ const DESCRIPTIONS: Record<string, string> = {
   deny: "Addresses and keys that are always refused (403).",
   originFeedback: "An origin's 429 with Retry-After pauses that key for every caller.",
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
-  overrides: "Per-key limits: { policy, key, limit?, burst?, period? }; a trailing * in key is a prefix wildcard (docs/overrides.md).",
+  overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",
   dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
 };
