@@ -6,7 +6,6 @@ import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
-import { startRlsCommand } from "./rls-command.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { originAgents } from "./origin-agents.js";
 import { onHangup, registerReloadMetrics } from "./reload.js";
@@ -142,6 +141,8 @@ async function rls(argv: string[]): Promise<number> {
   const reloads: Array<() => Promise<unknown>> = [];
   const offHangup = onHangup(reloads);
   try {
+    // Loaded only for this command: it brings @grpc/grpc-js, proto-loader and prom-client.
+    const { startRlsCommand } = await import("./rls-command.js");
     const running = await startRlsCommand(process.env);
     reloads.push(() => running.reload());
     await stopSignal;
