@@ -27,6 +27,8 @@ export interface RlsRedisSettings {
   sentinelPassword?: string;
   tls?: { caPath?: string; certPath?: string; keyPath?: string; skipHostnameVerification: boolean };
   keyPrefix?: string;
+  /** REDIS_TIMEOUT: the store's per-call timeout (unset: the store's default). */
+  timeoutMs?: number;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -86,7 +88,7 @@ export function parseRlsEnv(env: Record<string, string | undefined>): { settings
       ignoreDotFiles: flag("RUNTIME_IGNOREDOTFILES", false),
       watchRoot: flag("RUNTIME_WATCH_ROOT", true),
     },
-    redis: parseRedis(env, flag),
+    redis: parseRedis(env, flag, duration),
     stats,
     healthyWithAtLeastOneConfig: flag("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false),
     shadowMode: flag("SHADOW_MODE", false),
@@ -99,7 +101,7 @@ export function parseRlsEnv(env: Record<string, string | undefined>): { settings
   return { settings, ignored };
 }
 
-function parseRedis(env: Record<string, string | undefined>, flag: (name: string, fallback: boolean) => boolean): RlsRedisSettings {
+function parseRedis(env: Record<string, string | undefined>, flag: (name: string, fallback: boolean) => boolean, duration: (name: string, fallbackMs: number) => number): RlsRedisSettings {
   const type = (env.REDIS_TYPE ?? "single").toLowerCase();
   if (type !== "single" && type !== "cluster" && type !== "sentinel") throw new ValidationError("REDIS_TYPE", `must be single, cluster or sentinel, got ${JSON.stringify(env.REDIS_TYPE)}`);
   const socketType = (env.REDIS_SOCKET_TYPE ?? "unix").toLowerCase();
@@ -135,6 +137,11 @@ function parseRedis(env: Record<string, string | undefined>, flag: (name: string
     if ((env.REDIS_TLS_CLIENT_CERT ? 1 : 0) !== (env.REDIS_TLS_CLIENT_KEY ? 1 : 0)) throw new ValidationError(env.REDIS_TLS_CLIENT_CERT ? "REDIS_TLS_CLIENT_KEY" : "REDIS_TLS_CLIENT_CERT", "is required: a client certificate needs both REDIS_TLS_CLIENT_CERT and REDIS_TLS_CLIENT_KEY");
     if (env.REDIS_TLS_CLIENT_CERT) redis.tls.certPath = env.REDIS_TLS_CLIENT_CERT;
     if (env.REDIS_TLS_CLIENT_KEY) redis.tls.keyPath = env.REDIS_TLS_CLIENT_KEY;
+  }
+  if (env.REDIS_TIMEOUT) {
+    const timeoutMs = duration("REDIS_TIMEOUT", 0);
+    if (timeoutMs < 1) throw new ValidationError("REDIS_TIMEOUT", `must be at least 1ms, got ${JSON.stringify(env.REDIS_TIMEOUT)}`);
+    redis.timeoutMs = timeoutMs;
   }
   const prefix = env.CACHE_KEY_PREFIX;
   if (prefix !== undefined && prefix !== "") {

@@ -54,7 +54,7 @@ export async function createRlsRedis(settings: RlsRedisSettings, log: (line: str
     log(`spillway: rls: Redis ${target}: ${error.message}`);
   });
   client.on("ready", () => (lastError = ""));
-  const store = new RedisStore({ client, log, ...(settings.keyPrefix === undefined ? {} : { keyPrefix: settings.keyPrefix }) });
+  const store = new RedisStore({ client, log, ...(settings.keyPrefix === undefined ? {} : { keyPrefix: settings.keyPrefix }), ...(settings.timeoutMs === undefined ? {} : { timeoutMs: settings.timeoutMs }) });
   if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: rls: serving anyway: calls answer UNAVAILABLE until Redis ${target} answers (health says NOT_SERVING meanwhile)`);
   return {
     store,
@@ -79,6 +79,7 @@ async function sentinelRedis(settings: RlsRedisSettings, tls: ConnectionOptions 
     ...(sentinelPassword === undefined ? {} : { sentinelPassword }),
     ...(tls ? { tls } : {}),
     ...(settings.keyPrefix === undefined ? {} : { keyPrefix: settings.keyPrefix }),
+    ...(settings.timeoutMs === undefined ? {} : { timeoutMs: settings.timeoutMs }),
     log,
   });
   const ready = await store.ready(STARTUP_WAIT_MS);

@@ -32,7 +32,7 @@ describe("spillway rls, started with only the reference's variables", { timeout:
   it("answers ShouldRateLimit from the files of its runtime root, reports health, re-reads them on SIGHUP, and stops on SIGTERM", async () => {
     const { root, dir } = await runtimeRoot({ "example.yaml": await readFile(EXAMPLE, "utf8") });
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
-    const rls = spawnRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "ratelimit", GRPC_PORT: String(grpcPort), PORT: String(httpPort), USE_STATSD: "false" });
+    const rls = spawnRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "ratelimit", GRPC_PORT: String(grpcPort), PORT: String(httpPort), USE_STATSD: "false", REDIS_TIMEOUT: "2s" });
     try {
       const health = await waitFor(
         () => fetch(`http://127.0.0.1:${httpPort}/healthcheck`).then((answer) => answer.status, () => 0),

@@ -16,6 +16,9 @@ export async function runtimeRoot(files: Record<string, string>, options: { subd
   return { root, dir };
 }
 
+/** Loopback, free ports, and a store timeout a loaded test machine does not run past (Spillway's default is 50 ms). */
+const BASE_ENV = { GRPC_HOST: "127.0.0.1", GRPC_PORT: "0", HOST: "127.0.0.1", PORT: "0", REDIS_TIMEOUT: "2s" };
+
 export const LIMITS = "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 3 }\n";
 
 export interface Started {
@@ -31,7 +34,7 @@ export interface Started {
  */
 export async function startRls(env: Record<string, string>, options: { watchIntervalMs?: number; credentials?: Parameters<typeof rlsClient>[1] } = {}): Promise<Started> {
   const lines: string[] = [];
-  const running = await startRlsCommand({ GRPC_HOST: "127.0.0.1", GRPC_PORT: "0", HOST: "127.0.0.1", PORT: "0", ...env }, { write: (line) => lines.push(line), watchIntervalMs: options.watchIntervalMs ?? 50 });
+  const running = await startRlsCommand({ ...BASE_ENV, ...env }, { write: (line) => lines.push(line), watchIntervalMs: options.watchIntervalMs ?? 50 });
   const client = rlsClient(running.grpcAddress, options.credentials);
   return {
     running,
@@ -47,7 +50,7 @@ export async function startRls(env: Record<string, string>, options: { watchInte
 /** Why startRlsCommand refused to start (its message), or a failure when it started. */
 export async function refusal(env: Record<string, string>): Promise<string> {
   try {
-    const running = await startRlsCommand({ GRPC_HOST: "127.0.0.1", GRPC_PORT: "0", HOST: "127.0.0.1", PORT: "0", ...env }, { write: () => {} });
+    const running = await startRlsCommand({ ...BASE_ENV, ...env }, { write: () => {} });
     await running.close();
   } catch (error) {
     return (error as Error).message;

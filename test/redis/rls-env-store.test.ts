@@ -79,6 +79,21 @@ describe("spillway rls: the store variables", () => {
     }
   });
 
+  it("REDIS_TIMEOUT: how long a call waits for Redis before the answer is UNAVAILABLE", async () => {
+    const stalled = await startRedis();
+    try {
+      const one = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "150ms" });
+      expect((await one.client.ask("app", [d(["user", "u-timeout"])])).overall_code).toBe("OK");
+      stalled.process.kill("SIGSTOP");
+      await expect(one.client.ask("app", [d(["user", "u-timeout"])])).rejects.toMatchObject({ code: 14, details: expect.stringContaining("did not answer within 150 ms") });
+      stalled.process.kill("SIGCONT");
+      expect(await refusal({ ...base(), REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "10 seconds" })).toContain("REDIS_TIMEOUT: must be a Go duration");
+    } finally {
+      stalled.process.kill("SIGCONT");
+      await stalled.stop();
+    }
+  });
+
   it("CACHE_KEY_PREFIX: the prefix of every key", async () => {
     const one = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, CACHE_KEY_PREFIX: "rl_prefix:" });
     await one.client.ask("app", [d(["user", "u-prefix"])]);
