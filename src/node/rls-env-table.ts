@@ -69,7 +69,7 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
     "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES",
   ),
   ...ignored(STATSD, "USE_DOG_STATSD", "USE_DOG_STATSD_MOGRIFIERS", "USE_STATSD", "STATSD_HOST", "STATSD_PORT", "EXTRA_TAGS", "STATS_FLUSH_INTERVAL"),
-  honoured("DISABLE_STATS", "no per-rule stats are kept (the Prometheus endpoint, if any, has none of them)"),
+  honoured("DISABLE_STATS", "no per-rule stats are kept, and no Prometheus listener starts (as the reference then has no stats sink)"),
   honoured("USE_PROMETHEUS", "serve the stats on PROMETHEUS_ADDR (--metrics-port)"),
   honoured("PROMETHEUS_ADDR", "host:port of the metrics listener (default :9090)"),
   honoured("PROMETHEUS_PATH", "its path (default /metrics)"),
