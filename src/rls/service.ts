@@ -91,9 +91,9 @@ export class RlsService {
       statuses[i] = outcome.status;
       if (stats) this.record(stats, domain, planned[i]!, outcome);
     }
-    const overLimit = overallOverLimit(planned, statuses, this.quotaMode);
     // Global shadow mode: the decision as enforced (a refusal consumed nothing), answered OK.
-    const answer: RlsAnswer = { overall_code: overLimit && !this.options.shadowMode ? "OVER_LIMIT" : "OK", statuses };
+    const overLimit = overallOverLimit(planned, statuses, this.quotaMode) && !this.options.shadowMode;
+    const answer: RlsAnswer = { overall_code: overLimit ? "OVER_LIMIT" : "OK", statuses };
     const headers = this.options.referenceHeaders
       ? referenceHeadersOf(this.options.referenceHeaders, planned, statuses, this.quotaMode, nowMs)
       : this.options.responseHeaders
