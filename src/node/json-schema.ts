@@ -76,21 +76,27 @@ const COUNT = {
   description: 'Count only answers with these statuses (codes or classes like "4xx"): peeked before forwarding, debited on the answer.',
 };
 const COST_VALUE = { type: "integer", minimum: 0, maximum: 1e9 };
-const costFrom = (source: string, value: JsonObject) => ({
+const costFrom = (source: string, value: JsonObject, read?: JsonObject) => ({
   type: "object",
-  properties: { [source]: value, max: COST_VALUE, missing: COST_VALUE },
+  properties: { [source]: value, max: COST_VALUE, missing: COST_VALUE, ...read },
   required: [source],
   additionalProperties: false,
 });
+/** How far a responseJson answer is read once its client has gone (src/gateway/counting.ts, ReadLimits). */
+const READ_LIMITS = {
+  maxReadBytes: { type: "integer", minimum: 1024, maximum: 1073741824, description: "Bytes the gateway reads of an answer for its usage on its own account (decoded for it, or read after the client left); default 8388608 (8 MiB)." },
+  maxReadMs: { type: "integer", minimum: 1000, maximum: 600000, description: "How long the gateway reads on once the client has left; default 120000 (2 minutes)." },
+};
 const HEADER_NAME = { type: "string", pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$" };
 const COST = {
   anyOf: [
     COST_VALUE,
     costFrom("requestHeader", HEADER_NAME),
     costFrom("responseHeader", HEADER_NAME),
-    costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }),
+    costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }, READ_LIMITS),
   ],
-  description: 'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" (default 1) when absent.',
+  description:
+    'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" when absent or unreadable (default: 1 for "requestHeader"; "max", else 1000000000, for what the answer reports).',
 };
 
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });

@@ -44,7 +44,7 @@ const valid: Array<[string, unknown]> = [
   ["a global dryRun", { ...gateway, dryRun: true }],
   // Counting what the origin answers (count, cost).
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
-  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }].map((cost) => ({ ...route, cost })) }],
+  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }, { responseJson: "usage.total_tokens", maxReadBytes: 16777216, maxReadMs: 30000 }].map((cost) => ({ ...route, cost })) }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -101,6 +101,8 @@ const invalid: Array<[string, unknown]> = [
   ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
   ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
   ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
+  ["maxReadBytes below 1 KiB", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage.total_tokens", maxReadBytes: 10 } }] }],
+  ["maxReadMs on a header cost", { ...gateway, routes: [{ ...route, cost: { responseHeader: "x-usage", maxReadMs: 5000 } }] }],
   ["count with delay", { ...gateway, routes: [{ ...route, count: { status: [401] }, onLimit: "delay", maxDelayMs: 100 }] }],
 ];
 
