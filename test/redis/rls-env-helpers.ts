@@ -32,10 +32,10 @@ export interface Started {
  * `spillway rls` in this process (the same function the command runs), on loopback and free
  * ports unless `env` says otherwise; its log lines kept in `lines`.
  */
-export async function startRls(env: Record<string, string>, options: { watchIntervalMs?: number; credentials?: Parameters<typeof rlsClient>[1] } = {}): Promise<Started> {
+export async function startRls(env: Record<string, string>, options: { watchIntervalMs?: number; credentials?: Parameters<typeof rlsClient>[1]; clientOptions?: Parameters<typeof rlsClient>[2] } = {}): Promise<Started> {
   const lines: string[] = [];
   const running = await startRlsCommand({ ...BASE_ENV, ...env }, { write: (line) => lines.push(line), watchIntervalMs: options.watchIntervalMs ?? 50 });
-  const client = rlsClient(running.grpcAddress, options.credentials);
+  const client = rlsClient(running.grpcAddress, options.credentials, options.clientOptions);
   return {
     running,
     client,

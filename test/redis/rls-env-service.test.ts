@@ -19,8 +19,10 @@ describe("spillway rls: listeners, logs, stats and answers", () => {
   let redis: RedisServer;
   let root: string;
   const started: Started[] = [];
+  // TLS clients name the certificate's host (the address is an IP, which SNI does not carry).
+  const TLS_NAME = { "grpc.ssl_target_name_override": "localhost", "grpc.default_authority": "localhost" };
   const start = async (env: Record<string, string>, credentials?: grpc.ChannelCredentials) => {
-    const one = await startRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "ratelimit", ...env }, { credentials });
+    const one = await startRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, RUNTIME_ROOT: root, RUNTIME_SUBDIRECTORY: "ratelimit", ...env }, { credentials, ...(credentials ? { clientOptions: TLS_NAME } : {}) });
     started.push(one);
     return one;
   };
@@ -77,7 +79,7 @@ describe("spillway rls: listeners, logs, stats and answers", () => {
     plain.close();
     const mutual = await start({ ...tls, GRPC_CLIENT_TLS_CACERT: join(certs, "ca.pem") }, grpc.credentials.createSsl(await file("ca.pem"), await file("client.key"), await file("client.pem")));
     expect((await mutual.client.ask("rl", [d(["foo", unique("x")])])).overall_code).toBe("OK");
-    const anonymous = rlsClient(mutual.running.grpcAddress, grpc.credentials.createSsl(await file("ca.pem")));
+    const anonymous = rlsClient(mutual.running.grpcAddress, grpc.credentials.createSsl(await file("ca.pem")), TLS_NAME);
     await expect(anonymous.ask("rl", [d(["foo", "x"])], { deadlineMs: 2000 })).rejects.toMatchObject({ code: 14 });
     anonymous.close();
   });
