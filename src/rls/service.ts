@@ -1,5 +1,6 @@
 import type { Decision, Policy } from "../core/types.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
+import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
+import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
 import { type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
@@ -214,7 +215,14 @@ export class RlsService {
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    return applyFailMode(policies, () => this.options.limiter.check(key, policies, { cost, mode: "reject", maxWaitMs: 0 }));
+    // applyFailMode's rule without its closure, and the usual options shared: this runs for every decision.
+    let running: Promise<Decision>;
+    try {
+      running = this.options.limiter.check(key, policies, cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost, mode: "reject", maxWaitMs: 0 });
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    return running.catch((error: unknown) => failOpenOrRethrow(policies, error));
   }
 
   private record(stats: RlsStats, domain: RlsDomain, plan: Planned, { status, overLimit }: { status: RlsStatus; overLimit: boolean }): void {
