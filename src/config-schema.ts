@@ -1,3 +1,4 @@
+import { notifySchema } from "./notify/config.js";
 import * as z from "zod/mini";
 import { integerIn } from "./core/validation.js";
 import { durationSchema } from "./core/policy.js";
@@ -90,6 +91,8 @@ export const configFileSchema = z.strictObject(
     overridesTtl: z._default(durationSchema, DEFAULT_OVERRIDES_TTL_MS),
     // Every route in dry-run (also SPILLWAY_DRY_RUN=1): a first rollout in front of real traffic.
     dryRun: z._default(z.boolean(rule("must be true or false")), false),
+    // Near-limit and exhausted webhooks (src/notify/): the URL is checked by parseNotify.
+    notify: z.optional(notifySchema),
   },
   rule("must be a JSON object"),
 );
@@ -97,4 +100,4 @@ export const configFileSchema = z.strictObject(
 /** The config file's fields, parsed: the gateway part is read from here. */
 export type ConfigFile = z.infer<typeof configFileSchema>;
 /** The gateway fields of a config file, when it sets `origin`. */
-export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun"> & { origin: string };
+export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "notify"> & { origin: string };

@@ -3,6 +3,7 @@ import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
 import { type Override, parseOverrideList } from "./overrides/parse.js";
+import { type NotifyConfig, parseNotify } from "./notify/config.js";
 import { findDuplicateKey } from "./core/json-duplicates.js";
 
 /**
@@ -22,6 +23,8 @@ export interface SpillwayConfig {
   overridesTtlMs: number;
   /** Every gateway route in dry-run (also SPILLWAY_DRY_RUN=1, see withDryRunEnv). */
   dryRun: boolean;
+  /** Webhooks for `warning` (past a policy's warnAt) and `exhausted` (its first denial), once per window. */
+  notify?: NotifyConfig;
 }
 
 /**
@@ -36,7 +39,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");
-  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, ...gatewayFields } = file;
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, notify, ...gatewayFields } = file;
   if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
   const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   return {
@@ -47,6 +50,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
     overrides: parseOverrideList(overrides, catalog),
     overridesTtlMs: overridesTtl,
     dryRun,
+    ...(notify ? { notify: parseNotify(notify) } : {}),
   };
 }
 

@@ -1,9 +1,16 @@
 import type { StoredState } from "./algorithms.js";
 import { type ConcurrencyState, concurrencyPolicies, extendLease, releaseLease } from "./concurrency.js";
+import { type CreditsState, changeCredits, credits } from "./credits.js";
 import { lastUntilMs } from "./entries.js";
-import { type DecideInput, type DecideOutput, type StateChange, decide } from "./decision.js";
+import { type DecideInput, type DecideOutput, type StateChange, decide, stateChange } from "./decision.js";
+import { liveBlockMs, liveState } from "./algorithms.js";
+import { floorCount } from "./algorithm.js";
 import { debit } from "./debit.js";
-import type { Policy } from "./types.js";
+import type { CreditsChange, Policy } from "./types.js";
+
+/** The states read by readCurrent: the KeyState whose decide or debit runs now (see KeyState.reader). */
+let reading: ReadonlyMap<string, StoredState> = new Map();
+const readCurrent = (name: string): StoredState | undefined => reading.get(name);
 
 /**
  * All policy states of one key, in memory, with the operations every in-process store
@@ -12,22 +19,20 @@ import type { Policy } from "./types.js";
  */
 export class KeyState {
   readonly states = new Map<string, StoredState>();
-  /** Made once: a check runs for every request, and needs no fresh closure for reading. */
-  private readonly read = (name: string) => this.states.get(name);
 
   constructor(initial?: Iterable<[string, StoredState]>) {
     if (initial) for (const [name, stored] of initial) this.states.set(name, stored);
   }
 
   check(policies: readonly Policy[], nowMs: number, input: DecideInput): DecideOutput {
-    const output = decide(policies, this.read, nowMs, input);
+    const output = decide(policies, this.reader(), nowMs, input);
     this.apply(output.changes);
     return output;
   }
 
   /** Consumes `cost` even past the limit (see debit in debit.ts). */
   debit(policies: readonly Policy[], nowMs: number, cost: number): DecideOutput {
-    const output = debit(policies, this.read, nowMs, cost);
+    const output = debit(policies, this.reader(), nowMs, cost);
     this.apply(output.changes);
     return output;
   }
@@ -69,11 +74,36 @@ export class KeyState {
     return { extended, changes };
   }
 
+  /**
+   * Raises or sets the balance of a credits policy (POST /v1/credits); answers what a decision
+   * would report as `remaining` after it. A balance equal to a fresh one is dropped.
+   */
+  credits(policy: Policy, nowMs: number, change: CreditsChange): { remaining: number; changes: Map<string, StateChange> } {
+    if (policy.algorithm !== "credits") throw new TypeError(`policy "${policy.name}" is ${policy.algorithm}, not credits`);
+    const stored = this.states.get(policy.name);
+    const live = liveState(stored, policy, nowMs) as CreditsState | undefined;
+    const state = changeCredits(live, policy, nowMs, change);
+    const written = stateChange(policy, state, liveBlockMs(stored, policy, nowMs))!;
+    const changes = new Map<string, StateChange>([[policy.name, written.freshAtMs <= nowMs ? null : written]]);
+    this.apply(changes);
+    return { remaining: floorCount(credits.standing(state, policy, nowMs).remaining), changes };
+  }
+
   /** The latest time any state becomes fresh; undefined when nothing is held. */
   lastFreshAtMs(freshAt: (name: string, stored: StoredState) => number): number | undefined {
     let last: number | undefined;
     for (const [name, stored] of this.states) last = Math.max(last ?? 0, freshAt(name, stored));
     return last;
+  }
+
+  /**
+   * The states' reader for one synchronous decide or debit: one function for every KeyState
+   * (no closure per key, nor per call), pointed at this one's states until the next call.
+   * decide and debit read only while they run, and never start another KeyState's decision.
+   */
+  private reader(): (name: string) => StoredState | undefined {
+    reading = this.states;
+    return readCurrent;
   }
 
   private concurrencyState(policy: Policy): ConcurrencyState | undefined {
