@@ -68,6 +68,14 @@ export const CHECK_USAGE = `usage: spillway check --config FILE       validate a
 
 Starts nothing. Exit 0 when valid, 2 naming the file and the bad field.`;
 
+export const RLS_COMMAND_USAGE = `usage: spillway rls
+
+envoyproxy/ratelimit's service, configured as the reference is: by its environment variables
+alone (REDIS_URL, RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, GRPC_PORT, …; each one honoured,
+ignored or refused naming it). Takes no arguments; SIGHUP re-reads the runtime files.
+Needs: npm install ioredis prom-client @grpc/grpc-js @grpc/proto-loader
+docs: node_modules/spillway/docs/envoy.md ("spillway rls")`;
+
 export const INIT_USAGE = `usage: spillway init DIR
 
 Writes a Cloudflare Worker project into DIR (new or empty): its spillway.config.json, a

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { parseConfig, parseConfigText } from "../config.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
-import { CHECK_USAGE, INIT_USAGE, SERVE_USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
+import { CHECK_USAGE, INIT_USAGE, RLS_COMMAND_USAGE, SERVE_USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { serveNotify } from "./serve-notify.js";
@@ -33,6 +33,7 @@ export const COMMANDS: Record<string, CliCommand> = {
   serve: { summary: "the HTTP API, the gateway and Envoy's rate limit service on Node", usage: SERVE_USAGE, run: serve },
   check: { summary: "validate a config, start nothing", usage: CHECK_USAGE, run: check },
   init: { summary: "scaffold a Cloudflare Worker project", usage: INIT_USAGE, run: init },
+  rls: { summary: "envoyproxy/ratelimit's service, configured by its environment variables", usage: RLS_COMMAND_USAGE, run: rls },
 };
 
 const HELP_FLAGS = new Set(["--help", "-h"]);
@@ -160,6 +161,9 @@ async function serve(argv: string[]): Promise<number> {
   }
 }
 
+/** What `spillway rls` loads: gRPC, its metrics and its Redis client. */
+const RLS_COMMAND_PACKAGES = ["@grpc/grpc-js", "@grpc/proto-loader", "prom-client", "ioredis"];
+
 /** The RLS server's modules: gRPC is an optional peer (optional-packages.ts). */
 function importRls() {
   return importNeeding(() => import("./rls-serve.js"), ["@grpc/grpc-js", "@grpc/proto-loader"], "--rls-port (Envoy's rate limit service)");
@@ -203,6 +207,35 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
   } catch (error) {
     console.error(`spillway: ${(error as Error).message}`);
     return error instanceof ValidationError ? 2 : 1;
+  }
+}
+
+/**
+ * `spillway rls`: envoyproxy/ratelimit's service, configured by the reference's environment
+ * alone (docs/envoy.md, "spillway rls"). Exit 0 after a signal's clean shutdown, 2 for a bad
+ * variable or config file (the message names it), 1 for anything else. SIGHUP re-reads the files.
+ */
+async function rls(argv: string[]): Promise<number> {
+  if (argv.length > 0) {
+    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}`);
+    return 2;
+  }
+  const stopSignal = untilStopSignal();
+  const reloads: Array<() => Promise<unknown>> = [];
+  const offHangup = onHangup(reloads);
+  try {
+    // Loaded only for this command: its optional packages (optional-packages.ts) must be installed.
+    const { startRlsCommand } = await importNeeding(() => import("./rls-command.js"), RLS_COMMAND_PACKAGES, "spillway rls");
+    const running = await startRlsCommand(process.env);
+    reloads.push(() => running.reload());
+    await stopSignal;
+    await running.close();
+    return 0;
+  } catch (error) {
+    console.error(`spillway: ${(error as Error).message}`);
+    return error instanceof ValidationError || error instanceof MissingPackageError ? 2 : 1;
+  } finally {
+    offHangup();
   }
 }
 
