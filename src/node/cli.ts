@@ -225,7 +225,7 @@ async function rls(argv: string[]): Promise<number> {
   const offHangup = onHangup(reloads);
   try {
     // Loaded only for this command: its optional packages (optional-packages.ts) must be installed.
-    const { startRlsCommand } = await importNeeding(() => import("./rls-command.js"), RLS_COMMAND_PACKAGES, "spillway rls");
+    const { startRlsCommand } = await importNeeding(() => import("./rls-command.js"), RLS_COMMAND_PACKAGES, "the rls command");
     const running = await startRlsCommand(process.env);
     reloads.push(() => running.reload());
     await stopSignal;

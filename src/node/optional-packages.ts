@@ -18,7 +18,8 @@ export class MissingPackageError extends Error {
   readonly packages: readonly string[];
 
   constructor(packages: readonly string[], forWhat: string) {
-    super(`${forWhat} needs ${packages.join(" and ")}, which ${packages.length === 1 ? "is" : "are"} not installed: npm install ${packages.join(" ")}`);
+    const named = packages.length > 1 ? `${packages.slice(0, -1).join(", ")} and ${packages.at(-1)}` : packages[0];
+    super(`${forWhat} needs ${named}, which ${packages.length === 1 ? "is" : "are"} not installed: npm install ${packages.join(" ")}`);
     this.name = "MissingPackageError";
     this.packages = packages;
   }

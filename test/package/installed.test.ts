@@ -105,6 +105,9 @@ describe("npm install spillway hono", () => {
     const rls = await node([spillwayBin(), "serve", "--store", "memory", "--port", "0", "--no-metrics", "--rls-port", "0", "--rls-config", "r.yaml"]);
     expect(rls.code).toBe(2);
     expect(rls.stderr).toBe("spillway: --rls-port (Envoy's rate limit service) needs @grpc/grpc-js and @grpc/proto-loader, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader\n");
+    const command = await node([spillwayBin(), "rls"]);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toBe("spillway: the rls command needs @grpc/grpc-js, @grpc/proto-loader, prom-client and ioredis, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader prom-client ioredis\n");
   });
 
   it("rateLimit() refuses an unknown option in plain JavaScript, naming it and Spillway's equivalent", async () => {
