@@ -4,27 +4,32 @@ import type { StateChange } from "../core/decision.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
-import { StateTable } from "./state-table.js";
+import { type KeyStorage, StateTable } from "./state-table.js";
 
 /**
  * One rate-limit key. Its single thread is what an atomic Lua script is for Redis: every
  * decision reads and writes the in-memory state with no await in between, so concurrent
  * requests on one key can never over-admit. Every change is written to SQLite before the
  * answer leaves (the output gate holds it), so an evicted or restarted object remembers
- * what it admitted. An alarm deletes state once it is equivalent to a fresh key.
+ * what it admitted. The key's states are one row (state-table.ts): a decision writes one row
+ * whatever the stack, a denial writes none. One alarm at a time cleans up: it is set when
+ * none is pending and moves itself on while state is live; once every state is equivalent
+ * to a fresh key, one deleteAll() drops the whole database (no row deleted before it).
  */
 export class LimiterObject extends DurableObject<Record<string, unknown>> implements KeyLimiterObject {
   private local!: LocalKey;
   private table!: StateTable;
+  private storage!: KeyStorage;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
-      this.table = new StateTable(ctx.storage.sql);
+      this.storage = this.keyStorage();
+      this.table = new StateTable(this.storage);
       this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes), () => this.nowMs());
-      this.alarmAtMs = (await ctx.storage.getAlarm()) ?? undefined;
+      this.alarmAtMs = (await this.storage.getAlarm()) ?? undefined;
     });
   }
 
@@ -59,24 +64,35 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
     const nowMs = this.nowMs();
-    for (const name of this.table.deleteFresh(nowMs)) this.local.state.states.delete(name);
+    const fresh = this.table.takeFresh(nowMs);
+    for (const name of fresh) this.local.state.states.delete(name);
     const nextMs = this.table.lastFreshAtMs();
-    if (nextMs !== undefined) {
-      await this.scheduleAlarm(nextMs);
-    } else if (this.local.queue.size === 0) {
-      // Nothing left: drop the whole database so an idle key costs no storage at all.
-      await this.ctx.storage.deleteAll();
-      this.table.forgetSchema();
+    if (nextMs === undefined && this.local.queue.size === 0) {
+      // Nothing left: drop the whole database in one step (no row deleted before it), so an
+      // idle key costs no storage at all.
+      await this.storage.deleteAll();
+      this.table.clear();
+      return;
     }
+    // Some states are fresh again, others live (or waiters hold the object): the row keeps
+    // only the live ones.
+    if (fresh.length > 0) this.table.rewrite(this.local.state.states);
+    if (nextMs !== undefined) await this.scheduleAlarm(nextMs);
   }
 
   private persist(changes: Map<string, StateChange>): void {
     if (changes.size === 0) return;
-    this.table.write(changes);
-    let latestMs: number | undefined;
-    for (const change of changes.values()) if (change) latestMs = Math.max(latestMs ?? 0, change.freshAtMs);
-    // One alarm at a time: when it fires it reschedules itself for whatever is still live.
-    if (latestMs !== undefined && this.alarmAtMs === undefined) void this.scheduleAlarm(latestMs);
+    this.table.write(changes, this.local.state.states);
+    // One alarm at a time, set only when none is pending: when it fires it moves itself on
+    // to whatever is still live, so a busy key sets about one alarm per period, not one per decision.
+    if (this.alarmAtMs !== undefined) return;
+    const latestMs = this.table.lastFreshAtMs();
+    if (latestMs !== undefined) void this.scheduleAlarm(latestMs);
+  }
+
+  /** The storage the state row reads and writes (a probe subclass wraps it to count). */
+  protected keyStorage(): KeyStorage {
+    return this.ctx.storage;
   }
 
   /** The clock every decision reads (a test subclass sets its own). */
@@ -86,7 +102,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
 
   protected async scheduleAlarm(atMs: number): Promise<void> {
     this.alarmAtMs = Math.ceil(atMs);
-    await this.ctx.storage.setAlarm(this.alarmAtMs);
+    await this.storage.setAlarm(this.alarmAtMs);
   }
 }
 
