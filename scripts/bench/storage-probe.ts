@@ -1,0 +1,136 @@
+// The storage probe of bench:cost and of the Worker's cost tests: a LimiterObject whose storage
+// counts what the pricing page bills (rows read and written, alarms set) and what clean-up does.
+import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import { LimiterObject } from "../../src/worker/limiter-object.js";
+import type { KeyStorage } from "../../src/worker/state-table.js";
+
+/** What one object did to its storage, as Cloudflare bills it. */
+export interface StorageMeter {
+  /** Rows read: the SQL cursors' rowsRead, plus one per key-value get. */
+  rowsRead: number;
+  /** Rows written: the SQL cursors' rowsWritten, plus one per key-value put or delete (one row of a WITHOUT ROWID table each). */
+  rowsWritten: number;
+  /** setAlarm() calls: each is billed as one row written. */
+  alarmsSet: number;
+  /** deleteAll() calls (the alarm's clean-up). */
+  deleteAlls: number;
+  /** Alarm invocations (billed as Durable Object requests). */
+  alarms: number;
+  /** RPC calls the object answered (billed as Durable Object requests). */
+  calls: number;
+}
+
+export function emptyMeter(): StorageMeter {
+  return { rowsRead: 0, rowsWritten: 0, alarmsSet: 0, deleteAlls: 0, alarms: 0, calls: 0 };
+}
+
+/**
+ * Wraps an object's storage so every operation the key's row makes is counted. SQL cursors are
+ * summed when read (their counts are final once consumed): the probe keeps them until then.
+ */
+export function meteredStorage(storage: DurableObjectStorage, meter: StorageMeter): KeyStorage & { settle(): void } {
+  let cursors: SqlStorageCursor<Record<string, SqlStorageValue>>[] = [];
+  return {
+    kv: {
+      get: <T>(key: string) => {
+        meter.rowsRead++;
+        return storage.kv.get<T>(key);
+      },
+      put: <T>(key: string, value: T) => {
+        meter.rowsWritten++;
+        storage.kv.put(key, value);
+      },
+      delete: (key: string) => {
+        meter.rowsWritten++;
+        return storage.kv.delete(key);
+      },
+    },
+    sql: {
+      exec: <T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]) => {
+        const cursor = storage.sql.exec<T>(query, ...bindings);
+        cursors.push(cursor as unknown as SqlStorageCursor<Record<string, SqlStorageValue>>);
+        return cursor;
+      },
+    },
+    getAlarm: () => storage.getAlarm(),
+    setAlarm: (atMs: number) => {
+      meter.alarmsSet++;
+      return storage.setAlarm(atMs);
+    },
+    deleteAll: () => {
+      meter.deleteAlls++;
+      return storage.deleteAll();
+    },
+    settle: () => {
+      for (const cursor of cursors) {
+        meter.rowsRead += cursor.rowsRead;
+        meter.rowsWritten += cursor.rowsWritten;
+      }
+      cursors = [];
+    },
+  };
+}
+
+/**
+ * The real LimiterObject with its storage metered. `meter()` answers the counts so far (an RPC
+ * call itself, so it is not counted); `storedBytes()` the database's size.
+ */
+export class MeteredLimiterObject extends LimiterObject {
+  private readonly counts: StorageMeter = emptyMeter();
+  private probe: (KeyStorage & { settle(): void }) | undefined;
+
+  // Every RPC method answered counts as one Durable Object request.
+  override check(policies: Policy[], options: CheckOptions): Decision {
+    this.counts.calls++;
+    return super.check(policies, options);
+  }
+
+  override peek(policies: Policy[]): Decision {
+    this.counts.calls++;
+    return super.peek(policies);
+  }
+
+  override debit(policies: Policy[], cost: number): Decision {
+    this.counts.calls++;
+    return super.debit(policies, cost);
+  }
+
+  override reset(policies: Policy[]): void {
+    this.counts.calls++;
+    super.reset(policies);
+  }
+
+  override acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    this.counts.calls++;
+    return super.acquire(policies, options);
+  }
+
+  override release(policies: Policy[], leaseId: string): ReleaseResult {
+    this.counts.calls++;
+    return super.release(policies, leaseId);
+  }
+
+  override extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult {
+    this.counts.calls++;
+    return super.extend(policies, leaseId, leaseMs);
+  }
+
+  protected override keyStorage(): KeyStorage {
+    this.probe ??= meteredStorage(this.ctx.storage, this.counts);
+    return this.probe;
+  }
+
+  override async alarm(): Promise<void> {
+    this.counts.alarms++;
+    await super.alarm();
+  }
+
+  meter(): StorageMeter {
+    this.probe?.settle();
+    return { ...this.counts };
+  }
+
+  storedBytes(): number {
+    return this.ctx.storage.sql.databaseSize;
+  }
+}
