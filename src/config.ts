@@ -1,4 +1,4 @@
-import { type GatewayFields, configFileSchema } from "./config-schema.js";
+import { type DurableObjectPlacement, type GatewayFields, configFileSchema } from "./config-schema.js";
 import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
@@ -22,6 +22,8 @@ export interface SpillwayConfig {
   overridesTtlMs: number;
   /** Every gateway route in dry-run (also SPILLWAY_DRY_RUN=1, see withDryRunEnv). */
   dryRun: boolean;
+  /** The Worker only: the location hint and jurisdiction of every Durable Object it opens ({}: Cloudflare's choice). */
+  durableObjects: DurableObjectPlacement;
 }
 
 /**
@@ -36,7 +38,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");
-  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, ...gatewayFields } = file;
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, durableObjects, ...gatewayFields } = file;
   if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
   const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   return {
@@ -47,6 +49,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
     overrides: parseOverrideList(overrides, catalog),
     overridesTtlMs: overridesTtl,
     dryRun,
+    durableObjects,
   };
 }
 
