@@ -1,6 +1,7 @@
 // The storage probe of bench:cost and of the Worker's cost tests: a LimiterObject whose storage
 // counts what the pricing page bills (rows read and written, alarms set) and what clean-up does.
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import type { CarriedDebit, NextCall } from "../../src/stores/debit-carry.js";
 import { LimiterObject } from "../../src/worker/limiter-object.js";
 import type { KeyStorage } from "../../src/worker/state-table.js";
 
@@ -93,6 +94,11 @@ export class MeteredLimiterObject extends LimiterObject {
   override debit(policies: Policy[], cost: number): Decision {
     this.counts.calls++;
     return super.debit(policies, cost);
+  }
+
+  override debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision } {
+    this.counts.calls++;
+    return super.debitThen(debits, next);
   }
 
   override reset(policies: Policy[]): void {

@@ -4,6 +4,7 @@ import type { StateChange } from "../core/decision.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
+import type { CarriedDebit, NextCall } from "../stores/debit-carry.js";
 import { type KeyStorage, StateTable } from "./state-table.js";
 
 /**
@@ -20,6 +21,8 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   private local!: LocalKey;
   private table!: StateTable;
   private storage!: KeyStorage;
+  /** Changes of a debitThen under way, written once at its end; undefined: write each at once. */
+  private batched: Map<string, StateChange> | undefined;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
 
@@ -43,6 +46,24 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
 
   debit(policies: Policy[], cost: number): Decision {
     return this.local.debit(policies, cost);
+  }
+
+  /**
+   * Debits a Worker held for this key (DurableObjectStore.debitLater), in order, then answers the
+   * call they rode with: one request for both, and one row written for all of it.
+   */
+  debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision } {
+    this.batched = new Map();
+    try {
+      const answers = debits.map((debit) => this.local.debit(debit.policies, debit.cost));
+      if (!next) return { debits: answers };
+      const answer = "peek" in next ? this.local.peek(next.peek) : "check" in next ? this.local.check(next.check, next.options) : this.local.debit(next.debit, next.cost);
+      return { debits: answers, next: answer };
+    } finally {
+      const changes = this.batched;
+      this.batched = undefined;
+      this.persist(changes);
+    }
   }
 
   reset(policies: Policy[]): void {
@@ -82,6 +103,11 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
 
   private persist(changes: Map<string, StateChange>): void {
     if (changes.size === 0) return;
+    if (this.batched) {
+      // Inside debitThen: the row is written once, after every step (the last change of a policy wins).
+      for (const [name, change] of changes) this.batched.set(name, change);
+      return;
+    }
     this.table.write(changes, this.local.state.states);
     // One alarm at a time, set only when none is pending: when it fires it moves itself on
     // to whatever is still live, so a busy key sets about one alarm per period, not one per decision.
