@@ -72,13 +72,25 @@ export function meteredStorage(storage: DurableObjectStorage, meter: StorageMete
   };
 }
 
+const meters = new Map<string, StorageMeter>();
+const probes = new Map<string, { settle(): void }>();
+
 /**
  * The real LimiterObject with its storage metered. `meter()` answers the counts so far (an RPC
  * call itself, so it is not counted); `storedBytes()` the database's size.
  */
 export class MeteredLimiterObject extends LimiterObject {
-  private readonly counts: StorageMeter = emptyMeter();
-  private probe: (KeyStorage & { settle(): void }) | undefined;
+  /**
+   * Kept by object id for the isolate's life, not on the instance: an object evicted and made
+   * again (idle, or evictDurableObject) goes on counting where it left off. The base constructor
+   * opens the storage before this class's fields exist, hence no instance fields here.
+   */
+  private get counts(): StorageMeter {
+    const id = this.ctx.id.toString();
+    let meter = meters.get(id);
+    if (!meter) meters.set(id, (meter = emptyMeter()));
+    return meter;
+  }
 
   // Every RPC method answered counts as one Durable Object request.
   override check(policies: Policy[], options: CheckOptions): Decision {
@@ -122,8 +134,9 @@ export class MeteredLimiterObject extends LimiterObject {
   }
 
   protected override keyStorage(): KeyStorage {
-    this.probe ??= meteredStorage(this.ctx.storage, this.counts);
-    return this.probe;
+    const probe = meteredStorage(this.ctx.storage, this.counts);
+    probes.set(this.ctx.id.toString(), probe);
+    return probe;
   }
 
   override async alarm(): Promise<void> {
@@ -132,7 +145,7 @@ export class MeteredLimiterObject extends LimiterObject {
   }
 
   meter(): StorageMeter {
-    this.probe?.settle();
+    probes.get(this.ctx.id.toString())?.settle();
     return { ...this.counts };
   }
 
