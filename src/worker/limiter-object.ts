@@ -8,6 +8,15 @@ import type { CarriedDebit, NextCall } from "../stores/debit-carry.js";
 import { type KeyStorage, StateTable } from "./state-table.js";
 
 /**
+ * The clean-up alarm comes no sooner than this after it is set. A state is often fresh again
+ * within milliseconds (a GCRA key of 1000/s after one request): an alarm at that moment would
+ * cost a row (setAlarm), an object request and a deleteAll per decision for a key used every
+ * few seconds. A minute's wait keeps its row (bytes, at $0.20 per GB-month) and sets one alarm
+ * per minute of activity instead (docs/worker.md, "What it costs").
+ */
+export const CLEANUP_DELAY_MS = 60_000;
+
+/**
  * One rate-limit key. Its single thread is what an atomic Lua script is for Redis: every
  * decision reads and writes the in-memory state with no await in between, so concurrent
  * requests on one key can never over-admit. Every change is written to SQLite before the
@@ -98,7 +107,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     // Some states are fresh again, others live (or waiters hold the object): the row keeps
     // only the live ones.
     if (fresh.length > 0) this.table.rewrite(this.local.state.states);
-    if (nextMs !== undefined) await this.scheduleAlarm(nextMs);
+    if (nextMs !== undefined) await this.scheduleAlarm(Math.max(nextMs, nowMs + CLEANUP_DELAY_MS));
   }
 
   private persist(changes: Map<string, StateChange>): void {
@@ -113,7 +122,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     // to whatever is still live, so a busy key sets about one alarm per period, not one per decision.
     if (this.alarmAtMs !== undefined) return;
     const latestMs = this.table.lastFreshAtMs();
-    if (latestMs !== undefined) void this.scheduleAlarm(latestMs);
+    if (latestMs !== undefined) void this.scheduleAlarm(Math.max(latestMs, this.nowMs() + CLEANUP_DELAY_MS));
   }
 
   /** The storage the state row reads and writes (a probe subclass wraps it to count). */

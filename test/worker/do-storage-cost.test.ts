@@ -57,6 +57,17 @@ describe("LimiterObject storage cost", () => {
     expect(left).toEqual({ row: undefined, alarm: null });
   });
 
+  it("sets one alarm for a key used every few ms whose state is fresh again between uses", async () => {
+    // GCRA 1000/s: fresh 1 ms after a request. An alarm at each fresh time would be one per decision.
+    const policy = parsePolicy({ name: "fast", algorithm: "gcra", limit: 1000, period: "1s" }, "policy");
+    const stub = metered("sparse");
+    for (let i = 0; i < 10; i++) {
+      await stub.check([policy], reject);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(await stub.meter()).toMatchObject({ rowsWritten: 10, alarmsSet: 1, alarms: 0 });
+  });
+
   it("keeps a stack of every algorithm in its one row across eviction", async () => {
     const stack = [
       parsePolicy({ name: "g", algorithm: "gcra", limit: 2, period: "1h" }, "p"),
