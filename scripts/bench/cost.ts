@@ -87,7 +87,7 @@ async function main(): Promise<void> {
   await vitest.close();
   if (costs.length === 0 || process.exitCode) throw new Error("the scenarios did not run: see vitest's output above");
   const rows = costs.map(price);
-  const seenOnce = rows.find((row) => row.label.startsWith("per-address"));
+  const seenOnce = rows.find((row) => row.label.startsWith("keys seen once"));
   const markdown = [
     "`npm run bench:cost`: each scenario sends its decisions through the real Worker (`createWorker`: the gateway, or `/v1/check` over a service binding) inside workerd (`@cloudflare/vitest-plugin`, `scripts/bench/cost.vitest.config.ts`), waits until its keys are idle and their alarms have run, and sums what the storage probe counted in every key's `LimiterObject` (`scripts/bench/storage-probe.ts`: the SQL cursors' `rowsRead`/`rowsWritten`, one row per key-value put or delete, `setAlarm()` and `deleteAll()` calls, the RPC calls and alarms the object answered). Counts are per decision.",
     "",
@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     breakdown(rows),
     "",
     `Beside it: Cloudflare's Rate Limiting binding costs nothing of its own (approximate: counted per location, periods of 10 s or 60 s only; [docs](https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/)), so $0.30 per million decisions for the Worker's request. Upstash Redis, pay as you go, is $0.20 per 100K commands ([billing](https://upstash.com/docs/redis/overall/billing)): $${fixed(PRICES.upstashCommand * 1e6)} per million decisions at one command each (one script call per \`limit()\`), plus $0.30 for the Worker's request.`,
-    seenOnce ? `A key seen once costs its row and its alarm (${fixed((seenOnce.rowsWritten + seenOnce.alarmsSet) / seenOnce.keys)} billed rows per key in the per-address row), then one \`deleteAll()\` (${seenOnce.deleteAlls} for ${seenOnce.keys} keys), which the pricing page names no charge for.` : "",
+    seenOnce ? `A key seen once costs its row and its alarm (${fixed((seenOnce.rowsWritten + seenOnce.alarmsSet) / seenOnce.keys)} billed rows per key, and ${fixed(seenOnce.objectRequests / seenOnce.keys)} object requests: its decision and its alarm), then one \`deleteAll()\` (${seenOnce.deleteAlls} for ${seenOnce.keys} keys), which the pricing page names no charge for.` : "",
   ].join("\n");
   console.log(`\n${table(rows)}\n\n${breakdown(rows)}`);
   await writeBenchmarkSection("What a decision costs (bench:cost)", markdown);
