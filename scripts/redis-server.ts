@@ -112,12 +112,15 @@ export interface RedisClusterServers {
   stop(): Promise<void>;
 }
 
-/** Starts `masters` cluster-enabled servers and joins them into a cluster (no replicas). */
-export async function startRedisCluster(masters = 3): Promise<RedisClusterServers> {
+/**
+ * Starts `masters` cluster-enabled servers and joins them into a cluster (no replicas).
+ * `nodeTimeoutMs`: cluster-node-timeout (default 2000), after which a silent master is failing.
+ */
+export async function startRedisCluster(masters = 3, nodeTimeoutMs = 2000): Promise<RedisClusterServers> {
   const nodes: RedisServer[] = [];
   try {
     for (let i = 0; i < masters; i++) {
-      nodes.push(await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", "2000"]));
+      nodes.push(await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", String(nodeTimeoutMs)]));
     }
     await run("redis-cli", ["--cluster", "create", ...nodes.map((node) => `127.0.0.1:${node.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
     for (let attempt = 0; ; attempt++) {

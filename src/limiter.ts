@@ -2,7 +2,7 @@ import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResul
 
 export interface StoreHealth {
   ok: boolean;
-  /** "memory", "durable-object", "redis" or "redis-cluster". */
+  /** "memory", "durable-object", "redis", "redis-cluster" or "redis-sentinel". */
   store: string;
   /** A short reason when not ok. */
   detail?: string;

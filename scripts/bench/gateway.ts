@@ -19,7 +19,7 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
-const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797, counted: 8798, overridden: 8799, memoryTwin: 8800 };
+const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797, counted: 8798, overridden: 8799, memoryTwin: 8800, redisWorkers: 8801 };
 /** Paired rounds for the goals that compare two of our own rows (issues 24, 25): both loaded at once. */
 const PAIRED_ROUNDS = Number(process.env.BENCH_PAIRED_ROUNDS ?? 9);
 const PAIRED_SECONDS = 3;
@@ -177,6 +177,7 @@ const LABELS = {
   counted: "`spillway serve` gateway, memory store, every answer counted (peek, then debit)",
   overridden: "`spillway serve` gateway, memory store, 1,000 overrides configured (one matches)",
   redis: "`spillway serve` gateway, Redis",
+  redisWorkers: "`spillway serve` gateway, Redis, `--workers 2`",
 };
 
 function nodeTable(rows: NodeRow[]): string[] {
@@ -278,6 +279,16 @@ function goals(rows: NodeRow[]): string[] {
 }
 
 /** Moves a process and all its threads to one CPU (taskset); false when that cannot be done. */
+/** Issue 33: `--workers 2` against one process, both on Redis, on a machine whose 2 cores wrk, the origin and Redis share too. */
+function workersLine(rows: NodeRow[]): string[] {
+  const one = rows.find((r) => r.label === LABELS.redis)?.result;
+  const two = rows.find((r) => r.label === LABELS.redisWorkers)?.result;
+  if (!one || !two) return ["`--workers 2`: not measured in this run."];
+  return [
+    `\`--workers 2\` (issue 33): ${Math.round(two.perSecond)} req/s against ${Math.round(one.perSecond)} for one process on the same Redis, ${(two.perSecond / one.perSecond).toFixed(2)}×; p99 ${two.p99Ms.toFixed(2)} ms against ${one.p99Ms.toFixed(2)} ms. On this 2-core machine wrk, the origin and redis-server take much of the second core, so this is a floor: with cores to spare the ratio approaches the number of workers until Redis or the origin is the limit.`,
+  ];
+}
+
 function pinCpu(pid: number | undefined, cpu: number): boolean {
   if (pid === undefined) return false;
   const result = spawnSync("taskset", ["-a", "-p", "-c", String(cpu), String(pid)], { stdio: "ignore" });
@@ -409,6 +420,10 @@ async function main(): Promise<void> {
     redis instanceof Error
       ? { label: LABELS.redis, url: "", skip: redis.message }
       : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
+    // Two workers (node:cluster) on one port: wrk's connections are handed to them in turn.
+    redis instanceof Error
+      ? { label: LABELS.redisWorkers, url: "", skip: redis.message }
+      : { label: LABELS.redisWorkers, url: `http://127.0.0.1:${PORTS.redisWorkers}`, child: serve(PORTS.redisWorkers, ["--redis", redis.url, "--workers", "2"]) },
   ]);
   if (!(redis instanceof Error)) await redis.stop();
   const paired = await measurePaired(nodeRows, pinned);
@@ -424,6 +439,8 @@ async function main(): Promise<void> {
     "wrk, origin and proxy share one 2-core machine: read the ratios, not the absolute numbers.",
     "",
     ...nodeTable(nodeRows),
+    "",
+    ...workersLine(nodeRows),
     "",
     "Goals (issue 15):",
     "",

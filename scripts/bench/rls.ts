@@ -7,7 +7,7 @@
 // turns so a shared machine's drift falls on both alike. Goals (issue 26): ≥ 0.8× the minimal
 // server's decisions/s, p99 ≤ 2 ms at 16 streams. Figures: BENCHMARKS.md, "Envoy RLS (gRPC)".
 import { type ChildProcess, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -99,6 +99,7 @@ const LABELS = {
   minimal: "minimal @grpc/grpc-js server, OK without a store",
   anchor: "the same + one Redis round trip (EVALSHA `return 1`)",
   spillway: "`spillway serve --redis --rls-port`",
+  workers: "the same, `--workers 2` (two connections)",
 };
 
 interface Result {
@@ -111,14 +112,20 @@ interface Result {
   errorCodes: Record<string, number>;
 }
 
-/** `streams` closed loops of unary calls on one channel, for `durationMs`. */
-async function load(client: grpc.Client, streams: number, durationMs: number): Promise<Result> {
-  const call = (client as unknown as { ShouldRateLimit: (request: unknown, callback: (error: grpc.ServiceError | null, answer: { overall_code: string }) => void) => void }).ShouldRateLimit.bind(client);
+type Call = (request: unknown, callback: (error: grpc.ServiceError | null, answer: { overall_code: string }) => void) => void;
+
+/**
+ * `streams` closed loops of unary calls, for `durationMs`: on one channel, or spread over
+ * several (`--workers`: node:cluster hands each connection to one worker).
+ */
+async function load(clients: grpc.Client | grpc.Client[], streams: number, durationMs: number): Promise<Result> {
+  const calls = (Array.isArray(clients) ? clients : [clients]).map((client) => (client as unknown as { ShouldRateLimit: Call }).ShouldRateLimit.bind(client));
   const result: Result = { decisions: 0, elapsedMs: 0, latenciesMs: [], overLimit: 0, errors: 0, errorCodes: {} };
   const startMs = performance.now();
   const endMs = startMs + durationMs;
   let index = 0;
-  const worker = async () => {
+  const worker = async (_: unknown, stream: number) => {
+    const call = calls[stream % calls.length]!;
     while (performance.now() < endMs) {
       const sentMs = performance.now();
       await new Promise<void>((resolve) =>
@@ -156,11 +163,21 @@ function merge(results: Result[]): Result {
   return merged;
 }
 
-/** CPU seconds a process has used so far (user + system, /proc, 10 ms ticks). */
+/** CPU seconds a process and its children (`--workers`) have used so far (user + system, /proc, 10 ms ticks). */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const after = fields.slice(fields.lastIndexOf(") ") + 2).split(" ");
-  return (Number(after[11]) + Number(after[12])) / 100;
+  let seconds = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const after = fields.slice(fields.lastIndexOf(") ") + 2).split(" ");
+      // after[1]: the parent's pid.
+      if (Number(entry) === pid || Number(after[1]) === pid) seconds += (Number(after[11]) + Number(after[12])) / 100;
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return seconds;
 }
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
@@ -192,26 +209,30 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   try {
     await writeFile(join(dir, "bench.yaml"), CONFIG);
-    const [minimalPort, anchorPort, httpPort, rlsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    const [minimalPort, anchorPort, httpPort, rlsPort, workersHttpPort, workersRlsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
     children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal", String(minimalPort)]));
     children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal-redis", String(anchorPort), redis.url]));
     children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(httpPort), "--no-metrics", "--rls-port", String(rlsPort), "--rls-config", dir]));
+    children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(workersHttpPort), "--no-metrics", "--rls-port", String(workersRlsPort), "--rls-config", dir, "--workers", "2"]));
     const { RateLimitService, Health } = loadProtos();
     const targets = [
       { name: "minimal", address: `127.0.0.1:${minimalPort}` },
       { name: "anchor", address: `127.0.0.1:${anchorPort}` },
       { name: "spillway", address: `127.0.0.1:${rlsPort}` },
+      { name: "workers", address: `127.0.0.1:${workersRlsPort}` },
     ] as const;
     type Name = (typeof targets)[number]["name"];
     for (const target of targets) await untilServing(Health, target.address);
-    const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<Name, grpc.Client>;
+    const clients = Object.fromEntries(targets.map((target) => [target.name, new RateLimitService(target.address, grpc.credentials.createInsecure())])) as unknown as Record<Name, grpc.Client | grpc.Client[]>;
+    // Two channels of their own (no shared subchannel): two connections, one per worker.
+    clients.workers = [0, 1].map(() => new RateLimitService(`127.0.0.1:${workersRlsPort}`, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 }) as unknown as grpc.Client);
     console.log(`bench:rls — ${redis.description}; Node ${process.version}; ${TURNS} turns of ${TURN_MS} ms per server and stream count; uptime: ${(await import("node:os")).loadavg().map((load) => load.toFixed(2)).join(" ")}`);
-    const pids: Record<Name, number> = { minimal: children[0]!.pid!, anchor: children[1]!.pid!, spillway: children[2]!.pid! };
+    const pids: Record<Name, number> = { minimal: children[0]!.pid!, anchor: children[1]!.pid!, spillway: children[2]!.pid!, workers: children[3]!.pid! };
     const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | server CPU µs/decision | decisions/s vs minimal | CPU vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
     for (const streams of STREAMS) {
       for (const target of targets) await load(clients[target.name], streams, WARM_UP_MS);
-      const turns: Record<Name, Result[]> = { minimal: [], anchor: [], spillway: [] };
-      const cpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0 };
+      const turns: Record<Name, Result[]> = { minimal: [], anchor: [], spillway: [], workers: [] };
+      const cpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0, workers: 0 };
       for (let turn = 0; turn < TURNS; turn++) {
         for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) {
           const before = cpuSeconds(pids[target.name]);
@@ -232,7 +253,7 @@ async function main(): Promise<void> {
         console.log(row);
       }
     }
-    for (const client of Object.values(clients)) client.close();
+    for (const client of Object.values(clients).flat()) client.close();
     console.log(`\n${rows.join("\n")}`);
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill("SIGTERM");

@@ -52,18 +52,20 @@ export class BucketHistogram {
   }
 
   /** What prom-client's registry renders: cumulative buckets, +Inf, _sum and _count per label value. */
-  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; sharedLabels: Record<string, string>; value: number; metricName: string }[] } {
+  get(): { name: string; help: string; type: string; aggregator: string; values: { labels: Record<string, string | number>; value: number; metricName: string }[] } {
     const values = [];
+    const name = this.#labelName;
+    // Every label in `labels` (as prom-client's Histogram answers after its splayLabels): the
+    // --workers sum (AggregatorRegistry) tells series apart by `labels` alone.
     for (const [labelValue, buckets] of this.#children) {
-      const sharedLabels = { [this.#labelName]: labelValue };
       let cumulative = 0;
       this.#bounds.forEach((bound, i) => {
         cumulative += buckets.counts[i]!;
-        values.push({ labels: { le: bound }, sharedLabels, value: cumulative, metricName: `${this.name}_bucket` });
+        values.push({ labels: { le: bound, [name]: labelValue }, value: cumulative, metricName: `${this.name}_bucket` });
       });
-      values.push({ labels: { le: "+Inf" }, sharedLabels, value: buckets.count, metricName: `${this.name}_bucket` });
-      values.push({ labels: {}, sharedLabels, value: buckets.sum, metricName: `${this.name}_sum` });
-      values.push({ labels: {}, sharedLabels, value: buckets.count, metricName: `${this.name}_count` });
+      values.push({ labels: { le: "+Inf", [name]: labelValue }, value: buckets.count, metricName: `${this.name}_bucket` });
+      values.push({ labels: { [name]: labelValue }, value: buckets.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: { [name]: labelValue }, value: buckets.count, metricName: `${this.name}_count` });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }

@@ -1,12 +1,16 @@
 import { validateRedisUrl } from "../stores/redis/connection-errors.js";
+import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
 import { DEFAULT_MAX_IN_FLIGHT } from "../stores/call-queue.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls-args.js";
+import { SENTINEL_FLAG_OPTIONS, SENTINEL_USAGE, type SentinelChoice, type SentinelFlagValues, parseSentinelChoice } from "./sentinel-args.js";
+
+export { parseSentinelList, type SentinelChoice } from "./sentinel-args.js";
 
 /** `maxInFlight`: --max-inflight, the Redis store calls in flight at most (docs/operations.md). */
-export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string; maxInFlight?: number } | { kind: "redis-cluster"; urls: string[]; maxInFlight?: number };
+export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string; maxInFlight?: number } | { kind: "redis-cluster"; urls: string[]; maxInFlight?: number } | SentinelChoice;
 
 export interface ServeArgs {
   /** Optional only with --rls-config (a rate limit service alone needs no spillway.config.json). */
@@ -22,13 +26,16 @@ export interface ServeArgs {
   rls?: RlsArgs;
   /** --watch: reload --config when the file changes (as on SIGHUP). */
   watch?: boolean;
+  /** --workers N|auto: N processes serving the same ports (workers.ts); Redis stores only. */
+  workers?: number;
 }
 
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
        spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
-                      [--redis URL | --redis-cluster URL,URL,... [--max-inflight N] | --store memory [--memory-max-keys N]]
-                      [--metrics-port N | --no-metrics]
+                      [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME]
+                      [--max-inflight N] | --store memory [--memory-max-keys N]]
+                      [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
 
@@ -38,7 +45,10 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
   --host ADDR            address to listen on (default 127.0.0.1)
   --redis URL            a Redis server (default: $REDIS_URL)
   --redis-cluster URLS   comma-separated seed nodes of a Redis Cluster
+${SENTINEL_USAGE}
   --store memory         keep state in this process only (one process, lost on restart)
+  --workers N|auto       N processes (auto: one per core) serving the same ports; Redis stores only;
+                         one /metrics for all, SIGHUP and SIGTERM reach every one, a dead one is restarted
   --metrics-port N       also serve /metrics on this port without the token (bound to --host)
   --no-metrics           no /metrics, /v1/top, /v1/stats, /dashboard nor decision log lines
   --memory-max-keys N    (key, policy) states the memory store holds at most (default ${DEFAULT_MEMORY_MAX_KEYS});
@@ -47,7 +57,8 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
                          and when too many wait, requests are shed with 503 (never admitted)
 ${RLS_USAGE}
 
-environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL`;
+environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL, REDIS_SENTINELS, REDIS_SENTINEL_NAME,
+             REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS`;
 
 /**
  * Parses `spillway serve` flags. Every mistake is a ValidationError naming the flag; no
@@ -67,12 +78,14 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         host: { type: "string" },
         redis: { type: "string" },
         "redis-cluster": { type: "string" },
+        ...SENTINEL_FLAG_OPTIONS,
         store: { type: "string" },
         "memory-max-keys": { type: "string" },
         "max-inflight": { type: "string" },
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
         watch: { type: "boolean" },
+        workers: { type: "string" },
         ...RLS_FLAG_OPTIONS,
       },
     }));
@@ -82,15 +95,27 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   const rls = parseRlsArgs(values);
   if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
   if (values.watch && !values.config) throw new ValidationError("--watch", "watches --config, which is not given (--rls-config reloads on SIGHUP)");
+  const store = parseStore(values, env);
+  const workers = parseWorkers(values.workers, store);
   return {
     ...(values.config ? { configPath: values.config } : {}),
     port: parsePort(values.port),
     hostname: values.host ?? "127.0.0.1",
-    store: parseStore(values, env),
+    store,
+    ...(workers !== undefined ? { workers } : {}),
     ...parseMetrics(values),
     ...rls,
     ...(values.watch ? { watch: true } : {}),
   };
+}
+
+/** `--workers N|auto`: a positive integer, or one per core; never with the memory store, whose state would split. */
+function parseWorkers(value: string | undefined, store: StoreChoice): number | undefined {
+  if (value === undefined) return undefined;
+  const workers = value === "auto" ? availableParallelism() : Number(value);
+  if (value !== "auto" && (!/^\d+$/.test(value) || workers < 1 || workers > 1024)) throw new ValidationError("--workers", `must be a number of processes from 1 to 1024, or auto (one per core), got ${JSON.stringify(value)}`);
+  if (store.kind === "memory") throw new ValidationError("--workers", "needs a Redis store (--redis, --redis-cluster or --redis-sentinel): with --store memory each worker would keep counts of its own and together admit N times the limit");
+  return workers;
 }
 
 function parsePort(value: string | undefined, flag = "--port"): number {
@@ -109,21 +134,25 @@ function parseMetrics(values: { "metrics-port"?: string; "no-metrics"?: boolean 
   return port === undefined ? { metrics: true } : { metrics: true, metricsPort: parsePort(port, "--metrics-port") };
 }
 
-type StoreFlags = { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string; "max-inflight"?: string };
+type StoreFlags = { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string; "max-inflight"?: string } & SentinelFlagValues;
 
 function parseStore(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {
   const choice = parseStoreKind(values, env);
   const maxInFlight = values["max-inflight"];
   if (maxInFlight === undefined) return choice;
-  if (choice.kind === "memory") throw new ValidationError("--max-inflight", "only applies to Redis (--redis, --redis-cluster): the memory store answers in this process, with no calls in flight");
+  if (choice.kind === "memory") throw new ValidationError("--max-inflight", "only applies to Redis (--redis, --redis-cluster, --redis-sentinel): the memory store answers in this process, with no calls in flight");
   return { ...choice, maxInFlight: positiveInteger("--max-inflight", maxInFlight) };
 }
 
 function parseStoreKind(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {
   const maxKeys = values["memory-max-keys"];
   if (maxKeys !== undefined && values.store !== "memory") throw new ValidationError("--memory-max-keys", "only applies to --store memory (Redis keys expire on their own)");
-  const chosen = [values.redis !== undefined, values["redis-cluster"] !== undefined, values.store !== undefined].filter(Boolean).length;
-  if (chosen > 1) throw new ValidationError("--store", "choose one of --redis, --redis-cluster and --store");
+  const chosen = [values.redis !== undefined, values["redis-cluster"] !== undefined, values["redis-sentinel"] !== undefined, values.store !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new ValidationError("--store", "choose one of --redis, --redis-cluster, --redis-sentinel and --store");
+  // The environment chooses only when no flag did; then it too must name one store.
+  if (chosen === 0 && env.REDIS_URL !== undefined && env.REDIS_SENTINELS !== undefined) throw new ValidationError("REDIS_SENTINELS", "and REDIS_URL are both set: unset one (or choose with --redis or --redis-sentinel)");
+  const sentinel = parseSentinelChoice(values, env, chosen > 0 && values["redis-sentinel"] === undefined);
+  if (sentinel) return sentinel;
   if (values.store !== undefined) {
     if (values.store === "memory") return maxKeys === undefined ? { kind: "memory" } : { kind: "memory", maxKeys: parseMaxKeys(maxKeys) };
     throw new ValidationError("--store", `must be "memory" (use --redis URL or --redis-cluster URLS for Redis), got ${JSON.stringify(values.store)}`);
@@ -139,7 +168,7 @@ function parseStoreKind(values: StoreFlags, env: Record<string, string | undefin
     checkRedisUrl(url, values.redis !== undefined ? "--redis" : "REDIS_URL");
     return { kind: "redis", url };
   }
-  throw new ValidationError("--store", "no store chosen: pass --redis URL (or set REDIS_URL), --redis-cluster URLS, or --store memory");
+  throw new ValidationError("--store", "no store chosen: pass --redis URL (or set REDIS_URL), --redis-cluster URLS, --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME, or --store memory");
 }
 
 function parseMaxKeys(value: string): number {

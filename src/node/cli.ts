@@ -13,6 +13,9 @@ import { type Serving, configOf, configReloader, runtimePartsOf } from "./serve-
 import { startServer } from "./server.js";
 import type { Limiter } from "../limiter.js";
 import { createStore } from "./stores.js";
+import cluster from "node:cluster";
+import { type WorkerLink, linkToPrimary } from "./worker-link.js";
+import { runPrimary } from "./workers.js";
 
 /**
  * The `spillway` command: `serve` (the Node runtime), `init DIR` (a Worker project) and
@@ -36,10 +39,15 @@ export async function main(argv: string[]): Promise<number> {
 
 /** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
 async function serve(argv: string[]): Promise<number> {
+  if (cluster.isPrimary && argv.some((arg) => arg === "--workers" || arg.startsWith("--workers="))) return servePrimary(argv);
+  // A worker of --workers N: the primary prints its startup lines once for all, and stops it.
+  const worker = cluster.isWorker ? linkToPrimary() : undefined;
+  const startupLines: string[] = [];
+  const say = (line: string, warn = false) => (worker ? startupLines.push(line) : warn ? console.warn(line) : console.log(line));
   let limiter: Limiter | undefined;
   // Listening for signals from the start: one that comes while the store connects, or just as
   // "listening" is printed, still stops the server (gracefully, once it has started).
-  const stopSignal = untilStopSignal();
+  const stopSignal = untilStopSignal(worker);
   // SIGHUP's default is to end the process, which must never happen to a server being reloaded.
   const reloads: Array<() => Promise<unknown>> = [];
   const offHangup = onHangup(reloads);
@@ -53,23 +61,33 @@ async function serve(argv: string[]): Promise<number> {
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
     limiter = await createStore(args.store);
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
+    // A worker's /metrics is every worker's, summed by the primary.
+    const scraper = observing && worker ? { scrape: () => worker.scrape() } : observing?.prometheus;
+    const routes = observing && scraper ? { ...observing.routes, metrics: () => scraper.scrape() } : undefined;
     // One set of origin connection pools for every generation of the gateway.
     const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
     const parts = runtimePartsOf(config, serving, gateway);
-    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: observing?.routes }), "--port", args.port, args.hostname);
-    const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing) : undefined;
-    if (reloader) reloads.push(() => reloader.reload("signal"));
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes }), "--port", args.port, args.hostname);
+    // A worker's reloads are the primary's: it logs them once, and sends every worker the text it read.
+    const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing, worker ? () => {} : undefined) : undefined;
+    if (reloader && !worker) reloads.push(() => reloader.reload("signal"));
     if (reloader && observing) registerReloadMetrics(observing.prometheus.registry, reloader, () => server.generation);
-    const stopWatching = args.watch ? reloader?.watch() : undefined;
-    const metricsServer = observing && args.metricsPort !== undefined ? await listening(startMetricsServer(observing.prometheus, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
-    if (metricsServer) console.log(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
-    const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry }) : undefined;
-    if (rls) reloads.push(() => rls.reload());
-    if (rls) console.log(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
-    if (!process.env.SPILLWAY_TOKEN) console.warn("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)");
-    console.log(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
+    const stopWatching = args.watch && !worker ? reloader?.watch() : undefined;
+    const metricsServer = scraper && args.metricsPort !== undefined ? await listening(startMetricsServer(scraper, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
+    if (metricsServer) say(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
+    const rls = args.rls && rlsPrepared ? await serveRls(args.rls, rlsPrepared, { limiter, hostname: args.hostname, registry: observing?.prometheus.registry, ...(worker ? { log: () => {} } : {}) }) : undefined;
+    if (rls && !worker) reloads.push(() => rls.reload());
+    if (rls) say(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${rlsPrepared!.config.domains.size} domain(s) from ${args.rls!.configPath}`);
+    if (!process.env.SPILLWAY_TOKEN) say("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)", true);
+    say(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
+    worker?.handle({
+      collect: observing ? () => observing.prometheus.registry.getMetricsAsJSON() : undefined,
+      reloadConfig: (text) => void reloader?.reloadText(text, "signal"),
+      reloadRls: () => void rls?.reload(),
+    });
+    worker?.ready(startupLines);
     await stopSignal;
-    console.log("spillway: shutting down (letting in-flight requests finish)");
+    if (!worker) console.log("spillway: shutting down (letting in-flight requests finish)");
     stopWatching?.();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
@@ -153,16 +171,44 @@ async function readConfig(path: string): Promise<string> {
  * shell that npm spawned: npm passes a SIGTERM on to that shell, which dies without passing it
  * on, and the server would live on as an orphan. So under npm, losing the parent is a stop too.
  */
-function untilStopSignal(): Promise<void> {
+function untilStopSignal(worker?: WorkerLink): Promise<void> {
   return new Promise((resolve) => {
     const parent = process.ppid;
-    const orphaned = process.env.npm_command ? setInterval(() => process.ppid !== parent && stop(), 500).unref() : undefined;
+    const orphaned = process.env.npm_command && !worker ? setInterval(() => process.ppid !== parent && stop(), 500).unref() : undefined;
+    let stopping = false;
     const stop = () => {
+      // A worker hears a terminal's Ctrl-C and then its primary's word: one stop, not two.
+      if (stopping) return;
+      stopping = true;
       clearInterval(orphaned);
       process.off("SIGTERM", stop).off("SIGINT", stop);
       process.once("SIGTERM", () => process.exit(130)).once("SIGINT", () => process.exit(130));
       resolve();
     };
     process.on("SIGTERM", stop).on("SIGINT", stop);
+    // The primary's stop (worker-link.ts), before or after the server is up.
+    worker?.handle({ stop });
   });
+}
+
+/**
+ * `spillway serve --workers N` in the primary: everything checked here first (flags, config,
+ * RLS files: a mistake exits 2 once, before any worker starts), then runPrimary (workers.ts).
+ */
+async function servePrimary(argv: string[]): Promise<number> {
+  // SIGHUP's default ends the process: ignored until runPrimary takes it.
+  const ignoreHangup = () => {};
+  process.on("SIGHUP", ignoreHangup);
+  try {
+    const args = parseServeArgs(argv, process.env);
+    const startText = args.configPath ? await readConfig(args.configPath) : undefined;
+    if (startText !== undefined) parseGatewayConfig(configOf(startText, args.configPath!));
+    if (args.rls) await prepareRls(args.rls);
+    return await runPrimary({ ...args, workers: args.workers! }, startText);
+  } catch (error) {
+    console.error(`spillway: ${(error as Error).message}`);
+    return error instanceof ValidationError ? 2 : 1;
+  } finally {
+    process.off("SIGHUP", ignoreHangup);
+  }
 }

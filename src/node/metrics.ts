@@ -69,6 +69,8 @@ export class PrometheusObserver implements SpillwayObserver {
       help: "1 when the store answers its health check, else 0.",
       labelNames: ["store"],
       registers,
+      // --workers: up only when every worker's store answers.
+      aggregator: "min",
       async collect() {
         const health = await limiter.health().catch(() => ({ ok: false }));
         this.set({ store: limiter.kind }, health.ok ? 1 : 0);
@@ -81,6 +83,8 @@ export class PrometheusObserver implements SpillwayObserver {
         help: "Times the store lost its data (Redis restarted empty, FLUSHALL, a failover): concurrency leases are fenced for one lease length after each.",
         labelNames: ["store"],
         registers,
+        // --workers: each worker's guard sees the same loss.
+        aggregator: "max",
         collect() {
           this.reset();
           this.inc({ store: limiter.kind }, storeResets());

@@ -62,7 +62,7 @@ export interface MetricsServer {
 }
 
 /** `--metrics-port N`: /metrics alone, without the token, for a scraper on a private network. */
-export function startMetricsServer(prometheus: PrometheusObserver, port: number, hostname: string): Promise<MetricsServer> {
+export function startMetricsServer(prometheus: Pick<PrometheusObserver, "scrape">, port: number, hostname: string): Promise<MetricsServer> {
   const app = new Hono();
   app.get("/metrics", async () => {
     const { contentType, body } = await prometheus.scrape();

@@ -61,6 +61,21 @@ export class ConfigReloader {
       return this.#refused(trigger, new ValidationError("--config", `cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`));
     }
     if (trigger === "watch" && text === this.#lastText) return "unchanged";
+    return this.#applyText(trigger, text);
+  }
+
+  /**
+   * Applies `text` as if it had been read from the file (a worker of `--workers`: the primary
+   * read the file once and sends every worker the same text, so that they all take it or all
+   * refuse it). Queued like reload.
+   */
+  reloadText(text: string, trigger: ReloadTrigger): Promise<ReloadResult> {
+    const run = this.#queue.then(() => this.#applyText(trigger, text));
+    this.#queue = run;
+    return run;
+  }
+
+  #applyText(trigger: ReloadTrigger, text: string): ReloadResult {
     this.#lastText = text;
     let generation: number;
     try {
@@ -113,6 +128,8 @@ export function registerReloadMetrics(registry: Registry, reloader: ConfigReload
     help: "Reloads of --config (SIGHUP, --watch) by result: ok (swapped in) or error (refused, the config in force kept).",
     labelNames: ["result"],
     registers: [registry],
+    // --workers: every worker reloads the same text, so one worker's count is the count.
+    aggregator: "max",
     collect() {
       this.reset();
       for (const result of ["ok", "error"] as const) this.inc({ result }, reloader.counts[result]);
@@ -122,6 +139,7 @@ export function registerReloadMetrics(registry: Registry, reloader: ConfigReload
     name: "spillway_config_generation",
     help: "The generation of the config in force: 1 at start, one more per reload that took.",
     registers: [registry],
+    aggregator: "max",
     collect() {
       this.set(generation());
     },

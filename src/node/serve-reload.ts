@@ -7,6 +7,7 @@ import { createNodeGateway } from "./gateway.js";
 import type { NodeObservability } from "./observability.js";
 import type { OriginAgents } from "./origin-agents.js";
 import { ConfigReloader } from "./reload.js";
+import type { LogSink } from "../observe/log-lines.js";
 import type { RuntimeParts } from "./runtime.js";
 import type { RunningServer } from "./server.js";
 
@@ -30,10 +31,11 @@ export function runtimePartsOf(config: SpillwayConfig, serving: Serving, gateway
 }
 
 /** SIGHUP and --watch: the same parse and build as at start; the store, ports and flags stay. */
-export function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined): ConfigReloader {
+export function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined, log?: LogSink): ConfigReloader {
   return new ConfigReloader({
     path,
     startText,
+    ...(log ? { log } : {}),
     generation: () => server.generation,
     apply(text) {
       const parts = runtimePartsOf(configOf(text, path), serving);

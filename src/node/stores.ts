@@ -2,6 +2,7 @@ import type { Limiter } from "../limiter.js";
 import { LocalCache } from "../local/local-cache.js";
 import { MemoryStore } from "../stores/memory.js";
 import { RedisStore } from "../stores/redis/store.js";
+import { ValidationError } from "../core/validation.js";
 import type { StoreChoice } from "./cli-args.js";
 
 /** How long `spillway serve` waits for Redis at start before serving anyway (failMode applies). */
@@ -18,9 +19,28 @@ const STARTUP_WAIT_MS = 3000;
  */
 export async function createStore(choice: StoreChoice, log: (line: string) => void = console.warn): Promise<Limiter> {
   if (choice.kind === "memory") return new MemoryStore({ maxKeys: choice.maxKeys });
-  const { maxInFlight } = choice;
-  const store = choice.kind === "redis" ? new RedisStore({ url: choice.url, log, maxInFlight }) : new RedisStore({ clusterNodes: choice.urls, log, maxInFlight });
+  // Lines logged while waiting for the first connection are held: a startup that ends in a
+  // mistake says it in one line, not after the store's own line about the same thing.
+  let held: string[] | undefined = [];
+  const store = redisStoreFor(choice, (line) => (held ? held.push(line) : log(line)));
+  const ready = await store.ready(STARTUP_WAIT_MS);
+  const startupLines = held;
+  held = undefined;
+  // Sentinels that answer but know no such master: no retry fixes a misspelt name.
+  if (!ready && store.connectionErrorField === "name") {
+    await store.close();
+    throw new ValidationError("--redis-sentinel-name", store.connectionError!);
+  }
+  for (const line of startupLines) log(line);
   // ready() has logged why (the URL, the system's error, a hint) when it answers false.
-  if (!(await store.ready(STARTUP_WAIT_MS))) log(`spillway: serving anyway: policies follow their failMode until ${choice.kind} answers (/healthz says when)`);
+  if (!ready) log(`spillway: serving anyway: policies follow their failMode until ${choice.kind} answers (/healthz says when)`);
   return new LocalCache(store);
+}
+
+function redisStoreFor(choice: Exclude<StoreChoice, { kind: "memory" }>, log: (line: string) => void): RedisStore {
+  const { maxInFlight } = choice;
+  if (choice.kind === "redis") return new RedisStore({ url: choice.url, log, maxInFlight });
+  if (choice.kind === "redis-cluster") return new RedisStore({ clusterNodes: choice.urls, log, maxInFlight });
+  const { sentinels, name, password, sentinelPassword, tls } = choice;
+  return new RedisStore({ sentinels, name, password, sentinelPassword, tls, log, maxInFlight });
 }

@@ -14,7 +14,7 @@ export const DEFAULT_DATA_CHECK_INTERVAL_MS = 1000;
 export interface DataLossGuardOptions {
   client: RedisClient;
   keyPrefix: string;
-  /** "redis" or "redis-cluster", for the log line. */
+  /** "redis", "redis-cluster" or "redis-sentinel", for the log line. */
   store: string;
   /** How long a concurrency grant waits for the data to be verified after a reconnect. */
   waitMs: number;

@@ -1,6 +1,8 @@
 import { validateRedisUrl } from "./connection-errors.js";
+import type { ConnectionOptions } from "node:tls";
 import { Cluster, type ClusterNode, Redis, type RedisOptions } from "ioredis";
 import type { RedisClient } from "./scripts.js";
+import { SENTINEL_ONLY_FIELDS, type SentinelAddress, type SentinelStoreOptions, createSentinelClient } from "./sentinel.js";
 
 export interface RedisStoreOptions {
   /** Your own ioredis client or Cluster (see `REDIS_CLIENT_OPTIONS` for the settings we advise). */
@@ -9,6 +11,26 @@ export interface RedisStoreOptions {
   url?: string;
   /** Or the startup nodes of a Redis Cluster (`["redis://10.0.0.1:7000", ...]`). */
   clusterNodes?: readonly (string | ClusterNode)[];
+  /**
+   * Or the sentinels of a master with replicas (Redis Sentinel), with `name`: the store
+   * connects to the master they name and follows it through failovers (docs/redis.md).
+   * @example new RedisStore({ sentinels: [{ host: "10.0.0.1", port: 26379 }, { host: "10.0.0.2", port: 26379 }], name: "mymaster" })
+   */
+  sentinels?: readonly SentinelAddress[];
+  /** With `sentinels`: the master's name as the sentinels know it (`sentinel monitor NAME …`). */
+  name?: string;
+  /** With `sentinels`: the sentinels' own ACL user and password (`requirepass` in sentinel.conf). */
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+  /** With `sentinels`: the master's (and replicas') ACL user and password. */
+  username?: string;
+  password?: string;
+  /** With `sentinels`: TLS to the master (true, or node:tls options); also to the sentinels unless `sentinelTls` says otherwise. */
+  tls?: boolean | ConnectionOptions;
+  /** With `sentinels`: TLS to the sentinels (default: as `tls`). */
+  sentinelTls?: boolean | ConnectionOptions;
+  /** With `sentinels`: the database number (default 0). */
+  db?: number;
   /** Prefix of every key (default "spillway:"); must not contain braces. */
   keyPrefix?: string;
   /**
@@ -63,8 +85,25 @@ export const REDIS_CLIENT_OPTIONS = {
   retryStrategy: (attempt: number) => Math.min(attempt * 50, 250),
 } satisfies RedisOptions;
 
-/** The client a store makes for itself from `url` or `clusterNodes`. */
+/** The ways to name a Redis: exactly one is given. */
+const CONNECTION_FIELDS = ["client", "url", "clusterNodes", "sentinels"] as const;
+
+/**
+ * Checks that exactly one of client, url, clusterNodes and sentinels is given, and that the
+ * Sentinel-only fields come with `sentinels`. Throws a TypeError naming the field.
+ */
+export function checkConnectionShape(options: RedisStoreOptions): void {
+  const given = CONNECTION_FIELDS.filter((field) => options[field] !== undefined);
+  if (given.length === 0) throw new TypeError("RedisStore needs one of client, url, clusterNodes or sentinels");
+  if (given.length > 1) throw new TypeError(`RedisStore: ${given[1]} cannot be given with ${given[0]}: pass one of client, url, clusterNodes or sentinels`);
+  if (options.sentinels !== undefined) return;
+  const stray = SENTINEL_ONLY_FIELDS.find((field) => options[field] !== undefined);
+  if (stray) throw new TypeError(`RedisStore: ${stray} applies only with sentinels${given[0] === "url" ? " (a url carries its own: rediss://user:password@host:6379/0)" : ""}`);
+}
+
+/** The client a store makes for itself from `url`, `clusterNodes` or `sentinels`. */
 export function createClient(options: RedisStoreOptions): RedisClient {
+  if (options.sentinels !== undefined) return createSentinelClient(options as SentinelStoreOptions, REDIS_CLIENT_OPTIONS);
   if (options.clusterNodes) {
     options.clusterNodes.forEach((node, index) => typeof node === "string" && validateRedisUrl(node, `RedisStore: clusterNodes.${index}`));
     return new Cluster([...options.clusterNodes], {
@@ -73,7 +112,7 @@ export function createClient(options: RedisStoreOptions): RedisClient {
       redisOptions: REDIS_CLIENT_OPTIONS,
     });
   }
-  if (options.url === undefined) throw new TypeError("RedisStore needs one of client, url or clusterNodes");
+  if (options.url === undefined) throw new TypeError("RedisStore needs one of client, url, clusterNodes or sentinels");
   return new Redis(validateRedisUrl(options.url, "RedisStore: url"), REDIS_CLIENT_OPTIONS);
 }
 

@@ -19,7 +19,8 @@ import { type Stack, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
 import { RedisOverrideTable } from "./overrides.js";
-import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, createClient, positiveNumber } from "./options.js";
+import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, checkConnectionShape, createClient, positiveNumber } from "./options.js";
+import { SentinelErrors, type SentinelStoreOptions, sentinelTarget } from "./sentinel.js";
 import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
 import { probeWrites } from "./nodes.js";
 
@@ -56,7 +57,8 @@ const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0 } as const;
  * const decision = await limiter.check("user:1", [perMinute], { cost: 1, mode: "reject", maxWaitMs: 0 });
  */
 export class RedisStore implements Limiter {
-  readonly kind: "redis" | "redis-cluster";
+  /** "redis" (standalone), "redis-cluster", or "redis-sentinel" (a master found through its sentinels). */
+  readonly kind: "redis" | "redis-cluster" | "redis-sentinel";
   readonly client: RedisClient;
   /** How this client runs scripts, shared by every store on it. */
   private readonly runner: ScriptRunner;
@@ -85,19 +87,25 @@ export class RedisStore implements Limiter {
   /** Where this store connects, for messages (password hidden). */
   private readonly target: string | undefined;
   #connectionError: string | undefined;
+  /** The option that the last connection error blames, when retrying cannot fix it ("name": no such Sentinel master). */
+  #connectionErrorField: "name" | undefined;
   /** This store's listeners on its client, shared with other stores on it (client-events.ts). */
   private readonly subscriptions = new Subscriptions();
 
   constructor(options: RedisStoreOptions) {
+    checkConnectionShape(options);
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
     this.target = targetOf(options);
     // Reported through ready(), health(), the log and each call's error instead.
     // (A client of its own keeps this listener past close: its QUIT may still end in an error.)
-    if (this.ownsClient) this.client.on("error", (error: Error) => (this.#connectionError = describeConnectionError(error, this.target)));
-    this.subscriptions.on(this.client, "ready", () => (this.#connectionError = undefined));
+    if (this.ownsClient) this.watchConnectionErrors(options);
+    this.subscriptions.on(this.client, "ready", () => {
+      this.#connectionError = undefined;
+      this.#connectionErrorField = undefined;
+    });
     this.runner = runnerFor(this.client);
-    this.kind = this.runner.isCluster ? "redis-cluster" : "redis";
+    this.kind = this.runner.isCluster ? "redis-cluster" : "sentinels" in this.client.options && this.client.options.sentinels ? "redis-sentinel" : "redis";
     this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     this.clockMs = options.clock === "client" ? (options.clockMs ?? Date.now) : undefined;
     this.expirySlackMs = positiveNumber("clientExpirySlackMs", options.clientExpirySlackMs ?? 1000, 0);
@@ -142,6 +150,29 @@ export class RedisStore implements Limiter {
   }
 
   /**
+   * The option the last connection error blames when no retry can fix it: `"name"` when
+   * every sentinel that answered knows no master of that name. Undefined otherwise.
+   */
+  get connectionErrorField(): "name" | undefined {
+    return this.#connectionErrorField;
+  }
+
+  /** Keeps why the last attempt failed, said for the way this store connects. */
+  private watchConnectionErrors(options: RedisStoreOptions): void {
+    if (options.sentinels === undefined) {
+      this.client.on("error", (error: Error) => (this.#connectionError = describeConnectionError(error, this.target)));
+      return;
+    }
+    const sentinel = new SentinelErrors(options as SentinelStoreOptions);
+    this.client.on("sentinelError", (error: Error) => sentinel.sentinelFailed(error));
+    this.client.on("error", (error: Error) => {
+      const trouble = sentinel.roundFailed(error);
+      this.#connectionError = trouble?.message ?? describeConnectionError(error, undefined).replace("cannot connect to Redis", `cannot connect to Redis ${this.target}`);
+      this.#connectionErrorField = trouble?.field;
+    });
+  }
+
+  /**
    * Resolves true once connected (at most `timeoutMs` of waiting), false if not yet: then
    * `connectionError` says why, and the store's log has said it once.
    */
@@ -149,7 +180,7 @@ export class RedisStore implements Limiter {
     const deadline = Date.now() + timeoutMs;
     while (this.client.status !== "ready") {
       if (Date.now() >= deadline) {
-        this.log(`spillway: ${this.kind} not connected after ${timeoutMs} ms: ${this.#connectionError ?? `still ${this.client.status}${this.target ? ` (${redactRedisUrl(this.target)})` : ""}`}`);
+        this.log(`spillway: ${this.kind} not connected after ${timeoutMs} ms: ${this.#connectionError ?? `still ${this.client.status}${this.target ? ` (${this.target.startsWith("master ") ? this.target : redactRedisUrl(this.target)})` : ""}`}`);
         return false;
       }
       await sleep(10);
@@ -402,9 +433,10 @@ export class RedisStore implements Limiter {
   }
 }
 
-/** Where the store connects, for messages: its URL, or its Cluster's first startup node. */
+/** Where the store connects, for messages: its URL, its Cluster's first startup node, or its Sentinel master. */
 function targetOf(options: RedisStoreOptions): string | undefined {
   if (options.url !== undefined) return options.url;
+  if (options.sentinels !== undefined) return sentinelTarget(options as SentinelStoreOptions);
   const first = options.clusterNodes?.[0];
   if (typeof first === "string") return first;
   if (typeof first === "number") return `redis://127.0.0.1:${first}`;

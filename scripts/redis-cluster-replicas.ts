@@ -1,0 +1,43 @@
+// A Redis Cluster whose first master has a replica, for the Cluster failover test: the
+// replica takes over the master's slots when the master dies (cluster-node-timeout 1000).
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { type RedisClusterServers, type RedisServer, startRedis, startRedisCluster } from "./redis-server.js";
+import { redisCli } from "./redis-sentinel.js";
+
+const run = promisify(execFile);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface ReplicatedCluster extends RedisClusterServers {
+  /** The replica of nodes[0], in sync when this resolves. */
+  replica: RedisServer;
+  /** The first and last slot that nodes[0] serves. */
+  slots: [number, number];
+}
+
+/** Three masters (cluster-node-timeout `nodeTimeoutMs`) and one replica of the first, every node agreeing on it. */
+export async function startClusterWithReplica(nodeTimeoutMs = 1000): Promise<ReplicatedCluster> {
+  const servers = await startRedisCluster(3, nodeTimeoutMs);
+  let replica: RedisServer | undefined;
+  try {
+    const master = servers.nodes[0]!;
+    replica = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", "nodes-replica.conf", "--cluster-node-timeout", String(nodeTimeoutMs), "--repl-diskless-sync-delay", "0"]);
+    const masterId = await redisCli(master.port, "cluster", "myid");
+    await run("redis-cli", ["--cluster", "add-node", `127.0.0.1:${replica.port}`, `127.0.0.1:${master.port}`, "--cluster-slave", "--cluster-master-id", masterId]);
+    for (let attempt = 0; ; attempt++) {
+      const synced = (await redisCli(replica.port, "info", "replication")).includes("master_link_status:up");
+      const views = await Promise.all(servers.nodes.map((node) => redisCli(node.port, "cluster", "nodes")));
+      if (synced && views.every((view) => view.split("\n").some((line) => line.includes(`:${replica!.port}@`) && line.includes(`slave ${masterId}`)))) break;
+      if (attempt > 300) throw new Error("the replica did not join and sync within 30 s");
+      await sleep(100);
+    }
+    const line = (await redisCli(master.port, "cluster", "nodes")).split("\n").find((entry) => entry.includes("myself"))!;
+    const [first, last] = line.split(" ").at(-1)!.split("-").map(Number);
+    const stop = servers.stop;
+    const replicaServer = replica;
+    return { ...servers, replica, slots: [first!, last!], stop: async () => void (await Promise.all([stop(), replicaServer.stop()])) };
+  } catch (error) {
+    await Promise.all([servers.stop(), replica?.stop()]);
+    throw error;
+  }
+}
