@@ -41,6 +41,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
       this.storage = this.keyStorage();
       this.table = new StateTable(this.storage);
       this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes), () => this.nowMs());
+      if (this.table.emptyLegacy) await this.storage.deleteAll();
       this.alarmAtMs = (await this.storage.getAlarm()) ?? undefined;
     });
   }

@@ -45,6 +45,13 @@ export class StateTable {
     return legacy;
   }
 
+  /**
+   * Set by load(): the object holds the earlier layout's table with nothing in it (that layout
+   * made the table in every object it opened, a peek's too, and left it with no alarm to drop
+   * it). Its owner drops the whole database: nothing in it matters.
+   */
+  emptyLegacy = false;
+
   /** Writes the row after `changes` (already applied to `states`): one row, or none when nothing changed. */
   write(changes: Map<string, StateChange>, states: ReadonlyMap<string, StoredState>): void {
     if (changes.size === 0) return;
@@ -111,6 +118,10 @@ export class StateTable {
     const exists = sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", LEGACY_TABLE).toArray().length > 0;
     if (!exists) return [];
     const rows = sql.exec<{ policy: string; body: string; fresh_at_ms: number }>(`SELECT policy, body, fresh_at_ms FROM ${LEGACY_TABLE}`).toArray();
+    if (rows.length === 0) {
+      this.emptyLegacy = true;
+      return [];
+    }
     sql.exec(`DROP TABLE ${LEGACY_TABLE}`);
     return this.remember(rows.map((row) => [row.policy, [JSON.parse(row.body) as StoredState, row.fresh_at_ms]]));
   }

@@ -111,6 +111,17 @@ describe("LimiterObject upgrade from one row per policy", () => {
     const tables = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE name = 'state'").toArray().length);
     expect(tables).toBe(0);
   });
+
+  it("drops the empty table the earlier layout left in every object it opened", async () => {
+    const stub = env.LIMITER.getByName(uniqueKey("empty-legacy"));
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("CREATE TABLE IF NOT EXISTS state (policy TEXT PRIMARY KEY, body TEXT NOT NULL, fresh_at_ms REAL NOT NULL)");
+    });
+    await evictDurableObject(stub);
+    expect((await stub.peek([hourly("p", "gcra")])).remaining).toBe(1000);
+    const tables = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'state'").toArray().length);
+    expect(tables).toBe(0);
+  });
 });
 
 describe("the probe's unit", () => {
