@@ -7,7 +7,7 @@ import type { KeyStorage } from "../../src/worker/state-table.js";
 
 /** What one object did to its storage, as Cloudflare bills it. */
 export interface StorageMeter {
-  /** Rows read: the SQL cursors' rowsRead, plus one per key-value get. */
+  /** Rows read: the SQL cursors' rowsRead, plus one per key-value get and per entry listed. */
   rowsRead: number;
   /** Rows written: the SQL cursors' rowsWritten, plus one per key-value put or delete (one row of a WITHOUT ROWID table each). */
   rowsWritten: number;
@@ -36,6 +36,12 @@ export function meteredStorage(storage: DurableObjectStorage, meter: StorageMete
       get: <T>(key: string) => {
         meter.rowsRead++;
         return storage.kv.get<T>(key);
+      },
+      list: <T>(options?: SyncKvListOptions) => {
+        const entries = [...storage.kv.list<T>(options)];
+        // A list reads each entry it answers; an empty one is counted as one read (the index probe).
+        meter.rowsRead += Math.max(1, entries.length);
+        return entries;
       },
       put: <T>(key: string, value: T) => {
         meter.rowsWritten++;

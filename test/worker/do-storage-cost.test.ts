@@ -3,6 +3,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { describe, expect, it } from "vitest";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
+import { STATES_PER_ROW, STATE_ROW } from "../../src/worker/state-table.js";
 import { uniqueKey } from "./helpers.js";
 
 // What a decision costs in storage, counted by the probe (scripts/bench/storage-probe.ts) around
@@ -135,5 +136,24 @@ describe("the probe's unit", () => {
       return [insert.rowsWritten, update.rowsWritten];
     });
     expect(written).toEqual([1, 1]);
+  });
+});
+
+describe("a key with many states", () => {
+  it("spreads them over rows of STATES_PER_ROW: a decision writes the one row holding its stack, and eviction keeps every row", async () => {
+    const stub = metered("many");
+    // A rate limit service domain decided together: one key, a counter (policy) per descriptor value.
+    const counters = Array.from({ length: STATES_PER_ROW * 2 + 5 }, (_, i) => parsePolicy({ name: `r.${i}`, algorithm: "fixed-window", limit: 2, period: "1h" }, "policy"));
+    for (const counter of counters) await stub.check([counter], reject);
+    const before = await stub.meter();
+    expect(before.rowsWritten).toBe(counters.length);
+    const rows = await runInDurableObject(stub, (_instance, state) => [...state.storage.kv.list<Record<string, unknown>>({ prefix: STATE_ROW })].map(([, row]) => Object.keys(row).length));
+    expect(rows).toEqual([STATES_PER_ROW, STATES_PER_ROW, 5]);
+    // One more decision on the last counter rewrites its row only: one row written.
+    await stub.check([counters.at(-1)!], reject);
+    expect((await stub.meter()).rowsWritten).toBe(before.rowsWritten + 1);
+    await evictDurableObject(stub);
+    for (const counter of [counters[0]!, counters[STATES_PER_ROW + 1]!, counters.at(-1)!]) expect((await stub.check([counter], reject)).remaining, counter.name).toBe(0);
+    expect((await stub.check([counters.at(-1)!], reject)).allowed).toBe(false);
   });
 });
