@@ -21,8 +21,8 @@ export const CLEANUP_DELAY_MS = 60_000;
  * decision reads and writes the in-memory state with no await in between, so concurrent
  * requests on one key can never over-admit. Every change is written to SQLite before the
  * answer leaves (the output gate holds it), so an evicted or restarted object remembers
- * what it admitted. The key's states are one row (state-table.ts): a decision writes one row
- * whatever the stack, a denial writes none. One alarm at a time cleans up: it is set when
+ * what it admitted. The key's states are one row (state-table.ts; past 64 states, rows of
+ * 64): a decision writes one row whatever the stack, a denial writes none. One alarm at a time cleans up: it is set when
  * none is pending and moves itself on while state is live; once every state is equivalent
  * to a fresh key, one deleteAll() drops the whole database (no row deleted before it).
  */
