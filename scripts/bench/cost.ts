@@ -69,6 +69,22 @@ function breakdown(rows: Priced[]): string {
   return lines.join("\n");
 }
 
+/** The issue's goals, read off this run's rows (and what the earlier layout cost, as issue 31 counted it). */
+function goals(rows: Priced[]): string[] {
+  const find = (start: string) => rows.find((row) => row.label.startsWith(start));
+  const per = (row: Priced | undefined, count: (row: Priced) => number) => (row ? fixed(count(row) / row.decisions) : "?");
+  const one = find("an API key, one policy");
+  const stack = find("an API key, a stack of 3");
+  const once = find("keys seen once");
+  const counted = rows.filter((row) => row.label.startsWith("a counted route") || row.label.startsWith("a costed route"));
+  return [
+    "Goals (issue 31), this run:",
+    `- a stack of 3 costs what one policy costs: ${per(stack, (row) => row.rowsWritten)} rows written per decision for the stack, ${per(one, (row) => row.rowsWritten)} for one policy (the earlier layout wrote one row per policy: 3 for the stack);`,
+    `- a key seen once: ${once ? fixed((once.rowsWritten + once.alarmsSet) / once.keys) : "?"} billed rows in its life, its row and its alarm (the earlier layout: a row and its primary-key index, the alarm, then a DELETE before deleteAll);`,
+    `- object requests per gateway request on counted routes: ${counted.map((row) => `${per(row, (r) => r.objectRequests)} (${row.label.replace(/^a (counted|costed) route /, "")})`).join("; ")}. A cost in the body rides with the key's next request; a cost known at the head is debited before the head goes out, so each counted answer is a second request.`,
+  ];
+}
+
 async function main(): Promise<void> {
   const costs: ScenarioCost[] = [];
   const vitest = await startVitest("test", [], {
@@ -98,6 +114,9 @@ async function main(): Promise<void> {
     breakdown(rows),
     "",
     `Beside it: Cloudflare's Rate Limiting binding costs nothing of its own (approximate: counted per location, periods of 10 s or 60 s only; [docs](https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/)), so $0.30 per million decisions for the Worker's request. Upstash Redis, pay as you go, is $0.20 per 100K commands ([billing](https://upstash.com/docs/redis/overall/billing)): $${fixed(PRICES.upstashCommand * 1e6)} per million decisions at one command each (one script call per \`limit()\`), plus $0.30 for the Worker's request.`,
+    "",
+    ...goals(rows),
+    "",
     seenOnce ? `A key seen once costs its row and its alarm (${fixed((seenOnce.rowsWritten + seenOnce.alarmsSet) / seenOnce.keys)} billed rows per key, and ${fixed(seenOnce.objectRequests / seenOnce.keys)} object requests: its decision and its alarm), then one \`deleteAll()\` (${seenOnce.deleteAlls} for ${seenOnce.keys} keys), which the pricing page names no charge for.` : "",
   ].join("\n");
   console.log(`\n${table(rows)}\n\n${breakdown(rows)}`);
