@@ -285,7 +285,7 @@ function workersLine(rows: NodeRow[]): string[] {
   const two = rows.find((r) => r.label === LABELS.redisWorkers)?.result;
   if (!one || !two) return ["`--workers 2`: not measured in this run."];
   return [
-    `\`--workers 2\` (issue 33): ${Math.round(two.perSecond)} req/s against ${Math.round(one.perSecond)} for one process on the same Redis, ${(two.perSecond / one.perSecond).toFixed(2)}×; p99 ${two.p99Ms.toFixed(2)} ms against ${one.p99Ms.toFixed(2)} ms. On this 2-core machine wrk, the origin and redis-server take much of the second core, so this is a floor: with cores to spare the ratio approaches the number of workers until Redis or the origin is the limit.`,
+    `\`--workers 2\` (issue 33): ${Math.round(two.perSecond)} req/s against ${Math.round(one.perSecond)} for one process on the same Redis, ${(two.perSecond / one.perSecond).toFixed(2)}×; p99 ${two.p99Ms.toFixed(2)} ms against ${one.p99Ms.toFixed(2)} ms. On this 2-core machine wrk, the origin and redis-server take much of the second core: a second worker only shares the cores they leave. Not measured here: a machine with cores to spare.`,
   ];
 }
 

@@ -37,11 +37,19 @@ export function earliestFit(entries: readonly Entry[], limit: number, nowMs: num
 
 /** Inserts an entry keeping the list sorted by untilMs (stable: equal times keep arrival order). */
 export function insertEntry(entries: readonly Entry[], entry: Entry): Entry[] {
-  const next = entries.slice();
-  let index = next.length;
-  while (index > 0 && next[index - 1]![0] > entry[0] + EPSILON_MS) index--;
-  next.splice(index, 0, entry);
-  return next;
+  let index = entries.length;
+  while (index > 0 && entries[index - 1]![0] > entry[0] + EPSILON_MS) index--;
+  return withEntryAt(entries, index, entry);
+}
+
+/**
+ * A copy of `entries` with `entry` inserted at `index`, exactly as long as it needs to be: a
+ * state is kept as it is made, and splice or push would leave room for a dozen more entries
+ * in every key's list (the memory store holds one per key: BENCHMARKS.md, "Memory store: bytes per key").
+ */
+function withEntryAt(entries: readonly Entry[], index: number, entry: Entry): Entry[] {
+  // concat spreads an array argument one level: [entry] adds the entry itself.
+  return index === entries.length ? entries.concat([entry]) : entries.slice(0, index).concat([entry], entries.slice(index));
 }
 
 /**
@@ -52,10 +60,10 @@ export function insertEntry(entries: readonly Entry[], entry: Entry): Entry[] {
 export function mergeEntry(entries: readonly Entry[], untilMs: number, cost: number): Entry[] {
   let index = entries.length;
   while (index > 0 && entries[index - 1]![0] > untilMs) index--;
+  const same = entries[index - 1];
+  if (!same || same[0] !== untilMs) return withEntryAt(entries, index, [untilMs, cost, ""]);
   const next = entries.slice();
-  const same = next[index - 1];
-  if (same && same[0] === untilMs) next[index - 1] = [untilMs, same[1] + cost, ""];
-  else next.splice(index, 0, [untilMs, cost, ""]);
+  next[index - 1] = [untilMs, same[1] + cost, ""];
   return next;
 }
 

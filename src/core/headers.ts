@@ -65,7 +65,30 @@ function policyItem(quotedName: string, result: PolicyDecision, policy: Policy |
   if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
   // Without its policy the period is unknown: the quota alone, never a made-up window.
   if (!policy) return `${quotedName};q=${result.limit}`;
-  return `${quotedName};${quotaItem(policy.limit, policy.periodMs)}`;
+  const [quota, windowMs] = advertisedQuota(policy);
+  return `${quotedName};${quotaItem(quota, windowMs)}`;
+}
+
+/**
+ * The quota and window `RateLimit-Policy` states for a policy: the same capacity the decision's
+ * `limit` and `RateLimit`'s `r` count against, refilled at the policy's rate. For most policies
+ * that is `limit` per `period`. gcra's capacity is its `burst`, refilled at `limit` per
+ * `period`: `burst` per `burst × period / limit` (6000/min with burst 600 is 600 per 6 s, not
+ * 6000 per 60 s beside an `r` that counts down from 600), when that is whole milliseconds
+ * (else the rate alone, `limit` per `period`). A token bucket holding less than `limit`
+ * admits at most its `burst` per `period`: it refills once a period, up to `burst`.
+ *
+ * @example advertisedQuota({ algorithm: "gcra", limit: 6000, burst: 600, periodMs: 60_000 }) // [600, 6000]
+ */
+export function advertisedQuota(policy: Pick<Policy, "algorithm" | "limit" | "burst" | "periodMs">): [quota: number, windowMs: number] {
+  const { limit, burst, periodMs } = policy;
+  if (burst === limit) return [limit, periodMs];
+  if (policy.algorithm === "gcra") {
+    const refillMs = (burst * periodMs) / limit;
+    return Number.isSafeInteger(refillMs) ? [burst, refillMs] : [limit, periodMs];
+  }
+  if (policy.algorithm === "token-bucket" && burst < limit) return [burst, periodMs];
+  return [limit, periodMs];
 }
 
 /** The longest window `w` may name: the longest period, 366 d, in seconds. */
@@ -77,8 +100,8 @@ const MAX_WINDOW_SECONDS = 366 * 86_400;
  * with the quota scaled to it: that window is lcm(period, 1000 ms), i.e. period / gcd(period,
  * 1000) seconds, holding 1000 / gcd periods. 10 per 250 ms: gcd 250, so w=1 and q=40 (not
  * q=10;w=1, which would under-state what it admits fourfold); 5 per 1500 ms: w=3, q=10. When
- * that window is longer than 366 d, `w` is left out rather than rounded. The quota is `limit`
- * per period (a gcra/token-bucket burst lets more through at once).
+ * that window is longer than 366 d, `w` is left out rather than rounded. What quota and period
+ * a policy states: advertisedQuota.
  *
  * @example quotaItem(10, 250) // "q=40;w=1"
  */

@@ -5,6 +5,10 @@ import { type DecideInput, type DecideOutput, type StateChange, decide } from ".
 import { debit } from "./debit.js";
 import type { Policy } from "./types.js";
 
+/** The states read by readCurrent: the KeyState whose decide or debit runs now (see KeyState.reader). */
+let reading: ReadonlyMap<string, StoredState> = new Map();
+const readCurrent = (name: string): StoredState | undefined => reading.get(name);
+
 /**
  * All policy states of one key, in memory, with the operations every in-process store
  * needs (the MemoryStore keeps one per key; the Durable Object is one). Pure apart from
@@ -12,22 +16,20 @@ import type { Policy } from "./types.js";
  */
 export class KeyState {
   readonly states = new Map<string, StoredState>();
-  /** Made once: a check runs for every request, and needs no fresh closure for reading. */
-  private readonly read = (name: string) => this.states.get(name);
 
   constructor(initial?: Iterable<[string, StoredState]>) {
     if (initial) for (const [name, stored] of initial) this.states.set(name, stored);
   }
 
   check(policies: readonly Policy[], nowMs: number, input: DecideInput): DecideOutput {
-    const output = decide(policies, this.read, nowMs, input);
+    const output = decide(policies, this.reader(), nowMs, input);
     this.apply(output.changes);
     return output;
   }
 
   /** Consumes `cost` even past the limit (see debit in debit.ts). */
   debit(policies: readonly Policy[], nowMs: number, cost: number): DecideOutput {
-    const output = debit(policies, this.read, nowMs, cost);
+    const output = debit(policies, this.reader(), nowMs, cost);
     this.apply(output.changes);
     return output;
   }
@@ -74,6 +76,16 @@ export class KeyState {
     let last: number | undefined;
     for (const [name, stored] of this.states) last = Math.max(last ?? 0, freshAt(name, stored));
     return last;
+  }
+
+  /**
+   * The states' reader for one synchronous decide or debit: one function for every KeyState
+   * (no closure per key, nor per call), pointed at this one's states until the next call.
+   * decide and debit read only while they run, and never start another KeyState's decision.
+   */
+  private reader(): (name: string) => StoredState | undefined {
+    reading = this.states;
+    return readCurrent;
   }
 
   private concurrencyState(policy: Policy): ConcurrencyState | undefined {

@@ -1,7 +1,7 @@
-import { type CostBounds, type UsageWarnings, boundedCost, headerCost, statusMatches } from "../http/counting.js";
+import { type CostBounds, type UsageWarnings, headerCost, reportedCost, statusMatches } from "../http/counting.js";
 import type { Settle } from "../http/count-limit.js";
 import type { HeaderLookup } from "./keys.js";
-import type { CostSource, RouteCounting } from "./counting.js";
+import type { CostSource, ReadLimits, RouteCounting } from "./counting.js";
 import { type UsageReader, usageReader } from "./usage.js";
 
 /**
@@ -19,18 +19,27 @@ export interface CountedAnswer {
   tap?: BodyTap;
 }
 
-/** Encodings an edge that sees an answer's raw bytes decodes for its tap (node:zlib has them all). */
-export const TAP_DECODINGS = ["gzip", "x-gzip", "deflate", "br"] as const;
+/** Encodings an edge that sees an answer's raw bytes decodes for its tap (node:zlib has them all; zstd from Node 22.15). */
+export const TAP_DECODINGS = ["gzip", "x-gzip", "deflate", "br", "zstd"] as const;
 export type TapDecoding = (typeof TAP_DECODINGS)[number];
 
 /** How an edge sees an answer's body: see AnswerCount.answered. */
 export type BodyBytes = "decoded" | "raw" | "raw-undecodable";
 
 export interface BodyTap {
-  /** Set when the chunks are encoded so: the edge decodes them before `push`. */
+  /** Set when the chunks are encoded so: the edge decodes them before `push`, at most `limits.bytes` of them. */
   readonly encoding?: TapDecoding;
+  /** How far the edge reads for the tap once its client has gone (the route's maxReadBytes, maxReadMs). */
+  readonly limits: ReadLimits;
+  /** Feeds a chunk as it passes (decoded). */
   push(chunk: Uint8Array): void;
-  /** The body ended, broke off or was cancelled: what was read decides the cost. */
+  /** True once reading on is of no use: the usage was found, the body cannot hold it, or a bound was reached. */
+  readonly done: boolean;
+  /** The client went away: the edge reads on for the tap alone, and what it reads counts against `limits.bytes`. */
+  clientGone(): void;
+  /** The edge stopped reading before the body's end, at a bound (`why` names it, for the log). */
+  cut(why: string): void;
+  /** The body ended, broke off or was cut: what was read decides the cost. */
   end(): void;
 }
 
@@ -71,13 +80,33 @@ export class AnswerCount {
     this.#context = context;
   }
 
+  /** How long (and how far) the edge goes on once the client has gone: the answer is still charged. */
+  get limits(): ReadLimits {
+    return this.#context.counting.read;
+  }
+
+  /**
+   * The client went away and the origin's head did not come within the route's maxReadMs: a
+   * cost the answer would have reported is charged `missing` (the work may have been done);
+   * a status count charges nothing, the status being unknown.
+   */
+  abandoned(defer: (promise: Promise<unknown>) => void): void {
+    const { counting, settle, field, warnings } = this.#context;
+    const source = counting.cost;
+    if (counting.count || (source.from !== "responseHeader" && source.from !== "responseJson")) return;
+    const cost = source.bounds.missing;
+    warnings.warn(field, { route: field, reason: `the origin had not answered ${counting.read.ms} ms after the client left (maxReadMs)`, cost });
+    const settled = settle(cost);
+    if (settled instanceof Promise) defer(settled);
+  }
+
   /**
    * `header` reads the answer's fields; `defer` keeps a body's debit alive past the answer
    * (a Worker's waitUntil). `body`: how the edge sees the bytes: decoded by its fetch (the
    * Worker's, undici's: Content-Encoding stays but the bytes are plain), or as the origin
-   * encoded them, which the edge decodes for the tap (node:http) or cannot.
+   * encoded them, which the edge decodes for the tap (node:http: those of `decodings`) or cannot.
    */
-  answered(status: number, header: (name: string) => string | null, defer: (promise: Promise<unknown>) => void, body: BodyBytes = "decoded"): CountedAnswer {
+  answered(status: number, header: (name: string) => string | null, defer: (promise: Promise<unknown>) => void, body: BodyBytes = "decoded", decodings: readonly TapDecoding[] = TAP_DECODINGS): CountedAnswer {
     const { counting, settle, before, field, warnings } = this.#context;
     if (counting.count && !statusMatches(counting.count, status)) return { extra: before };
     const source = counting.cost;
@@ -85,7 +114,7 @@ export class AnswerCount {
     if (source.from === "responseHeader") return { extra: settle(costFromHeader(header(source.name), source.name, source.bounds, field, warnings)) };
     if (source.from !== "responseJson") return { extra: settle(1) };
     const encoding = body === "decoded" ? undefined : header("content-encoding")?.trim().toLowerCase();
-    const decoding = body === "raw" ? TAP_DECODINGS.find((name) => name === encoding) : undefined;
+    const decoding = body === "raw" ? decodings.find((name) => name === encoding) : undefined;
     // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
     const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
     const debit = (cost: number) => {
@@ -93,42 +122,78 @@ export class AnswerCount {
       const settled = settle(cost, true);
       if (settled instanceof Promise) defer(settled);
     };
-    return { extra: before, tap: new UsageTap(reader, source.bounds, field, warnings, debit, decoding) };
+    return { extra: before, tap: new UsageTap(reader, { bounds: source.bounds, path: source.path, limits: counting.read, field, warnings, debit }, decoding) };
   }
 }
 
-/** Feeds a body to its usage reader and debits once, when it ends. */
+interface TapContext {
+  bounds: CostBounds;
+  path: readonly string[];
+  limits: ReadLimits;
+  field: string;
+  warnings: UsageWarnings;
+  debit: (cost: number) => void;
+}
+
+/**
+ * Feeds a body to its usage reader and debits once, when it ends. It counts what the edge
+ * reads on its own account (bytes decoded for it, bytes read after the client left) and is
+ * `done` past `limits.bytes`: a compression bomb or an endless answer costs a bounded read.
+ */
 class UsageTap implements BodyTap {
   readonly encoding?: TapDecoding;
+  readonly limits: ReadLimits;
   #reader: UsageReader | undefined;
-  readonly #bounds: CostBounds;
-  readonly #field: string;
-  readonly #warnings: UsageWarnings;
-  readonly #debit: (cost: number) => void;
+  readonly #context: TapContext;
+  #gone = false;
+  /** Bytes read on the gateway's own account so far. */
+  #ownBytes = 0;
+  #cutBy: string | undefined;
 
-  constructor(reader: UsageReader, bounds: CostBounds, field: string, warnings: UsageWarnings, debit: (cost: number) => void, encoding: TapDecoding | undefined) {
+  constructor(reader: UsageReader, context: TapContext, encoding: TapDecoding | undefined) {
     if (encoding) this.encoding = encoding;
+    this.limits = context.limits;
     this.#reader = reader;
-    this.#bounds = bounds;
-    this.#field = field;
-    this.#warnings = warnings;
-    this.#debit = debit;
+    this.#context = context;
+  }
+
+  get done(): boolean {
+    return this.#cutBy !== undefined || (this.#reader?.done ?? true);
   }
 
   push(chunk: Uint8Array): void {
-    this.#reader?.push(chunk);
+    const reader = this.#reader;
+    if (!reader || this.done) return;
+    if (this.encoding || this.#gone) {
+      this.#ownBytes += chunk.byteLength;
+      if (this.#ownBytes > this.limits.bytes) return this.cut(`maxReadBytes (${this.limits.bytes})`);
+    }
+    reader.push(chunk);
+  }
+
+  clientGone(): void {
+    this.#gone = true;
+  }
+
+  cut(why: string): void {
+    this.#cutBy ??= why;
   }
 
   end(): void {
     const reader = this.#reader;
     if (!reader) return;
     this.#reader = undefined;
+    const { bounds, field, warnings, path } = this.#context;
     const result = reader.finish();
-    const { cost, usable } = boundedCost(result.found ? result.value : undefined, this.#bounds);
-    // An absent value is an answer without usage (an error body); one that is there but no count is the origin's fault: logged.
-    if (result.found && !usable) this.#warnings.warn(this.#field, { route: this.#field, value: describe(result.value), cost });
-    else if (!result.found && result.reason) this.#warnings.warn(this.#field, { route: this.#field, reason: result.reason, cost });
-    this.#debit(cost);
+    const read = reportedCost(result.found ? result.value : undefined, bounds);
+    let cost = read.cost;
+    if (this.#cutBy !== undefined && !reader.done) {
+      // Cut before the end, the usage may still have been to come (an SSE stream's last event): never less than `missing`.
+      cost = Math.max(read.usable ? read.cost : 0, bounds.missing);
+      warnings.warn(field, { route: field, reason: `the answer was read up to ${this.#cutBy}`, cost });
+    } else if (result.found && !read.usable) warnings.warn(field, { route: field, value: describe(result.value), cost });
+    else if (!result.found) warnings.warn(field, { route: field, reason: result.reason ?? `the answer has no ${path.join(".")}`, cost });
+    this.#context.debit(cost);
   }
 }
 

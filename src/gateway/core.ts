@@ -214,7 +214,7 @@ export class GatewayCore {
       this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
     const signal = route.onLimit === "delay" ? facts.signal() : undefined;
-    const context = { signal, label: route.field, log: this.log, defer: facts.defer, overrideKey: key.value };
+    const context = { signal, label: route.field, log: this.log, defer: facts.defer, overrideKey: key.value, overrideSource: key.source };
     const counting = route.counting;
     if (!counting) return limitRequest(limiter, key.storeKey, plan, context).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
     const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);

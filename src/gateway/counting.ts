@@ -1,7 +1,8 @@
+import { capacityOf } from "../core/algorithms.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
-import { type CostBounds, DEFAULT_MISSING_COST, MAX_COST, type StatusMatch, parseStatusList } from "../http/counting.js";
+import { type CostBounds, DEFAULT_MISSING_COST, MAX_COST, type StatusMatch, parseStatusList, reportedMissingDefault } from "../http/counting.js";
 
 /**
  * A route's `count` and `cost` (docs/counting.md): which answers are counted and what each
@@ -15,10 +16,27 @@ export type CostSource =
   | { from: "responseHeader"; name: string; bounds: CostBounds }
   | { from: "responseJson"; path: readonly string[]; bounds: CostBounds };
 
+/**
+ * How far the gateway goes to read a counted answer (docs/counting.md, "A costed answer is
+ * always charged"): it reads on after its client has gone, for at most `ms` more and `bytes`
+ * more bytes, and decodes at most `bytes` of an encoded body for the usage reader.
+ */
+export interface ReadLimits {
+  bytes: number;
+  ms: number;
+}
+
+/** Covers an LLM's answer: several MiB of JSON or of SSE events, and a couple of minutes of generation. */
+export const DEFAULT_READ_LIMITS: Readonly<ReadLimits> = { bytes: 8 * 1024 * 1024, ms: 120_000 };
+const READ_BYTES_RANGE = [1024, 1024 * 1024 * 1024] as const;
+const READ_MS_RANGE = [1000, 600_000] as const;
+
 export interface RouteCounting {
   /** Answers with these statuses are debited; undefined: every answer (a response-side cost alone). */
   count?: StatusMatch;
   cost: CostSource;
+  /** The bounds of reading an answer whose client has gone, and of decoding one (`maxReadBytes`, `maxReadMs`). */
+  read: ReadLimits;
   /** Peek before forwarding, debit on the answer: `count` is set or the cost comes from the answer. */
   afterAnswer: boolean;
 }
@@ -27,7 +45,8 @@ export interface RouteCounting {
 const MAX_PATH_SEGMENTS = 16;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const SOURCES = ["requestHeader", "responseHeader", "responseJson"] as const;
-const COST_FORMS = 'an integer from 0 to 1000000000, or an object with one of "requestHeader", "responseHeader" or "responseJson" (and optional "max" and "missing")';
+const OPTIONS = ["max", "missing", "maxReadBytes", "maxReadMs"] as const;
+const COST_FORMS = 'an integer from 0 to 1000000000, or an object with one of "requestHeader", "responseHeader" or "responseJson" (and optional "max", "missing", "maxReadBytes" and "maxReadMs")';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
 const isCost = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_COST;
@@ -56,14 +75,33 @@ function parseJsonPath(text: string, field: string): string[] {
   return segments;
 }
 
-function parseCost(input: unknown, field: string): CostSource {
+function parseReadLimit(input: unknown, name: "maxReadBytes" | "maxReadMs", range: readonly [number, number], field: string): number | undefined {
+  if (input === undefined) return undefined;
+  if (typeof input !== "number" || !Number.isInteger(input) || input < range[0] || input > range[1]) {
+    throw new ValidationError(`${field}.${name}`, `must be an integer from ${range[0]} to ${range[1]}, got ${describeValue(input)}`);
+  }
+  return input;
+}
+
+/** A responseJson cost's `maxReadBytes` and `maxReadMs` (the defaults for every other counted route). */
+function parseReadLimits(input: unknown, field: string): ReadLimits {
+  if (!isObject(input)) return { ...DEFAULT_READ_LIMITS };
+  const bytes = parseReadLimit(input.maxReadBytes, "maxReadBytes", READ_BYTES_RANGE, field);
+  const ms = parseReadLimit(input.maxReadMs, "maxReadMs", READ_MS_RANGE, field);
+  if ((bytes !== undefined || ms !== undefined) && !("responseJson" in input)) {
+    throw new ValidationError(`${field}.${bytes !== undefined ? "maxReadBytes" : "maxReadMs"}`, 'is for a "responseJson" cost, which reads the answer\'s body');
+  }
+  return { bytes: bytes ?? DEFAULT_READ_LIMITS.bytes, ms: ms ?? DEFAULT_READ_LIMITS.ms };
+}
+
+function parseCost(input: unknown, field: string, capacity: number): CostSource {
   if (typeof input === "number") {
     if (!isCost(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
     return { from: "constant", cost: input };
   }
   if (!isObject(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
   for (const name of Object.keys(input)) {
-    if (name !== "max" && name !== "missing" && !(SOURCES as readonly string[]).includes(name)) throw new ValidationError(`${field}.${name}`, `is not a known field (a cost is ${COST_FORMS})`);
+    if (!(OPTIONS as readonly string[]).includes(name) && !(SOURCES as readonly string[]).includes(name)) throw new ValidationError(`${field}.${name}`, `is not a known field (a cost is ${COST_FORMS})`);
   }
   const named = SOURCES.filter((name) => name in input);
   if (named.length !== 1) throw new ValidationError(field, `must name exactly one of "requestHeader", "responseHeader" or "responseJson", got ${named.length === 0 ? "none" : named.join(" and ")}`);
@@ -72,13 +110,21 @@ function parseCost(input: unknown, field: string): CostSource {
   const value = input[from];
   if (typeof value !== "string") throw new ValidationError(where, `must be a string, got ${describeValue(value)}`);
   const max = parseBound(input, "max", field);
-  const missing = parseBound(input, "missing", field) ?? DEFAULT_MISSING_COST;
+  // What the origin reports, a client can make absent or try to make unreadable: by default that costs what it could have used.
+  const missing = parseBound(input, "missing", field) ?? (from === "requestHeader" ? DEFAULT_MISSING_COST : reportedMissingDefault(max, capacity));
   // A missing value costing more than any reported one could would be a clamp that does not clamp.
   if (max !== undefined && missing > max) throw new ValidationError(`${field}.missing`, `must not be above max (${max}), got ${missing}`);
   const bounds: CostBounds = max === undefined ? { missing } : { max, missing };
   if (from === "responseJson") return { from, path: parseJsonPath(value, where), bounds };
   if (!HEADER_NAME.test(value)) throw new ValidationError(where, `must be a header name like "x-usage-tokens", got ${describeValue(value)}`);
   return { from, name: value.toLowerCase(), bounds };
+}
+
+/** The most a key may spend in a whole window of the route: its largest rate policy's capacity. */
+function routeCapacity(policies: readonly Policy[]): number {
+  let capacity = 1;
+  for (const policy of policies) if (policy.algorithm !== "concurrency") capacity = Math.max(capacity, capacityOf(policy));
+  return capacity;
 }
 
 /**
@@ -88,13 +134,14 @@ function parseCost(input: unknown, field: string): CostSource {
 export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; onLimit: string }, policies: readonly Policy[], field: string): RouteCounting | undefined {
   if (raw.count === undefined && raw.cost === undefined) return undefined;
   const count = raw.count === undefined ? undefined : parseCount(raw.count, `${field}.count`);
-  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`);
+  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`, routeCapacity(policies));
   const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson";
+  const read = parseReadLimits(raw.cost, `${field}.cost`);
   if (afterAnswer) {
     const counted = raw.count !== undefined ? `${field}.count` : `${field}.cost`;
     // A reservation is a consumption: there is nothing to hold a request for when its cost comes later.
     if (raw.onLimit === "delay") throw new ValidationError(`${field}.onLimit`, `must be "reject" when answers are counted (${counted}): a request cannot wait for a slot whose cost is not known yet`);
     if (concurrencyPolicies(policies).length === policies.length) throw new ValidationError(counted, "counts nothing: the route's policies are all concurrency policies, which hold leases rather than count");
   }
-  return { ...(count ? { count } : {}), cost, afterAnswer };
+  return { ...(count ? { count } : {}), cost, afterAnswer, read };
 }

@@ -13,6 +13,7 @@ import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout
 import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, globalFetchOrigin, originHeader, originRequest, originUrlFor } from "./proxy.js";
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
 import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
+import { ClientLeaving, tappedBody } from "./read-on.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -34,6 +35,12 @@ export interface GatewayOptions {
   overrides?: Overrides;
   /** Every route in dry-run (SPILLWAY_DRY_RUN). */
   dryRun?: boolean;
+  /**
+   * The longest a counted answer is read on once its client has gone, whatever a route's
+   * maxReadMs says: the platform's own bound (a Worker's waitUntil runs 30 s past the client).
+   * @default no bound beyond the route's
+   */
+  readOnCapMs?: number;
 }
 
 /**
@@ -52,21 +59,26 @@ export function createGateway(options: GatewayOptions): Hono {
 }
 
 /** The Hono edge over an existing core (the Node gateway serves its slow path with it). */
-export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fetchOrigin">): Hono {
+export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fetchOrigin" | "readOnCapMs">): Hono {
   const { gateway, observer } = core;
   const { clientIpOf } = options;
+  const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
 
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease, extra } = step;
     // A WebSocket upgrade where this runtime can relay one (workerd); elsewhere a plain request.
     const upgrade = canRelayWebSockets() && isWebSocketUpgrade(request.method, request.headers);
+    // A counted answer is charged whatever the client does: its leaving reaches the origin late (read-on.ts).
+    const leaving = step.count ? new ClientLeaving(request.signal, readOnMs(step.count.limits.ms)) : undefined;
     let origin: OriginAnswer;
     try {
-      const wait = new OriginWait(request.signal, step.timeoutMs);
+      const wait = new OriginWait(leaving?.signal ?? request.signal, step.timeoutMs);
       origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, step.target), wait, upgrade)));
+      leaving?.headCame();
     } catch (error) {
       await lease?.release();
+      if (leaving?.expired) step.count!.abandoned(defer);
       // A client that went away reads no answer; do not report its abort as an origin fault.
       if (request.signal.aborted) return new Response(null, { status: 499 });
       if (error instanceof OriginTimeoutError) return gatewayTimeout(gateway.origin, error.timeoutMs);
@@ -90,7 +102,8 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
 
   /**
    * A counted route's answer (answer-count.ts): its head waits for a debit it can know now; a
-   * cost in the body is read by a tap the chunks pass through, and debited (waitUntil) at its end.
+   * cost in the body is read by a tap the chunks pass through, and debited (waitUntil) at its
+   * end, or, when the client has gone, once the tap has read on (read-on.ts).
    */
   async function counted(origin: OriginAnswer, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease } = step;
@@ -98,11 +111,25 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     const extra = answer.extra instanceof Promise ? await answer.extra : answer.extra;
     const tap = answer.tap;
     let body = origin.body;
-    if (tap && body) body = onBodyDone(body, () => tap.end(), (chunk) => tap.push(chunk));
-    else tap?.end();
+    if (tap && body) {
+      const tapped = tappedBody(body, tap, readOnMs(tap.limits.ms));
+      body = tapped.body;
+      // Kept alive (waitUntil) until the tap has debited, even after the client has gone; a
+      // lease is held as long, since the origin works on for it.
+      defer(lease ? tapped.ended.then(() => lease.release()) : tapped.ended);
+      return clientResponse(origin, extra, body);
+    }
+    tap?.end();
     if (lease && body) body = onBodyDone(body, () => void lease.release());
     else if (lease) await lease.release();
     return clientResponse(origin, extra, body);
+  }
+
+  /** A counted request's exchange runs under defer (waitUntil) to its end, even when its client leaves before the head. */
+  function forwardKeptAlive(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
+    const answer = forward(request, step, defer);
+    if (step.count) defer(answer);
+    return answer;
   }
 
   async function handle(c: Context, matched: { route?: string }): Promise<Response> {
@@ -117,9 +144,9 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     const step = await core.decide(facts);
     matched.route = step.route;
     if (!step.forward) return step.response;
-    if (!step.route || !observer?.originDuration) return forward(request, step, defer);
+    if (!step.route || !observer?.originDuration) return forwardKeptAlive(request, step, defer);
     const startedMs = performance.now();
-    const response = await forward(request, step, defer);
+    const response = await forwardKeptAlive(request, step, defer);
     observer.originDuration({ route: step.route, durationMs: performance.now() - startedMs });
     return response;
   }

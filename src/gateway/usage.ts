@@ -1,13 +1,17 @@
+import { JsonPathScan, MAX_VALUE_BYTES } from "./json-scan.js";
+
 /**
  * The usage reader: a dotted path (`usage.total_tokens`) read from an answer's body as it
  * streams past, one runtime-neutral reader fed byte chunks by both edges (the Worker's body
  * tap, node:http's 'data' events). It never holds the stream back: the edges forward each
- * chunk as it comes and hand the reader a reference to the same bytes.
+ * chunk as it comes and hand the reader a reference to the same bytes. How much it may read
+ * (bytes decoded, bytes read after the client left, time) is the tap's to bound (answer-count.ts).
  *
  * - `text/event-stream`: each data event is parsed as JSON as it completes; the value of the
  *   last event that has the path wins (an LLM API reports usage in the last event).
- * - anything else: the body is kept up to `maxBytes` and parsed as JSON at its end; a larger
- *   body is not read (its cost is `missing`), so memory per answer stays bounded.
+ * - anything else: a streaming scan of the JSON body (json-scan.ts) that holds only the
+ *   path's value, so an answer of any size is read in constant memory; it is done at the
+ *   path's first occurrence.
  */
 
 /** What a reader found once the body ended. `reason` says why nothing usable was found, for the log. */
@@ -15,21 +19,23 @@ export type UsageResult = { found: true; value: unknown } | { found: false; reas
 
 export interface UsageReader {
   push(chunk: Uint8Array): void;
+  /** True once the reader needs no more of the body: the rest cannot change what it found. */
+  readonly done: boolean;
   /** Called once, when the body has ended (or broke off: what was read so far counts). */
   finish(): UsageResult;
 }
 
-/** The most body one answer may hold in memory for reading, and the longest SSE event read. */
-export const MAX_USAGE_BYTES = 1024 * 1024;
+/** The longest SSE event read (a longer one is skipped): the same bound as a JSON value kept. */
+export const MAX_EVENT_BYTES = MAX_VALUE_BYTES;
 
 /**
  * A reader for one answer. `contentType` picks SSE or JSON; an answer with a content-encoding
  * other than identity is not read (its cost is `missing`, with the reason).
  */
-export function usageReader(path: readonly string[], contentType: string | null, contentEncoding: string | null, maxBytes = MAX_USAGE_BYTES): UsageReader {
+export function usageReader(path: readonly string[], contentType: string | null, contentEncoding: string | null, maxEventBytes = MAX_EVENT_BYTES): UsageReader {
   if (contentEncoding && contentEncoding.trim().toLowerCase() !== "identity") return new UnreadableBody(`the answer is encoded (${contentEncoding})`);
   const type = (contentType ?? "").split(";", 1)[0]!.trim().toLowerCase();
-  return type === "text/event-stream" ? new EventStreamUsage(path, maxBytes) : new JsonUsage(path, maxBytes);
+  return type === "text/event-stream" ? new EventStreamUsage(path, maxEventBytes) : new JsonPathScan(path);
 }
 
 /** The value at `path` in a parsed JSON value; a numeric segment also indexes an array. */
@@ -45,51 +51,13 @@ export function valueAt(root: unknown, path: readonly string[]): UsageResult {
 
 class UnreadableBody implements UsageReader {
   readonly #reason: string;
+  readonly done = true;
   constructor(reason: string) {
     this.#reason = reason;
   }
   push(): void {}
   finish(): UsageResult {
     return { found: false, reason: this.#reason };
-  }
-}
-
-/** A JSON answer, kept (up to maxBytes) and parsed at its end. */
-class JsonUsage implements UsageReader {
-  readonly #path: readonly string[];
-  readonly #maxBytes: number;
-  #chunks: Uint8Array[] = [];
-  #bytes = 0;
-
-  constructor(path: readonly string[], maxBytes: number) {
-    this.#path = path;
-    this.#maxBytes = maxBytes;
-  }
-
-  push(chunk: Uint8Array): void {
-    this.#bytes += chunk.byteLength;
-    // Past the cap nothing more is kept, and what was kept is let go.
-    if (this.#bytes > this.#maxBytes) this.#chunks = [];
-    else this.#chunks.push(chunk);
-  }
-
-  finish(): UsageResult {
-    if (this.#bytes > this.#maxBytes) return { found: false, reason: `the answer is over ${this.#maxBytes} bytes` };
-    if (this.#bytes === 0) return { found: false }; // HEAD, 204: no body, nothing wrong
-    const body = new Uint8Array(this.#bytes);
-    let at = 0;
-    for (const chunk of this.#chunks) {
-      body.set(chunk, at);
-      at += chunk.byteLength;
-    }
-    this.#chunks = [];
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(new TextDecoder().decode(body));
-    } catch {
-      return { found: false, reason: "the answer is not JSON" };
-    }
-    return valueAt(parsed, this.#path);
   }
 }
 
@@ -112,6 +80,8 @@ class EventStreamUsage implements UsageReader {
   /** The last CR ended a line: an LF right after it is the same line ending. */
   #afterCr = false;
   #last: UsageResult = { found: false };
+  /** The last event with the path wins: a stream is read to its end. */
+  readonly done = false;
 
   constructor(path: readonly string[], maxBytes: number) {
     this.#path = path;

@@ -6,6 +6,7 @@ import { bearerAuth } from "./auth.js";
 import { FAILED_OPEN_HEADER } from "../wire.js";
 import { BodyTooLargeError, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { NoOverrideTableError } from "../overrides/admin.js";
+import { findDuplicateKey } from "../core/json-duplicates.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
@@ -35,6 +36,19 @@ export interface ApiOptions {
 /** Reads a JSON body of at most MAX_BODY_BYTES; anything else is a 400 (413 when too large) that says so. */
 async function jsonBody(request: Request): Promise<unknown> {
   return parseJsonBody(await boundedText(request, MAX_BODY_BYTES));
+}
+
+/**
+ * A JSON body in which each field appears once: JSON.parse keeps the last of two silently, and
+ * for an admin change (`{"limit": 10, "limit": 10000}`) that is a mistake to name, as config
+ * files do. The decision routes skip the scan: it would cost every request.
+ */
+async function strictJsonBody(request: Request): Promise<unknown> {
+  const text = await boundedText(request, MAX_BODY_BYTES);
+  const body = parseJsonBody(text);
+  const duplicate = findDuplicateKey(text);
+  if (duplicate) throw new ValidationError(duplicate.join("."), "appears twice: set each field once (JSON keeps the last one silently)");
+  return body;
 }
 
 /** A body's text as the API's JSON; an empty or malformed one is a 400 naming `body`. */
@@ -145,8 +159,8 @@ export function createApi({ service, tokenOf }: ApiOptions): Hono {
       },
     );
   api.use("/overrides", auth);
-  api.put("/overrides", async (c) => answered(async () => admin.put(await jsonBody(c.req.raw))));
-  api.delete("/overrides", async (c) => answered(async () => admin.delete(await jsonBody(c.req.raw))));
+  api.put("/overrides", async (c) => answered(async () => admin.put(await strictJsonBody(c.req.raw))));
+  api.delete("/overrides", async (c) => answered(async () => admin.delete(await strictJsonBody(c.req.raw))));
   api.get("/overrides", (c) => answered(() => admin.list(c.req.query())));
   return api;
 }

@@ -1,6 +1,6 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { describeValue } from "../core/validation.js";
-import { DEFAULT_MISSING_COST, MAX_COST, STATUS_LIST_FORM, UsageWarnings, parseStatusList, statusMatches } from "./counting.js";
+import { DEFAULT_MISSING_COST, MAX_COST, STATUS_LIST_FORM, UsageWarnings, parseStatusList, reportedCost, statusMatches } from "./counting.js";
 import type { LimitPlan, LogFn } from "./limit.js";
 
 /**
@@ -79,11 +79,12 @@ export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknow
 }
 
 /**
- * A cost a function answered, checked: an integer from 0 to 1e9, else 1, logged once a minute
- * per option (as `usage-unusable`); never a throw: the request or its answer has gone its way.
+ * A cost a function answered, checked by the rule of every reported cost (reportedCost): a
+ * whole number, clamped to 1e9; anything else 1, logged once a minute per option (as
+ * `usage-unusable`); never a throw: the request or its answer has gone its way.
  */
 export function checkedCost(value: unknown, option: "cost.request" | "cost.response", warnings: UsageWarnings, label: string): number {
-  if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_COST) return value;
-  warnings.warn(option, { route: label, option, value: describeValue(value), cost: DEFAULT_MISSING_COST });
-  return DEFAULT_MISSING_COST;
+  const { cost, usable } = reportedCost(value, { missing: DEFAULT_MISSING_COST });
+  if (!usable) warnings.warn(option, { route: label, option, value: describeValue(value), cost });
+  return cost;
 }

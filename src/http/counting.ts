@@ -43,27 +43,47 @@ export interface CostBounds {
   missing: number;
 }
 
-/** The default `missing`: a request whose cost is unknown counts as one request. */
+/** The default `missing` of a cost the client states (`requestHeader`, a function of the request): one request. */
 export const DEFAULT_MISSING_COST = 1;
 
 /**
- * A reported value as a cost: a non-negative integer, clamped to `max` (and MAX_COST); anything
- * else (absent, negative, fractional, not a number) is `missing`. `usable` says which it was,
- * so callers can log a value that was there but unusable.
+ * The default `missing` of a cost the origin reports (`responseHeader`, `responseJson`): `max`
+ * when set, else the largest capacity among the route's policies (`capacityMs`: what a key may
+ * spend in a whole window). A client can make usage absent (leave out `include_usage`) or try
+ * to make it unreadable, so what it then pays must be at least what it could have used: nothing
+ * less than `max` is, and without `max` nothing less than its whole window. More would be a
+ * debt of years on a gcra key (1e9 at 100 a minute) for one answer an origin sent without usage.
  */
-export function boundedCost(value: unknown, bounds: CostBounds): { cost: number; usable: boolean } {
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) return { cost: bounds.missing, usable: false };
+export const reportedMissingDefault = (max: number | undefined, capacity: number): number => max ?? Math.min(capacity, MAX_COST);
+
+/**
+ * A reported cost, by one rule for every source (a JSON value, a header's text, a function's
+ * answer; docs/counting.md, "What a reported value costs"):
+ * - a whole number from 0 up is the cost, clamped to `max` and MAX_COST; that includes numbers
+ *   past every bound, however written (`1e308`, `9007199254740993`, `1e400` and `Infinity`,
+ *   which JavaScript reads as Infinity): a huge report is a huge cost, never a small one;
+ * - anything else (absent, negative, fractional, NaN, not a number) is unusable: `missing`.
+ * `usable` says which it was, so callers can log a value that was there but unusable.
+ */
+export function reportedCost(value: unknown, bounds: CostBounds): { cost: number; usable: boolean } {
+  const whole = typeof value === "number" && value >= 0 && (Number.isInteger(value) || value === Infinity);
+  if (!whole) return { cost: bounds.missing, usable: false };
   return { cost: Math.min(value, bounds.max ?? MAX_COST, MAX_COST), usable: true };
 }
 
-/** A header's value as a cost: its decimal digits only ("12"), else unusable. */
+/**
+ * A decimal number as a header or a JSON body writes it (`12`, `1.5`, `-3`, `1e308`), leading
+ * zeros allowed, or `Infinity`: what a header's text must look like to be read as a number.
+ */
+const NUMBER_TEXT = /^(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|[+-]?Infinity)$/;
+
+/** A header's value as a cost: its text read as a number ("12", "1e3"), then the one rule of reportedCost. */
 export function headerCost(text: string | null | undefined, bounds: CostBounds): { cost: number; usable: boolean; present: boolean } {
   if (text === null || text === undefined) return { cost: bounds.missing, usable: false, present: false };
   const trimmed = text.trim();
-  // Digits only: "1e3", "0x10" and "12 tokens" are not counts. Long runs are clamped, not parsed as floats.
-  if (!/^\d+$/.test(trimmed)) return { cost: bounds.missing, usable: false, present: true };
-  const value = trimmed.length > 10 ? MAX_COST : Number(trimmed);
-  return { ...boundedCost(value, bounds), present: true };
+  // "0x10", "12 tokens" and "" are not numbers (Number() would read the first and the last).
+  if (!NUMBER_TEXT.test(trimmed)) return { cost: bounds.missing, usable: false, present: true };
+  return { ...reportedCost(Number(trimmed), bounds), present: true };
 }
 
 /**

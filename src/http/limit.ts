@@ -43,6 +43,12 @@ export interface LimitContext {
   defer?: (promise: Promise<unknown>) => void;
   /** The key as the user knows it, which overrides match (a gateway's key value); default: the store key. */
   overrideKey?: string;
+  /**
+   * The name of the key source that read `overrideKey` (a gateway route's key or fallback):
+   * only overrides of that source apply. Undefined: the key was given (rateLimit(), /v1), and
+   * only overrides without a source apply.
+   */
+  overrideSource?: string;
   /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
   cost?: number;
 }
@@ -134,7 +140,7 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
   const { overrides } = plan;
   if (!overrides) return limitWith(limiter, key, plan, plan.policies, context);
   // Overrides resolve between the plan and the store: the algorithms see ordinary policies.
-  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer, context.overrideSource);
   if (resolved instanceof Promise) return resolved.then((policies) => limitWith(limiter, key, plan, policies, context));
   return limitWith(limiter, key, plan, resolved, context);
 }
@@ -147,7 +153,7 @@ export function limitRequest(limiter: Limiter, key: string, plan: LimitPlan, con
 export function resolvedPlan(plan: LimitPlan, key: string, context: LimitContext): LimitPlan | Promise<LimitPlan> {
   const { overrides } = plan;
   if (!overrides) return plan;
-  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer);
+  const resolved = overrides.resolve(plan.policies, context.overrideKey ?? key, context.defer, context.overrideSource);
   if (resolved instanceof Promise) return resolved.then((policies) => planWith(plan, policies));
   return planWith(plan, resolved);
 }

@@ -114,7 +114,10 @@ function middlewareOverrides(input: unknown, policies: readonly Policy[]): Overr
   if (!Array.isArray(input)) fail("overrides", `must be an array like [{ key: "acme-*", limit: 6000 }], got ${describeValue(input)}`);
   const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   const list = input.map((item: unknown, index) => {
-    if (item === null || typeof item !== "object" || Array.isArray(item) || (item as { policy?: unknown }).policy !== undefined) return item;
+    if (item === null || typeof item !== "object" || Array.isArray(item)) return item;
+    // The middleware's keys come from its `key` function, not a key source: such an override would never apply.
+    if ((item as { source?: unknown }).source !== undefined) fail(`overrides.${index}.source`, "is for a gateway route's key source; the middleware's keys come from its key function, so leave source out");
+    if ((item as { policy?: unknown }).policy !== undefined) return item;
     if (policies.length > 1) fail(`overrides.${index}.policy`, `is required when the middleware stacks policies (${policies.map((policy) => policy.name).join(", ")})`);
     return { ...item, policy: policies[0]!.name };
   });

@@ -33,8 +33,8 @@ export interface ServeArgs {
 export const USAGE = `usage: spillway init DIR                 scaffold a Worker project in DIR (new or empty)
        spillway check --config FILE       validate a config, start nothing (exit 2 naming the bad field)
        spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
-                      [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME]
-                      [--max-inflight N] | --store memory [--memory-max-keys N]]
+                      [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME
+                       | --store memory [--memory-max-keys N]] [--max-inflight N]
                       [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)

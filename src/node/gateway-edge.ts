@@ -9,7 +9,7 @@ import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/orig
 import { UnrelayableStatusError } from "../gateway/upgrade.js";
 import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
 import type { BodyTap } from "../gateway/answer-count.js";
-import { decodingTap } from "./usage-decode.js";
+import { NODE_TAP_DECODINGS, decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
@@ -110,9 +110,10 @@ export class NodeGatewayEdge {
       void lease?.release();
       return this.#report(step.route, 499);
     }
-    if (lease) res.once("close", () => void lease.release());
     const timing = step.route !== undefined && this.#core.observer?.originDuration ? performance.now() : undefined;
     this.#ask(exchange, step, timing, this.#agent);
+    // After #ask's own 'close' listener: a counted answer read on after its client left holds the lease until the origin is done (#readOn).
+    if (lease) res.once("close", () => void (exchange.readingOn || lease.release()));
   }
 
   /**
@@ -154,8 +155,11 @@ export class NodeGatewayEdge {
       if (timing !== undefined) core.observer!.originDuration!({ route: step.route!, durationMs: performance.now() - timing });
     };
     res.once("close", () => {
-      // The client went away (or the answer was cut): nothing more to fetch or send.
-      if (!res.writableFinished) outgoing.destroy();
+      if (res.writableFinished) return;
+      // The client went away (or the answer was cut): nothing more to send. A counted answer
+      // is still charged (answer-count.ts): its head, and a body cost's body, are read on.
+      if (step.count && !exchange.charged) this.#readOn(exchange, step, outgoing);
+      else outgoing.destroy();
     });
     outgoing.on("error", (error) => {
       if (answered) return; // a body cut after the headers is the answer stream's to report
@@ -199,6 +203,38 @@ export class NodeGatewayEdge {
     req.once("error", (error) => outgoing.destroy(error));
   }
 
+  /**
+   * The client of a counted request went away before its cost was known: the origin's answer
+   * is read on for at most the route's maxReadMs (and maxReadBytes, counted by the tap), then
+   * cut. Cut before its head, a cost the answer reports is charged `missing` (abandoned).
+   */
+  #readOn(exchange: Exchange, step: Forward, outgoing: http.ClientRequest): void {
+    const count = step.count!;
+    const reading = exchange.reading;
+    if (outgoing.closed) return; // the origin's answer is all read already
+    // Its usage already found: nothing more to read, the debit lands now (the tap ends on close).
+    if (reading?.done) return void outgoing.destroy();
+    // The origin works on: a concurrency lease is held until it is done.
+    exchange.readingOn = true;
+    if (reading) {
+      const incoming = incomingOf(outgoing);
+      reading.clientGone();
+      // Unpiped now, the body flows on into the tap alone (a pipe would pause it).
+      incoming?.unpipe(exchange.res);
+      incoming?.resume();
+    }
+    const timer = setTimeout(() => {
+      if (exchange.reading) exchange.reading.cut(`maxReadMs (${count.limits.ms})`);
+      else if (!exchange.charged) count.abandoned(quietly);
+      outgoing.destroy();
+    }, count.limits.ms);
+    timer.unref();
+    outgoing.once("close", () => {
+      clearTimeout(timer);
+      void step.lease?.release();
+    });
+  }
+
   /** Streams the origin's answer to the client, the core's fields added. */
   #relay(exchange: Exchange, step: Forward, incoming: IncomingMessage): void {
     const { res } = exchange;
@@ -212,7 +248,9 @@ export class NodeGatewayEdge {
     }
     const raw = incoming.rawHeaders;
     this.#core.originAnswered(step, status, () => rawField(raw, "retry-after") ?? null, quietly);
-    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw");
+    const counted = step.count?.answered(status, (name) => rawField(raw, name) ?? null, quietly, "raw", NODE_TAP_DECODINGS);
+    // Charged at the head (a status, a header's cost), or by the tap the body goes through.
+    exchange.charged = counted !== undefined && counted.tap === undefined;
     if (counted?.extra instanceof Promise) {
       // The head waits for its debit (answer-count.ts); a body cut meanwhile cuts the answer.
       incoming.once("error", () => res.destroy());
@@ -228,9 +266,10 @@ export class NodeGatewayEdge {
     const fields = origin instanceof Headers ? answerHeaders(origin, extra) : addExtraFields(origin, extra);
     this.#report(step.route, status);
     if (res.destroyed) {
-      tap?.end();
-      incoming.destroy();
-      return;
+      if (!tap) return void incoming.destroy();
+      // The client left before the head went out: the body is read for the tap alone (#readOn's bounds).
+      tap.clientGone();
+      return this.#tapBody(exchange, incoming, tap);
     }
     res.writeHead(status, incoming.statusMessage, fields instanceof Headers ? flatFields(fields) : fields);
     if (req.method === "HEAD" || NULL_BODY_STATUSES.has(status)) {
@@ -245,13 +284,23 @@ export class NodeGatewayEdge {
     // A body cut mid-way (origin error, idle timeout) cuts the client's answer: it must not look whole.
     incoming.once("error", () => res.destroy());
     incoming.pipe(res);
-    if (tap) {
-      // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
-      const reading = decodingTap(tap);
-      incoming.on("data", (chunk: Buffer) => reading.push(chunk));
-      incoming.once("end", () => reading.end());
-      incoming.once("close", () => reading.end());
-    }
+    // Beside the pipe, not in it: the reader sees each chunk as it goes out, and holds none back.
+    if (tap) this.#tapBody(exchange, incoming, tap);
+  }
+
+  /** Feeds the body to a counted answer's tap (decoded for it); once the client has gone, stops reading when the tap is done. */
+  #tapBody(exchange: Exchange, incoming: IncomingMessage, tap: BodyTap): void {
+    const reading = decodingTap(tap);
+    exchange.reading = reading;
+    const clientGone = () => exchange.res.destroyed;
+    incoming.on("data", (chunk: Buffer) => {
+      reading.push(chunk);
+      // Read on the tap's account only: no more once it is done (usage found, a bound reached).
+      if (reading.done && clientGone()) incoming.destroy();
+    });
+    incoming.once("end", () => reading.end());
+    incoming.once("close", () => reading.end());
+    if (clientGone()) incoming.resume();
   }
 }
 
@@ -294,6 +343,12 @@ function flatFields(headers: Headers): string[] {
 /** One request and its answer, and the core's facts about it (NodeRequestFacts). */
 class Exchange extends NodeRequestFacts {
   readonly res: ServerResponse;
+  /** A counted answer whose cost is settled: nothing more to read for it once the client has gone. */
+  charged = false;
+  /** The tap a counted body's cost is read by, once the body flows. */
+  reading: BodyTap | undefined;
+  /** The client has gone and the origin's answer is read on (#readOn): the lease waits for the origin. */
+  readingOn = false;
 
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     super(req, path);

@@ -1,6 +1,6 @@
 import * as z from "zod/mini";
 import { MAX_KEY_PARTS, MAX_ROUTES, configFileSchema, routeSchema } from "../config-schema.js";
-import { overrideSchema } from "../overrides/parse.js";
+import { ISO_DATE, overrideSchema } from "../overrides/parse.js";
 import { DURATION_PATTERN, MAX_DURATION_MS } from "../core/duration.js";
 import { ALGORITHMS } from "../core/types.js";
 import { LEASABLE_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, policySchema } from "../core/policy.js";
@@ -34,7 +34,8 @@ export function configJsonSchema(): Record<string, unknown> {
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
   overrideFields.period = { ...DURATION, description: "The key's own period." };
-  overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", format: "date-time" }], description: "When the override stops applying (epoch ms or ISO 8601)." };
+  overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", pattern: ISO_DATE.source }], description: "When the override stops applying: epoch ms or an ISO 8601 date (a real one), in the future and at most 100 years ahead." };
+  overrideFields.source = { ...KEY_SOURCE, description: 'The key source it is for, as a route writes its key ("ip", "header:x-api-key", an array for a composite key): only routes keyed by that source see it. Without it, the override is for keys given to /v1/check, RPC and rateLimit().' };
   override.anyOf = [{ required: ["limit"] }, { required: ["burst"] }, { required: ["period"] }];
   properties.overridesTtl = { ...DURATION, description: "How long each process or isolate uses a read of the runtime overrides: the rollout bound of a change (default 10s)." };
   for (const [name, description] of Object.entries(DESCRIPTIONS)) properties[name] = { ...properties[name], description };
@@ -75,21 +76,27 @@ const COUNT = {
   description: 'Count only answers with these statuses (codes or classes like "4xx"): peeked before forwarding, debited on the answer.',
 };
 const COST_VALUE = { type: "integer", minimum: 0, maximum: 1e9 };
-const costFrom = (source: string, value: JsonObject) => ({
+const costFrom = (source: string, value: JsonObject, read?: JsonObject) => ({
   type: "object",
-  properties: { [source]: value, max: COST_VALUE, missing: COST_VALUE },
+  properties: { [source]: value, max: COST_VALUE, missing: COST_VALUE, ...read },
   required: [source],
   additionalProperties: false,
 });
+/** How far a responseJson answer is read once its client has gone (src/gateway/counting.ts, ReadLimits). */
+const READ_LIMITS = {
+  maxReadBytes: { type: "integer", minimum: 1024, maximum: 1073741824, description: "Bytes the gateway reads of an answer for its usage on its own account (decoded for it, or read after the client left); default 8388608 (8 MiB)." },
+  maxReadMs: { type: "integer", minimum: 1000, maximum: 600000, description: "How long the gateway reads on once the client has left; default 120000 (2 minutes)." },
+};
 const HEADER_NAME = { type: "string", pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$" };
 const COST = {
   anyOf: [
     COST_VALUE,
     costFrom("requestHeader", HEADER_NAME),
     costFrom("responseHeader", HEADER_NAME),
-    costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }),
+    costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }, READ_LIMITS),
   ],
-  description: 'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" (default 1) when absent.',
+  description:
+    'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" when absent or unreadable (default: 1 for "requestHeader"; "max", else 1000000000, for what the answer reports).',
 };
 
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });
@@ -124,7 +131,7 @@ const DESCRIPTIONS: Record<string, string> = {
   deny: "Addresses and keys that are always refused (403).",
   originFeedback: "An origin's 429 with Retry-After pauses that key for every caller.",
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
-  overrides: "Per-key limits: { policy, key, limit?, burst?, period? }; a trailing * in key is a prefix wildcard (docs/overrides.md).",
+  overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",
   dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
   durableObjects: 'The Worker only: where every Durable Object it opens lives. "locationHint" (best effort, where it is created) and "jurisdiction" (where it runs and stores data, like "eu").',
 };

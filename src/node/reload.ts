@@ -2,10 +2,39 @@ import { type FSWatcher, watch } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import { Counter, Gauge, type Registry } from "prom-client";
+import type { AlgorithmName, Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { type LogSink, errorText, stdoutSink } from "../observe/log-lines.js";
 
 export type ReloadTrigger = "signal" | "watch";
+
+/**
+ * A policy that keeps its name across a reload but not its algorithm. Its keys' states were
+ * written by `from` and cannot be read by `to` (each algorithm keeps other facts: a GCRA
+ * timestamp, a window's count, a log of times), so every key starts fresh under it.
+ */
+export interface FreshPolicy {
+  policy: string;
+  from: AlgorithmName;
+  to: AlgorithmName;
+}
+
+/** What a reload that took did: the generation now in force, and the policies whose keys start fresh. */
+export interface Applied {
+  generation: number;
+  startFresh: FreshPolicy[];
+}
+
+/** The policies of `before` that `after` keeps by name with another algorithm (config order). */
+export function policiesStartingFresh(before: readonly Policy[], after: readonly Policy[]): FreshPolicy[] {
+  const was = new Map(before.map((policy) => [policy.name, policy.algorithm]));
+  const fresh: FreshPolicy[] = [];
+  for (const policy of after) {
+    const from = was.get(policy.name);
+    if (from !== undefined && from !== policy.algorithm) fresh.push({ policy: policy.name, from, to: policy.algorithm });
+  }
+  return fresh;
+}
 export type ReloadResult = "ok" | "error";
 
 /** After the last change event, how long --watch waits for the file to settle (an editor writes in steps). */
@@ -18,9 +47,10 @@ export interface ConfigReloaderOptions {
   startText: string;
   /**
    * Parses the text strictly, builds the runtime from it and swaps it in, returning the new
-   * generation; throws (a ValidationError naming the field) having swapped nothing.
+   * generation and the policies whose keys start fresh; throws (a ValidationError naming the
+   * field) having swapped nothing.
    */
-  apply(text: string): number;
+  apply(text: string): Applied;
   /** The generation in force (for the log line of a refused reload). */
   generation(): number;
   log?: LogSink;
@@ -77,14 +107,16 @@ export class ConfigReloader {
 
   #applyText(trigger: ReloadTrigger, text: string): ReloadResult {
     this.#lastText = text;
-    let generation: number;
+    let applied: Applied;
     try {
-      generation = this.#options.apply(text);
+      applied = this.#options.apply(text);
     } catch (error) {
       return this.#refused(trigger, error);
     }
     this.counts.ok++;
-    this.#line({ result: "ok", generation, trigger });
+    // Said in the line, not left to be found: a policy that starts fresh admits its whole limit again on every key.
+    const fresh = applied.startFresh.length > 0 ? { startFresh: applied.startFresh } : {};
+    this.#line({ result: "ok", generation: applied.generation, trigger, ...fresh });
     return "ok";
   }
 

@@ -56,6 +56,9 @@ export function scaffoldFiles(name: string, versions: ScaffoldVersions): Record<
 const WRANGLER_TOML = `name = "{{name}}"
 main = "src/index.ts"
 compatibility_date = "2026-10-01"
+# The client's leaving reaches the Worker (request.signal): a counted answer whose client left
+# before its head is given up on, and charged, within waitUntil's 30 s (docs/counting.md).
+compatibility_flags = ["enable_request_signal"]
 # Smaller uploads and faster cold starts: the bundle stays under 60 KiB gzip.
 minify = true
 

@@ -6,8 +6,8 @@ import { overridesFor } from "../overrides/overrides.js";
 import { createNodeGateway } from "./gateway.js";
 import type { NodeObservability } from "./observability.js";
 import type { OriginAgents } from "./origin-agents.js";
-import { ConfigReloader } from "./reload.js";
 import type { LogSink } from "../observe/log-lines.js";
+import { ConfigReloader, policiesStartingFresh } from "./reload.js";
 import type { RuntimeParts } from "./runtime.js";
 import type { RunningServer } from "./server.js";
 
@@ -30,8 +30,14 @@ export function runtimePartsOf(config: SpillwayConfig, serving: Serving, gateway
   return { config, fallback, overrides };
 }
 
-/** SIGHUP and --watch: the same parse and build as at start; the store, ports and flags stay. */
+/**
+ * SIGHUP and --watch: the same parse and build as at start; the store, ports and flags stay.
+ * A policy that keeps its name with another algorithm is named in the reload's log line: its
+ * keys start fresh (reload.ts, FreshPolicy).
+ */
 export function configReloader(path: string, startText: string, serving: Serving, server: RunningServer, observing: NodeObservability | undefined, log?: LogSink): ConfigReloader {
+  // The policies in force, to compare each reloaded file with (the start file parsed once more on the first reload).
+  let inForce: SpillwayConfig["policies"] | undefined;
   return new ConfigReloader({
     path,
     startText,
@@ -39,8 +45,11 @@ export function configReloader(path: string, startText: string, serving: Serving
     generation: () => server.generation,
     apply(text) {
       const parts = runtimePartsOf(configOf(text, path), serving);
+      const before = inForce ?? configOf(startText, path).policies;
       observing?.configure(parts.config);
-      return server.reload(parts);
+      const generation = server.reload(parts);
+      inForce = parts.config.policies;
+      return { generation, startFresh: policiesStartingFresh(before, inForce) };
     },
   });
 }

@@ -27,9 +27,12 @@ export async function createStore(choice: StoreChoice, log: (line: string) => vo
   const startupLines = held;
   held = undefined;
   // Sentinels that answer but know no such master: no retry fixes a misspelt name.
-  if (!ready && store.connectionErrorField === "name") {
+  // Sentinels that answer but know no such master: no retry fixes a misspelt name. No sentinel
+  // answering at all (or each refusing the credentials) is a startup mistake too (issue 33): a
+  // list of addresses that reaches nothing is a typo far more often than an outage of them all.
+  if (!ready && store.connectionErrorField !== undefined) {
     await store.close();
-    throw new ValidationError("--redis-sentinel-name", store.connectionError!);
+    throw new ValidationError(store.connectionErrorField === "name" ? "--redis-sentinel-name" : "--redis-sentinel", store.connectionError!);
   }
   for (const line of startupLines) log(line);
   // ready() has logged why (the URL, the system's error, a hint) when it answers false.

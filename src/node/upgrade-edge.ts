@@ -13,6 +13,7 @@ import { type CanonicalPath, canonicalPath, isRefused } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { endToEndFields, originFields } from "./gateway-edge.js";
 import { rawField } from "./raw-fields.js";
+import { keepAlive, relaySockets } from "./socket-relay.js";
 import { NodeRequestFacts } from "./request-facts.js";
 
 type Forward = GatewayStep & { forward: true };
@@ -59,6 +60,7 @@ export class NodeUpgradeEdge {
   /** The 'upgrade' event of a request `takes` accepted. */
   handle(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on("error", () => {}); // a client that goes away closes the socket; 'close' does the rest
+    keepAlive(socket);
     this.#open.add(socket);
     socket.once("close", () => this.#open.delete(socket));
     const path = pathOf(req.url!);
@@ -206,15 +208,7 @@ export class NodeUpgradeEdge {
     socket.write(headOf(101, incoming.statusMessage || "Switching Protocols", fields));
     if (originHead.length > 0) socket.write(originHead);
     if (clientHead.length > 0) originSocket.write(clientHead);
-    const cut = () => {
-      this.#switched.delete(socket);
-      socket.destroy();
-      originSocket.destroy();
-    };
-    socket.once("close", cut);
-    originSocket.once("close", cut);
-    socket.pipe(originSocket);
-    originSocket.pipe(socket);
+    relaySockets(socket, originSocket, () => this.#switched.delete(socket));
   }
 }
 

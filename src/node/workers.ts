@@ -1,12 +1,12 @@
 import cluster, { type Worker } from "node:cluster";
 import { parseGatewayConfig } from "../gateway/config.js";
 import type { ServeArgs } from "./cli-args.js";
-import { ConfigReloader } from "./reload.js";
+import { ConfigReloader, policiesStartingFresh } from "./reload.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { configOf } from "./serve-reload.js";
 import { type ToPrimary, type ToWorker, isToPrimary } from "./worker-protocol.js";
 
-/** A worker that dies this soon after it started has its replacement delayed, doubling up to the cap. */
+/** A worker that dies this soon after it started, again and again, has its replacement delayed, doubling up to the cap. */
 const QUICK_DEATH_MS = 5000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** How long a /metrics sum waits for each worker's part; a worker that has not answered is left out. */
@@ -101,7 +101,8 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
     const slot = slots.get(index)!;
     const quick = performance.now() - slot.startedMs < QUICK_DEATH_MS;
     const quickDeaths = quick ? slot.quickDeaths + 1 : 0;
-    const delayMs = quickDeaths === 0 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** (quickDeaths - 1));
+    // The first death is replaced at once; one that keeps dying as it starts, after a growing pause.
+    const delayMs = quickDeaths <= 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** (quickDeaths - 2));
     log(`spillway: worker ${index} (pid ${worker.process.pid}) exited (${signal ? `signal ${signal}` : `code ${code}`}); starting another${delayMs > 0 ? ` in ${delayMs} ms` : ""}`);
     setTimeout(() => {
       if (!stopping) void start(index, quickDeaths);
@@ -158,6 +159,8 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
  */
 function primaryReloader(path: string, startText: string, broadcast: (message: ToWorker) => void): ConfigReloader {
   let generation = 1;
+  // The policies in force, for the policies a reload starts fresh (serve-reload.ts, configReloader).
+  let inForce = configOf(startText, path).policies;
   return new ConfigReloader({
     path,
     startText,
@@ -165,8 +168,11 @@ function primaryReloader(path: string, startText: string, broadcast: (message: T
     apply(text) {
       // Sent whatever this check finds: each worker counts the refusal in its metrics too.
       broadcast({ spillway: "reload-config", text });
-      parseGatewayConfig(configOf(text, path));
-      return ++generation;
+      const config = configOf(text, path);
+      parseGatewayConfig(config);
+      const startFresh = policiesStartingFresh(inForce, config.policies);
+      inForce = config.policies;
+      return { generation: ++generation, startFresh };
     },
   });
 }

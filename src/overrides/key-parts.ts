@@ -15,3 +15,23 @@ export function joinKeyParts(values: readonly string[]): string {
   }
   return joined;
 }
+
+/**
+ * The values joinKeyParts joined, back apart.
+ *
+ * @example splitKeyParts("a\\|b|c") // ["a|b", "c"]
+ */
+export function splitKeyParts(joined: string): string[] {
+  const values: string[] = [];
+  let value = "";
+  for (let i = 0; i < joined.length; i++) {
+    const char = joined[i]!;
+    if (char === "\\" && i + 1 < joined.length) value += joined[++i];
+    else if (char === "|") {
+      values.push(value);
+      value = "";
+    } else value += char;
+  }
+  values.push(value);
+  return values;
+}

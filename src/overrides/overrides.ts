@@ -2,9 +2,9 @@ import type { SpillwayConfig } from "../config.js";
 import type { PolicyCatalog } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { DEFAULT_OVERRIDES_TTL_MS } from "../config-schema.js";
-import type { Override } from "./parse.js";
+import { type Override, fieldKey } from "./parse.js";
 import { OverrideIndex } from "./resolver.js";
-import type { OverrideTable } from "./table.js";
+import { MAX_CHANGES_PER_READ, type OverrideChanges, type OverrideTable } from "./table.js";
 
 export interface OverridesOptions {
   /** The config's policies: runtime overrides are read for these. */
@@ -29,6 +29,9 @@ export interface OverridesOptions {
 /** A read in flight this long is given up on (its request may have been cancelled): the next starts afresh. */
 const STUCK_READ_MS = 5000;
 
+/** A policy read whole comes in pages of this many overrides (each a short store command). */
+const READ_PAGE = MAX_CHANGES_PER_READ;
+
 /**
  * The overrides in force in this process or isolate: the config's, and the store's runtime
  * table read at most every `ttlMs`. Sits between the engine and the store: the engine hands it
@@ -38,6 +41,11 @@ const STUCK_READ_MS = 5000;
  * background and requests go on with what is held; only a table older than the whole TTL (an
  * idle process, the first request) is waited for. So no decision uses overrides older than
  * `ttlMs` (plus the refresh's own round trip). A failed refresh keeps the previous overrides.
+ *
+ * Cost of a change: a refresh asks the table for each policy's version (one round trip); a
+ * policy whose version moved is asked for its changes since the version held, which are
+ * applied to the index in place. Only the first read of a policy (or one whose change log no
+ * longer reaches back to the version held) reads it whole, in pages.
  */
 export class Overrides {
   readonly ttlMs: number;
@@ -46,12 +54,10 @@ export class Overrides {
   readonly #names: string[];
   readonly #log: (entry: Record<string, unknown>) => void;
   readonly #clockMs: () => number;
-  #index: OverrideIndex;
-  #runtime = new Map<string, Override[]>();
-  #versions: string[] = [];
+  readonly #index: OverrideIndex;
+  /** The version of each policy's overrides the index holds (absent: never read). */
+  readonly #versions = new Map<string, number>();
   #loadedAtMs = Number.NEGATIVE_INFINITY;
-  /** When the newest applied read started: an older read that ends later is dropped. */
-  #appliedStartMs = Number.NEGATIVE_INFINITY;
   #refreshing: Promise<void> | undefined;
   #refreshingSinceMs = 0;
   /** A read started before (or at) this may predate a change made here: it does not count as fresh. */
@@ -78,21 +84,21 @@ export class Overrides {
    * `policies` as they apply to `key` (the key as the user knows it). The same array when no
    * override applies; a promise only while a stale table is being read (see the class comment).
    */
-  resolve(policies: readonly Policy[], key: string, defer?: (promise: Promise<unknown>) => void): readonly Policy[] | Promise<readonly Policy[]> {
+  resolve(policies: readonly Policy[], key: string, defer?: (promise: Promise<unknown>) => void, source?: string): readonly Policy[] | Promise<readonly Policy[]> {
     const nowMs = this.#clockMs();
     if (this.table && nowMs - this.#loadedAtMs >= this.ttlMs / 2) {
-      if (nowMs - this.#loadedAtMs >= this.ttlMs) return this.#refresh(this.#shareReads).then(() => this.#index.resolve(policies, key, this.#clockMs()));
+      if (nowMs - this.#loadedAtMs >= this.ttlMs) return this.#refresh(this.#shareReads).then(() => this.#index.resolve(policies, key, this.#clockMs(), source));
       // In the background; `defer` (a Worker's waitUntil) keeps it alive past this request.
       const refreshing = this.#refresh(true);
       defer?.(refreshing);
     }
     const index = this.#index;
-    return index.empty ? policies : index.resolve(policies, key, nowMs);
+    return index.empty ? policies : index.resolve(policies, key, nowMs, source);
   }
 
-  /** The override in force for (policy, key) as this process holds it (tests, docs). */
-  find(policy: string, key: string): Override | undefined {
-    return this.#index.find(policy, key, this.#clockMs());
+  /** The override in force for (policy, key) from `source` as this process holds it (tests, docs). */
+  find(policy: string, key: string, source?: string): Override | undefined {
+    return this.#index.find(policy, key, this.#clockMs(), source);
   }
 
   /** After a change made here: the next request reads the table again, so this process applies it at once. */
@@ -106,7 +112,7 @@ export class Overrides {
   #refresh(join: boolean): Promise<void> {
     const startedMs = this.#clockMs();
     if (join && this.#refreshing && startedMs - this.#refreshingSinceMs < STUCK_READ_MS) return this.#refreshing;
-    const reading = this.#read(startedMs).then(
+    const reading = this.#read().then(
       () => {
         if (startedMs > this.#invalidatedAtMs) this.#loadedAtMs = Math.max(this.#loadedAtMs, startedMs);
       },
@@ -126,24 +132,52 @@ export class Overrides {
     return reading;
   }
 
-  async #read(startedMs: number): Promise<void> {
+  async #read(): Promise<void> {
     const table = this.table!;
     const versions = await table.versions(this.#names);
-    const changed = this.#names.filter((_name, i) => versions[i] !== this.#versions[i]);
-    if (changed.length === 0) return;
-    const loaded = await Promise.all(changed.map((name) => table.load(name)));
+    await Promise.all(this.#names.map((name, i) => (versions[i] === this.#versions.get(name) ? undefined : this.#catchUp(table, name))));
+  }
+
+  /** Brings one policy up to the table's version: its changes since the version held, or the policy whole. */
+  async #catchUp(table: OverrideTable, policy: string): Promise<void> {
+    const held = this.#versions.get(policy);
+    const changes = held === undefined ? undefined : await table.changes(policy, held);
+    if (changes) return this.#apply(policy, changes);
+    // Read whole: the version first, then every page, then what changed meanwhile (an override
+    // changed during the walk may be missed by its pages, never by the changes after `before`).
+    const [before] = await table.versions([policy]);
+    const overrides: Override[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await table.page(policy, cursor, table.wholeReadPageSize ?? READ_PAGE);
+      overrides.push(...page.overrides);
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    const after = await table.changes(policy, before!);
+    const version = after?.version ?? before!;
     // Two reads may overlap (a Worker's requests each read their own): the newer one stands.
-    if (startedMs < this.#appliedStartMs) return;
-    this.#appliedStartMs = startedMs;
-    changed.forEach((name, i) => this.#runtime.set(name, loaded[i]!));
-    this.#versions = versions;
-    this.#index = new OverrideIndex([...this.#configured, ...[...this.#runtime.values()].flat()]);
+    if (version < (this.#versions.get(policy) ?? -1)) return;
+    this.#index.replace(policy, overrides);
+    this.#versions.delete(policy);
+    this.#apply(policy, after ?? { version, put: [], deleted: [] });
+  }
+
+  /** Changes applied in place; changes older than what is held are not (an overlapping read's). */
+  #apply(policy: string, changes: OverrideChanges): void {
+    const held = this.#versions.get(policy);
+    if (held !== undefined && changes.version <= held) return;
+    for (const field of changes.deleted) {
+      const { source, key } = fieldKey(field);
+      this.#index.remove(policy, source, key);
+    }
+    for (const override of changes.put) this.#index.put(override);
+    this.#versions.set(policy, changes.version);
   }
 }
 
 function isOverrideTable(value: unknown): value is OverrideTable {
   const table = value as Partial<OverrideTable> | null | undefined;
-  return typeof table?.versions === "function" && typeof table.load === "function" && typeof table.put === "function" && typeof table.delete === "function";
+  return typeof table?.versions === "function" && typeof table.changes === "function" && typeof table.page === "function" && typeof table.put === "function" && typeof table.delete === "function";
 }
 
 /** The runtime override table of a store (MemoryStore, RedisStore), looking through decorators (LocalCache). */

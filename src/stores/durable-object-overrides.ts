@@ -1,6 +1,6 @@
 import { StoreUnavailableError } from "../limiter.js";
-import { MAX_OVERRIDES_PER_POLICY, type Override } from "../overrides/parse.js";
-import { type OverrideTable, tooManyOverrides } from "../overrides/table.js";
+import { MAX_OVERRIDES_PER_POLICY, type Override, decodeOverride, overrideField } from "../overrides/parse.js";
+import { KEPT_CHANGES, MAX_CHANGES_PER_READ, type OverrideChanges, type OverridePage, type OverrideTable, tooManyOverrides } from "../overrides/table.js";
 import { withRetries } from "./durable-object.js";
 
 /**
@@ -8,11 +8,26 @@ import { withRetries } from "./durable-object.js";
  * needs, the Worker's OverridesObject implements it (so stores/ never imports worker/).
  */
 export interface OverridesObjectRpc extends Rpc.DurableObjectBranded {
-  versions(policies: string[]): string[];
-  load(policy: string): Override[];
-  /** false: refused, the policy already holds `maxPerPolicy`. */
-  put(override: Override, maxPerPolicy: number): boolean;
-  delete(policy: string, key: string): boolean;
+  versions(policies: string[]): number[];
+  /** null: the object no longer knows every change since (or more than `most`): read the policy whole. */
+  changes(policy: string, sinceVersion: number, most: number): StoredChanges | null;
+  page(policy: string, cursor: string | null, count: number): StoredPage;
+  /** false: refused, the policy already holds `maxPerPolicy`. `field`: parse.ts overrideField. */
+  put(override: Override, field: string, maxPerPolicy: number, keep: number): boolean;
+  delete(policy: string, field: string, keep: number): boolean;
+}
+
+/** Changes as the object stores them: the JSON of each override put, the fields deleted. */
+export interface StoredChanges {
+  version: number;
+  put: string[];
+  deleted: string[];
+}
+
+/** A page as the object stores it: the JSON of each override; `cursor` null on the last. */
+export interface StoredPage {
+  bodies: string[];
+  cursor: string | null;
 }
 
 /** The part of a Durable Object namespace binding the table uses: `env.OVERRIDES` fits it. */
@@ -26,10 +41,13 @@ export const OVERRIDES_OBJECT_NAME = "overrides";
 /**
  * Runtime overrides on the Worker: one Durable Object (OVERRIDES binding) holds every
  * policy's table, so every isolate applies what any isolate set. Isolates read it through
- * their `Overrides` cache, once per `overridesTtl`, never per request.
+ * their `Overrides` cache, once per `overridesTtl`, never per request: versions, then only
+ * the changes after the version each holds.
  */
 export class DurableObjectOverrideTable implements OverrideTable {
   readonly #namespace: OverridesNamespace;
+  /** An isolate's first read of 100,000 overrides: 10 calls to the one object, not 100. */
+  readonly wholeReadPageSize = 10_000;
 
   constructor(namespace: OverridesNamespace) {
     this.#namespace = namespace;
@@ -43,19 +61,36 @@ export class DurableObjectOverrideTable implements OverrideTable {
     }
   }
 
-  versions(policies: readonly string[]): Promise<string[]> {
+  versions(policies: readonly string[]): Promise<number[]> {
     return this.#call((stub) => stub.versions([...policies]));
   }
 
-  load(policy: string): Promise<Override[]> {
-    return this.#call((stub) => stub.load(policy) as Promise<Override[]>);
+  async changes(policy: string, sinceVersion: number): Promise<OverrideChanges | undefined> {
+    const stored = await this.#call((stub) => stub.changes(policy, sinceVersion, MAX_CHANGES_PER_READ));
+    if (!stored) return undefined;
+    return { version: stored.version, put: decodeAll(stored.put), deleted: stored.deleted };
+  }
+
+  async page(policy: string, cursor: string | undefined, count: number): Promise<OverridePage> {
+    const stored = await this.#call((stub) => stub.page(policy, cursor ?? null, count));
+    return stored.cursor === null ? { overrides: decodeAll(stored.bodies) } : { overrides: decodeAll(stored.bodies), cursor: stored.cursor };
   }
 
   async put(override: Override): Promise<void> {
-    if (!(await this.#call((stub) => stub.put(override, MAX_OVERRIDES_PER_POLICY)))) throw tooManyOverrides(override.policy);
+    if (!(await this.#call((stub) => stub.put(override, overrideField(override), MAX_OVERRIDES_PER_POLICY, KEPT_CHANGES)))) throw tooManyOverrides(override.policy);
   }
 
-  delete(policy: string, key: string): Promise<boolean> {
-    return this.#call((stub) => stub.delete(policy, key));
+  delete(policy: string, source: string | undefined, key: string): Promise<boolean> {
+    return this.#call((stub) => stub.delete(policy, overrideField({ source, key }), KEPT_CHANGES));
   }
+}
+
+/** Rows that do not decode (none this code writes) are left out rather than failing a read. */
+function decodeAll(bodies: readonly string[]): Override[] {
+  const overrides: Override[] = [];
+  for (const body of bodies) {
+    const override = decodeOverride(body);
+    if (override) overrides.push(override);
+  }
+  return overrides;
 }

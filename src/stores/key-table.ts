@@ -9,9 +9,75 @@ export interface KeyEntry {
    * The policies this key was used with, by name: what its states mean. Each is one (key,
    * policy) state of the table's count: change it through KeyTable (remember, forget).
    */
-  readonly policies: Map<string, Policy>;
+  readonly policies: KeyPolicies;
   older: KeyEntry | undefined;
   newer: KeyEntry | undefined;
+}
+
+/** Past this many policies a key's list becomes a Map (a rate limit service domain may hold hundreds). */
+const LISTED_POLICIES = 8;
+
+/**
+ * A key's policies by name, read like a Map. Most keys have one or two: a short array holds
+ * them in a fraction of a Map's room (a Map's table is most of an idle key's bytes:
+ * BENCHMARKS.md, "Memory store: bytes per key"); past LISTED_POLICIES it is a Map after all.
+ */
+export class KeyPolicies {
+  private list: Policy[] | undefined = [];
+  private byName: Map<string, Policy> | undefined;
+
+  get size(): number {
+    return this.list ? this.list.length : this.byName!.size;
+  }
+
+  get(name: string): Policy | undefined {
+    if (!this.list) return this.byName!.get(name);
+    for (const policy of this.list) if (policy.name === name) return policy;
+    return undefined;
+  }
+
+  has(name: string): boolean {
+    return this.get(name) !== undefined;
+  }
+
+  /** Sets `policy` under its name; true when the name is new. */
+  set(policy: Policy): boolean {
+    const list = this.list;
+    if (!list) {
+      const added = !this.byName!.has(policy.name);
+      this.byName!.set(policy.name, policy);
+      return added;
+    }
+    for (let i = 0; i < list.length; i++) {
+      if (list[i]!.name !== policy.name) continue;
+      list[i] = policy;
+      return false;
+    }
+    // A new array of the exact size (a push would leave room for 16 more on every key).
+    if (list.length < LISTED_POLICIES) this.list = list.length === 0 ? [policy] : list.concat(policy);
+    else {
+      this.byName = new Map(list.map((one) => [one.name, one]));
+      this.byName.set(policy.name, policy);
+      this.list = undefined;
+    }
+    return true;
+  }
+
+  /** Removes the policy of `name`; true when there was one. */
+  delete(name: string): boolean {
+    if (!this.list) return this.byName!.delete(name);
+    const kept = this.list.filter((policy) => policy.name !== name);
+    if (kept.length === this.list.length) return false;
+    this.list = kept;
+    return true;
+  }
+
+  /** [name, policy] pairs, in the order first remembered. */
+  *[Symbol.iterator](): Generator<[string, Policy]> {
+    // Lists are replaced, never changed in place: a delete while iterating leaves this one whole.
+    if (this.list) for (const policy of this.list) yield [policy.name, policy];
+    else yield* [...this.byName!];
+  }
 }
 
 /**
@@ -42,11 +108,7 @@ export class KeyTable {
 
   /** Remembers what each policy of a stack means for this key (a policy as it is now wins). */
   remember(entry: KeyEntry, policies: readonly Policy[]): void {
-    const known = entry.policies;
-    for (const policy of policies) {
-      if (!known.has(policy.name)) this.stateCount++;
-      known.set(policy.name, policy);
-    }
+    for (const policy of policies) if (entry.policies.set(policy)) this.stateCount++;
   }
 
   /** Forgets one state of a key (the caller drops the state itself). */
@@ -60,7 +122,7 @@ export class KeyTable {
 
   /** Adds a key as the most recently used. */
   add(key: string, local: LocalKey): KeyEntry {
-    const entry: KeyEntry = { key, local, policies: new Map(), older: undefined, newer: undefined };
+    const entry: KeyEntry = { key, local, policies: new KeyPolicies(), older: undefined, newer: undefined };
     this.byKey.set(key, entry);
     this.link(entry);
     return entry;

@@ -11,6 +11,9 @@ const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;
 
 export type Persist = (changes: Map<string, StateChange>) => void;
 
+/** For a key whose state lives only here (the memory store): one function for every key, not one each. */
+export const NOTHING_TO_PERSIST: Persist = () => {};
+
 /**
  * One key's limiter living in one thread: the Durable Object is one, the memory store
  * keeps one per key. Every operation runs synchronously against KeyState, so no other
@@ -21,17 +24,37 @@ export class LocalKey {
   private readonly persist: Persist;
   private readonly clockMs: () => number;
   readonly state: KeyState;
-  readonly queue: LeaseQueue;
+  /**
+   * Made for the first acquire that may wait: most keys never wait, and a queue with its two
+   * callbacks is most of what an idle key would otherwise hold (the memory store keeps one
+   * LocalKey per key: BENCHMARKS.md, "Memory store: bytes per key").
+   */
+  private waits: LeaseQueue | undefined;
 
   constructor(initial: Iterable<[string, StoredState]>, persist: Persist, clockMs: () => number = Date.now) {
     this.persist = persist;
     this.clockMs = clockMs;
     this.state = new KeyState(initial);
-    this.queue = new LeaseQueue(
+  }
+
+  /** The FIFO of acquires waiting for a lease on this key (made when first asked for). */
+  get queue(): LeaseQueue {
+    this.waits ??= new LeaseQueue(
       (policies, leaseMs) => this.tryAcquire(policies, leaseMs),
       (policies) => this.nextLeaseExpiryMs(policies),
-      clockMs,
+      this.clockMs,
     );
+    return this.waits;
+  }
+
+  /** How many acquires wait on this key (0 without making a queue). */
+  get waiting(): number {
+    return this.waits?.size ?? 0;
+  }
+
+  /** Ends every wait (the store is shutting down). */
+  closeWaits(): void {
+    this.waits?.close();
   }
 
   /** `peek`: a peek (reports, starts no block). */
@@ -39,7 +62,7 @@ export class LocalKey {
     const nowMs = this.clockMs();
     const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
     // Nobody queued (the usual case): skip building an empty set for every check.
-    const queuedPolicies = this.queue.size > 0 ? this.queue.queuedPolicyNames() : undefined;
+    const queuedPolicies = this.waiting > 0 ? this.queue.queuedPolicyNames() : undefined;
     const { decision, changes } = this.state.check(policies, nowMs, { ...options, leaseId, queuedPolicies });
     this.persist(changes);
     return decision;
@@ -58,18 +81,20 @@ export class LocalKey {
 
   reset(policies: readonly Policy[]): void {
     this.persist(this.state.reset(policies));
-    this.queue.wake();
+    this.waits?.wake();
   }
 
   /** Takes a lease, waiting FIFO up to maxWaitMs. */
   acquire(policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
+    // What the queue would do for an acquire that cannot wait and finds nobody waiting, without making one.
+    if (options.maxWaitMs <= 0 && this.waiting === 0) return Promise.resolve(this.tryAcquire(policies, options.leaseMs));
     return this.queue.acquire(policies, options.maxWaitMs, options.leaseMs);
   }
 
   release(policies: readonly Policy[], leaseId: string): ReleaseResult {
     const { released, changes } = this.state.release(policies, leaseId, this.clockMs());
     this.persist(changes);
-    if (released) this.queue.wake();
+    if (released) this.waits?.wake();
     return { released };
   }
 

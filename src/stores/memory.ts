@@ -6,7 +6,7 @@ import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
-import { LocalKey } from "./local-key.js";
+import { LocalKey, NOTHING_TO_PERSIST } from "./local-key.js";
 import { MemoryOverrideTable } from "../overrides/table.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
@@ -82,7 +82,7 @@ export class MemoryStore implements Limiter {
     policies = storePolicies(policies);
     // An unknown key is fresh: answering needs no room, so nothing is evicted for it.
     const found = this.keys.get(key);
-    if (!found) return new LocalKey([], () => {}, this.clockMs).peek(policies);
+    if (!found) return new LocalKey([], NOTHING_TO_PERSIST, this.clockMs).peek(policies);
     return this.use(found, policies).peek(policies);
   }
 
@@ -137,7 +137,7 @@ export class MemoryStore implements Limiter {
   async close(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
     this.sweepTimer = undefined;
-    for (const { local } of this.keys.fromOldest()) local.queue.close();
+    for (const { local } of this.keys.fromOldest()) local.closeWaits();
     this.keys.clear();
   }
 
@@ -170,7 +170,7 @@ export class MemoryStore implements Limiter {
         if (stored.algorithm !== "concurrency") continue;
         for (const [untilMs, cost] of stored.state.entries) if (untilMs > nowMs) of(name).held += cost;
       }
-      local.queue.countWaiters((name) => of(name).waiters++);
+      if (local.waiting > 0) local.queue.countWaiters((name) => of(name).waiters++);
     }
     return counts;
   }
@@ -179,7 +179,7 @@ export class MemoryStore implements Limiter {
   sweep(): void {
     const nowMs = this.clockMs();
     for (const entry of this.keys.fromOldest()) {
-      if (entry.local.queue.size > 0) continue;
+      if (entry.local.waiting > 0) continue;
       const freshAtMs = freshAt(entry);
       if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
       // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
@@ -204,7 +204,7 @@ export class MemoryStore implements Limiter {
     const found = this.keys.get(key);
     if (found) return this.use(found, policies);
     this.makeRoom(newStates(undefined, policies), undefined, policies);
-    const entry = this.keys.add(key, new LocalKey([], () => {}, this.clockMs));
+    const entry = this.keys.add(key, new LocalKey([], NOTHING_TO_PERSIST, this.clockMs));
     this.keys.remember(entry, policies);
     return entry.local;
   }
@@ -275,7 +275,7 @@ export class MemoryStore implements Limiter {
    */
   private evictStateOf(current: KeyEntry, stack: readonly Policy[]): boolean {
     const nowMs = this.clockMs();
-    const queued = current.local.queue.size > 0 ? current.local.queue.queuedPolicyNames() : undefined;
+    const queued = current.local.waiting > 0 ? current.local.queue.queuedPolicyNames() : undefined;
     for (const [name, policy] of current.policies) {
       if (queued?.has(name) || stack.some((used) => used.name === name)) continue;
       const stored = current.local.state.states.get(name);
@@ -314,7 +314,7 @@ function freshAt({ local, policies }: KeyEntry): number | undefined {
 
 /** A key that must not be evicted: somebody waits on it, or it holds a live lease. */
 function isPinned({ local }: KeyEntry, nowMs: number): boolean {
-  if (local.queue.size > 0) return true;
+  if (local.waiting > 0) return true;
   for (const stored of local.state.states.values()) {
     if (stored.algorithm === "concurrency" && stored.state.entries.some(([untilMs]) => untilMs > nowMs)) return true;
   }

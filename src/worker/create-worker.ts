@@ -87,7 +87,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
       const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs, shareReads: false });
       const service = new SpillwayService(observeLimiter(store, observer, "api"), config, overrides);
       const dryRun = withDryRunEnv(config, env.SPILLWAY_DRY_RUN).dryRun;
-      const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun }) : undefined;
+      const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun, readOnCapMs: WORKER_READ_ON_CAP_MS }) : undefined;
       // /v1/top and /v1/stats per isolate. No /metrics (the Worker's is Analytics Engine) nor
       // /dashboard (its chart library would double the Worker's bundle).
       const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats } });
@@ -114,6 +114,13 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
     config,
   };
 }
+
+/**
+ * Cloudflare runs waitUntil work at most 30 s past the client's leaving, then cancels it: a
+ * counted answer is read on for 25 s at most there, so that its debit (what was read, or
+ * `missing`) lands before the platform's cut rather than never.
+ */
+const WORKER_READ_ON_CAP_MS = 25_000;
 
 const LIMITER_METHODS = ["check", "peek", "reset", "acquire", "release", "extend", "health"] as const;
 

@@ -54,12 +54,12 @@ export abstract class SpillwayEntrypoint extends WorkerEntrypoint<Env> {
     return rpcAnswer(() => this.service().extend(request));
   }
 
-  /** `PUT /v1/overrides`: `{ policy, key, limit?, burst?, period?, expiresAt? }`; answers the override as stored. */
+  /** `PUT /v1/overrides`: `{ policy, key, source?, limit?, burst?, period?, expiresAt? }`; answers the override as stored. */
   putOverride(request: unknown): Promise<OverrideView> {
     return rpcAnswer(() => this.service().overrideAdmin.put(request));
   }
 
-  /** `DELETE /v1/overrides`: `{ policy, key }`. */
+  /** `DELETE /v1/overrides`: `{ policy, key, source? }`. */
   deleteOverride(request: unknown): Promise<{ deleted: boolean }> {
     return rpcAnswer(() => this.service().overrideAdmin.delete(request));
   }

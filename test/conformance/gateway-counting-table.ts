@@ -183,6 +183,109 @@ export function gatewayCountingConformance(runtime: string, driverOf: () => Gate
       }
     });
 
+    it("an SSE client that leaves after the content, before the usage event, is still charged the usage", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const events = gw.counting.events();
+      try {
+        const before = gw.origin.hits();
+        const replying = gw.send("/tokens-json/a", as(user));
+        await waitFor(() => gw.origin.hits() > before);
+        events.send('data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n');
+        const reply = await replying;
+        expect(await reply.firstChunk()).toContain('"Hel"');
+        await reply.cancel();
+        // The client is gone; the origin goes on to its usage, which the gateway still reads.
+        await sleep(50);
+        events.send('data: {"choices":[],"usage":{"total_tokens":37}}\n\ndata: [DONE]\n\n');
+        events.end();
+        await waitFor(async () => (await remaining(user, BUDGET)) === 63);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
+    it("a concurrency lease is held while the answer is read on after its client left, and returned when the origin is done", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const events = gw.counting.events();
+      try {
+        const before = gw.origin.hits();
+        const replying = gw.send("/tokens-slot/a", as(user));
+        await waitFor(() => gw.origin.hits() > before);
+        events.send('data: {"choices":[{"delta":{"content":"Hel"}}]}\n\n');
+        const reply = await replying;
+        await reply.firstChunk();
+        await reply.cancel();
+        await sleep(50);
+        // The origin still works for the request that left: the key's one slot is still taken.
+        const hits = gw.origin.hits();
+        expect((await gw.send("/tokens-slot/a", as(user))).status).toBe(429);
+        expect(gw.origin.hits()).toBe(hits);
+        events.send('data: {"choices":[],"usage":{"total_tokens":37}}\n\n');
+        events.end();
+        await waitFor(async () => (await remaining(user, BUDGET)) === 63);
+      } finally {
+        gw.origin.ok();
+      }
+      await waitFor(async () => (await (await gw.send("/tokens-slot/a", as(user))).text()) === "ok");
+    });
+
+    it("a 2 MiB JSON answer is charged its usage", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const body = JSON.stringify({ choices: [{ message: { content: "é".repeat(1024 * 1024) } }], usage: { total_tokens: 44 } });
+      gw.counting.answer(200, { "content-type": "application/json" }, body);
+      try {
+        const reply = await gw.send("/tokens-json/a", as(user));
+        expect((await reply.text()).length).toBe(body.length);
+        await waitFor(async () => (await remaining(user, BUDGET)) === 56);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
+    it("an answer without usage (include_usage left out) costs the route's `max` by default, not 1", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      gw.counting.answer(200, { "content-type": "text/event-stream" }, 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: [DONE]\n\n');
+      try {
+        await (await gw.send("/tokens-max/a", as(user))).text();
+        await waitFor(async () => (await remaining(user, BUDGET)) === 50);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
+    it("a reported cost out of range costs the same in a header and in JSON: clamped to max", async () => {
+      const gw = driverOf();
+      try {
+        for (const value of ["1e308", "Infinity", "9007199254740993"]) {
+          const user = uniqueUser();
+          gw.counting.answer(200, { "x-usage-tokens": value }, "ok");
+          await (await gw.send("/tokens-header/a", as(user))).text();
+          expect(await remaining(user, BUDGET)).toBe(40);
+        }
+        for (const value of ["1e308", "1e400", "9007199254740993"]) {
+          const user = uniqueUser();
+          gw.counting.answer(200, { "content-type": "application/json" }, `{"usage":{"total_tokens":${value}}}`);
+          await (await gw.send("/tokens-max/a", as(user))).text();
+          await waitFor(async () => (await remaining(user, BUDGET)) === 50);
+        }
+        // Negative and fractional values are no count: `missing` (1 on the header route, max 50 by default on the JSON one).
+        const negative = uniqueUser();
+        gw.counting.answer(200, { "x-usage-tokens": "-3" }, "ok");
+        await (await gw.send("/tokens-header/a", as(negative))).text();
+        expect(await remaining(negative, BUDGET)).toBe(99);
+        const fractional = uniqueUser();
+        gw.counting.answer(200, { "content-type": "application/json" }, '{"usage":{"total_tokens":1.5}}');
+        await (await gw.send("/tokens-max/a", as(fractional))).text();
+        await waitFor(async () => (await remaining(fractional, BUDGET)) === 50);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
     it("block: the refusal that follows counted failures starts a block that outlasts the window", async () => {
       const gw = driverOf();
       const user = uniqueUser();

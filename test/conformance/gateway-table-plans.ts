@@ -19,14 +19,7 @@ export const PLANS_ROUTES = [
   { match: { path: "/plan/*" }, key: "header:x-user", policies: ["plan-free"] },
   { match: { path: "/combo/*" }, key: ["header:x-user", "ip"], policies: ["plan-free"] },
   { match: { path: "/tiered/*" }, key: "header:x-user", policies: ["tiered"] },
-];
-
-/** The exact key is used by one case only: its state outlives the case on the Worker. */
-const EXACT = `gold-plus-exact-${crypto.randomUUID()}`;
-export const PLANS_OVERRIDES = [
-  { policy: "tiered", key: "gold-*", limit: 4 },
-  { policy: "tiered", key: "gold-plus-*", limit: 6 },
-  { policy: "tiered", key: EXACT, limit: 1 },
+  { match: { path: "/tiered-ip/*" }, key: "ip", policies: ["tiered"] },
 ];
 
 const fresh = (prefix = "user") => `${prefix}-${crypto.randomUUID()}`;
@@ -34,6 +27,19 @@ const freshIp = () => {
   const [a, b, c] = crypto.getRandomValues(new Uint8Array(3));
   return `10.${a! % 255}.${b}.${c}`;
 };
+
+/** The exact key and the address are used by one case each: their state outlives the case on the Worker. */
+const EXACT = `gold-plus-exact-${crypto.randomUUID()}`;
+const OVERRIDDEN_IP = freshIp();
+export const PLANS_OVERRIDES = [
+  { policy: "tiered", key: "gold-*", source: "header:x-user", limit: 4 },
+  { policy: "tiered", key: "gold-plus-*", source: "header:X-User", limit: 6 },
+  { policy: "tiered", key: EXACT, source: "header:x-user", limit: 1 },
+  // For the address only: a header that spells the same value must not borrow it.
+  { policy: "tiered", key: OVERRIDDEN_IP, source: "ip", limit: 3 },
+  // No source: for keys given to /v1/check and rateLimit(), never a gateway route's.
+  { policy: "tiered", key: "given-*", limit: 5 },
+];
 
 /** Registers the block's cases; `driverOf` is called once the runner's beforeAll has run. */
 export function gatewayPlansConformance(runtime: string, driverOf: () => GatewayDriver): void {
@@ -85,6 +91,15 @@ export function gatewayPlansConformance(runtime: string, driverOf: () => Gateway
       expect(exact).toEqual({ statuses: ok(1), policy: '"tiered";q=1;w=3600' });
       const plain = await run("/tiered/a", 3, { ip: freshIp(), headers: { "x-user": fresh("silver") } });
       expect(plain).toEqual({ statuses: ok(2), policy: '"tiered";q=2;w=3600' });
+    });
+
+    it("overrides are scoped by key source: an address's override is not borrowed by a header with the same value", async () => {
+      const byHeader = await run("/tiered/a", 3, { ip: freshIp(), headers: { "x-user": OVERRIDDEN_IP } });
+      expect(byHeader).toEqual({ statuses: ok(2), policy: '"tiered";q=2;w=3600' });
+      const byAddress = await run("/tiered-ip/a", 4, { ip: OVERRIDDEN_IP, headers: {} });
+      expect(byAddress).toEqual({ statuses: ok(3), policy: '"tiered";q=3;w=3600' });
+      const given = await run("/tiered/a", 3, { ip: freshIp(), headers: { "x-user": fresh("given") } });
+      expect(given).toEqual({ statuses: ok(2), policy: '"tiered";q=2;w=3600' });
     });
   });
 }

@@ -81,8 +81,10 @@ export const GATEWAY_TABLE_CONFIG = {
     // Counting what the origin answers (gateway-counting-table.ts).
     { match: { path: "/login/*" }, key: "header:x-user", policies: ["three"], count: { status: [401, 403] } },
     { match: { path: "/login-slot/*" }, key: "header:x-user", policies: ["three", "slot"], count: { status: ["4xx"] } },
-    { match: { path: "/tokens-header/*" }, key: "header:x-user", policies: ["budget"], cost: { responseHeader: "x-usage-tokens", max: 60 } },
+    { match: { path: "/tokens-header/*" }, key: "header:x-user", policies: ["budget"], cost: { responseHeader: "x-usage-tokens", max: 60, missing: 1 } },
     { match: { path: "/tokens-json/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
+    { match: { path: "/tokens-max/*" }, key: "header:x-user", policies: ["budget"], cost: { responseJson: "usage.total_tokens", max: 50 } },
+    { match: { path: "/tokens-slot/*" }, key: "header:x-user", policies: ["budget", "slot"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     { match: { path: "/cost-request/*" }, key: "header:x-user", policies: ["budget"], cost: { requestHeader: "x-cost" } },
     { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)

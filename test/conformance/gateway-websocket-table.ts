@@ -6,7 +6,7 @@ import { type GatewayReply, uniqueIp, uniqueUser } from "./gateway-table.js";
 // The gateway table's WebSocket cases, run by the Node gateway (test/unit/gateway-conformance
 // .test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts) against one real
 // origin: test/conformance/ws-origin.ts, a `ws` server on loopback, steered by the path's last
-// segment (echo, hang, plain101, anything else refuses the upgrade). Loads in workerd too.
+// segment (echo, deaf, hang, plain101, anything else refuses the upgrade). Loads in workerd too.
 
 /** The answer to an upgrade request: a socket after a 101, else the refusal as a reply. */
 export interface UpgradeReply extends GatewayReply {
@@ -169,6 +169,19 @@ export function gatewayWebSocketConformance(runtime: string, driverOf: () => Web
       expect(await slotFree(user)).toBe(false);
       socket.abort();
       await waitFor(() => slotFree(user));
+    });
+
+    it("frees the lease within seconds when the client goes and the origin ignores it (no close frame back, a FIN left half-open)", async () => {
+      const user = uniqueUser();
+      const socket = await opened("/ws/slot/deaf", as(user));
+      expect(await slotFree(user)).toBe(false);
+      // Node's client drops the connection (a FIN the gateway passes on, which this origin
+      // ignores: the gateway resets both after a short grace); workerd's closes with a frame the
+      // origin never answers (the relay ends at the client's close).
+      if (socket.abort) socket.abort();
+      else socket.close(1000, "bye");
+      await waitFor(() => slotFree(user), 10_000);
+      (await opened("/ws/slot/echo", as(user))).close(1000, "bye");
     });
 
     it("passes on an origin's refusal of the upgrade and frees the lease", async () => {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { WebSocketServer } from "ws";
@@ -10,7 +11,11 @@ import { WebSocketServer } from "ws";
 //   with 4000 "origin closed", and "drop" makes it drop the connection without a close.
 // - `…/hang`: takes the upgrade request and never answers it (the handshake timeout).
 // - `…/plain101`: answers a plain (non-upgrade) request with `101 Switching Protocols`.
+// - `…/deaf`: accepts the upgrade with a bare 101 and then ignores everything: no messages, no
+//   close frame, and a FIN leaves its side open (a half-open peer, in CLOSE-WAIT until the
+//   gateway resets the connection).
 // - `/__handshakes`: how many upgrade handshakes reached it (for workerd, which cannot ask directly).
+// - `/__deaf`: how many `deaf` sockets the gateway still holds (it has neither ended nor reset them).
 // - anything else: 200 "ok" (and an upgrade request to it is refused with 426).
 
 export interface WsOrigin {
@@ -20,6 +25,8 @@ export interface WsOrigin {
   handshakes(): number;
   /** WebSockets the origin holds open now. */
   open(): number;
+  /** `deaf` sockets the gateway still holds: it has neither sent a FIN nor reset them. */
+  deafConnected(): number;
   close(): Promise<void>;
 }
 
@@ -30,8 +37,10 @@ export async function startWsOrigin(): Promise<WsOrigin> {
   const wss = new WebSocketServer({ noServer: true });
   let handshakes = 0;
   let open = 0;
+  let deafConnected = 0;
   const server = http.createServer((req, res) => {
     if (req.url === "/__handshakes") return void res.end(String(handshakes));
+    if (req.url === "/__deaf") return void res.end(String(deafConnected));
     if (lastSegment(req.url) !== "plain101") return void res.end("ok");
     // What a broken origin does: switch protocols though nobody asked to, and keep the
     // connection open (for the other protocol it switched to).
@@ -46,6 +55,22 @@ export async function startWsOrigin(): Promise<WsOrigin> {
     socket.on("error", () => {});
     const behaviour = lastSegment(req.url);
     if (behaviour === "hang") return; // never answered; the gateway must give up
+    if (behaviour === "deaf") {
+      const key = String(req.headers["sec-websocket-key"]);
+      const accept = createHash("sha1").update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest("base64");
+      socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-accept: ${accept}\r\n\r\n`);
+      deafConnected++;
+      // The http server's sockets allow half-open connections: 'end' (the gateway's FIN) leaves this side open.
+      let held = true;
+      const letGo = () => {
+        if (held) deafConnected--;
+        held = false;
+      };
+      socket.once("end", letGo);
+      socket.once("close", letGo);
+      socket.resume(); // reads and drops the frames it is sent
+      return;
+    }
     if (behaviour !== "echo") return void socket.end("HTTP/1.1 426 Upgrade Required\r\ncontent-length: 4\r\nconnection: close\r\n\r\nnope");
     wss.handleUpgrade(req, socket, head, (ws) => {
       open++;
@@ -65,6 +90,7 @@ export async function startWsOrigin(): Promise<WsOrigin> {
     port,
     handshakes: () => handshakes,
     open: () => open,
+    deafConnected: () => deafConnected,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();

@@ -100,10 +100,11 @@ describe("Redis Cluster specifics", () => {
     for (const policy of policies) await table.put({ policy, key: "customer-7", limit: 50 });
     const after = await table.versions(policies);
     for (let i = 0; i < policies.length; i++) expect(after[i], policies[i]).not.toBe(before[i]);
-    for (const policy of policies) expect(await table.load(policy)).toEqual([{ policy, key: "customer-7", limit: 50 }]);
-    expect(await table.delete(policies[3]!, "customer-7")).toBe(true);
-    expect(await table.delete(policies[3]!, "customer-7")).toBe(false);
-    expect(await table.load(policies[3]!)).toEqual([]);
+    for (const policy of policies) expect((await table.page(policy, undefined, 1000)).overrides).toEqual([{ policy, key: "customer-7", limit: 50 }]);
+    for (let i = 0; i < policies.length; i++) expect((await table.changes(policies[i]!, before[i]!))?.put, policies[i]).toEqual([{ policy: policies[i], key: "customer-7", limit: 50 }]);
+    expect(await table.delete(policies[3]!, undefined, "customer-7")).toBe(true);
+    expect(await table.delete(policies[3]!, undefined, "customer-7")).toBe(false);
+    expect((await table.page(policies[3]!, undefined, 1000)).overrides).toEqual([]);
     await store.close();
   });
 

@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import { configDir, d, rlsClient } from "../unit/rls-helpers.js";
 
 // `spillway serve --workers 2` on a real Redis: the ports shared, one /metrics summing every
 // worker, SIGHUP reaching every worker (a bad file none), a killed worker replaced with one
@@ -59,8 +60,8 @@ interface Served {
   exited: Promise<number | null>;
 }
 
-async function serveWorkers(extra: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, [bin, "serve", "--config", "config.json", "--redis", redis.url, "--port", "0", "--workers", "2", ...extra], { cwd: dir, env: { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined }, stdio: ["ignore", "pipe", "pipe"] });
+async function serveWorkers(extra: string[] = [], config = ["--config", "config.json"]): Promise<Served> {
+  const child = spawn(process.execPath, [bin, "serve", ...config, "--redis", redis.url, "--port", "0", "--workers", "2", ...extra], { cwd: dir, env: { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -103,8 +104,8 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
         expect(metrics).toMatch(/^spillway_decision_duration_seconds_bucket\{le="\+Inf",store="redis"\} 40$/m);
       }
 
-      // SIGHUP, a good file: every worker takes it (one log line, from the primary).
-      writeFileSync(join(dir, "config.json"), JSON.stringify({ policies: [...policies, { name: "added", limit: 5, period: "1m" }] }));
+      // SIGHUP, a good file: every worker takes it (one log line, from the primary, naming the policy whose algorithm changed).
+      writeFileSync(join(dir, "config.json"), JSON.stringify({ policies: [{ ...policies[0], algorithm: "fixed-window" }, { name: "added", limit: 5, period: "1m" }] }));
       served.child.kill("SIGHUP");
       for (let i = 0; i < 100 && !/"result":"ok"/.test(served.output()); i++) await sleep(50);
       await sleep(200);
@@ -117,6 +118,7 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
       for (let i = 0; i < 8; i++) expect((await check(port, "added")).status).toBe(200);
       const reloadLines = served.output().split("\n").filter((line) => line.includes('"config-reload"'));
       expect(reloadLines, served.output()).toHaveLength(2);
+      expect(JSON.parse(reloadLines[0]!)).toMatchObject({ result: "ok", startFresh: [{ policy: "demo", from: "gcra", to: "fixed-window" }] });
       expect(JSON.parse(reloadLines[1]!)).toMatchObject({ result: "error", field: "policies.demo.limit" });
       const metrics = (await call(port, "GET", "/metrics")).text;
       expect(sample(metrics, /^spillway_config_reloads_total\{result="ok"\}/)).toBe(1);
@@ -139,6 +141,37 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
       expect(served.output()).not.toMatch(/^\s+at /m);
     } finally {
       served.child.kill("SIGKILL");
+    }
+  });
+
+  it("shares the RLS port: a limit holds across workers and connections, SIGHUP's --rls-config reaches every worker (a bad file none)", async () => {
+    const limits = (perHour: number) => `domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: ${perHour} }\n`;
+    const rlsDir = await configDir({ "limits.yaml": limits(3) });
+    const served = await serveWorkers(["--rls-port", "0", "--rls-config", rlsDir], []);
+    // Connections of their own (no shared subchannel): cluster hands them to the workers in turn.
+    const address = /rate limit service \(gRPC\) on (\S+),/.exec(served.output())?.[1];
+    const clients = Array.from({ length: 4 }, () => rlsClient(address!, undefined, { "grpc.use_local_subchannel_pool": 1 }));
+    const user = `u-${Date.now()}`;
+    try {
+      const codes = [];
+      for (const client of [...clients, ...clients]) codes.push((await client.ask("app", [d(["user", user])])).overall_code);
+      expect(codes.filter((code) => code === "OK")).toHaveLength(3);
+      writeFileSync(join(rlsDir, "limits.yaml"), limits(-4));
+      served.child.kill("SIGHUP");
+      for (let i = 0; i < 100 && !/reload refused/.test(served.output()); i++) await sleep(50);
+      expect(served.output().match(/rls: reload refused/g)).toHaveLength(1);
+      writeFileSync(join(rlsDir, "limits.yaml"), limits(20));
+      served.child.kill("SIGHUP");
+      for (let i = 0; i < 100 && !/rls: reloaded/.test(served.output()); i++) await sleep(50);
+      await sleep(300);
+      // Every connection, so every worker, decides on the new limit: 8 used of 20.
+      for (const client of clients) expect((await client.ask("app", [d(["user", user])], { hitsAddend: 0 })).statuses[0]).toMatchObject({ current_limit: { requests_per_unit: 20 } });
+      served.child.kill("SIGTERM");
+      expect(await served.exited, served.output()).toBe(0);
+    } finally {
+      for (const client of clients) client.close();
+      served.child.kill("SIGKILL");
+      rmSync(rlsDir, { recursive: true, force: true });
     }
   });
 

@@ -40,12 +40,12 @@ const valid: Array<[string, unknown]> = [
   // h/customer: plans, composite keys, overrides, dryRun.
   ["a plan route", { ...gateway, routes: [{ ...route, match: { path: "/api/*", host: "*.example.com", headers: { "x-plan": "pro", "x-tier": ["a", "b"], "x-beta": true } } }, route] }],
   ["a composite key", { ...gateway, routes: [{ ...route, key: ["header:x-api-key", "ip/56"], fallbackKey: ["ip", "cf:country"] }] }],
-  ["overrides", { policies: [gcra], overrides: [{ policy: "per-minute", key: "acme-*", limit: 6000, burst: 600, period: "1m" }, { policy: "per-minute", key: "x", period: 1000, expiresAt: "2999-01-01T00:00:00Z" }], overridesTtl: "2s" }],
+  ["overrides", { policies: [gcra], overrides: [{ policy: "per-minute", key: "acme-*", limit: 6000, burst: 600, period: "1m" }, { policy: "per-minute", key: "x", period: 1000, expiresAt: "2099-01-01T00:00:00Z" }, { policy: "per-minute", key: "x", source: "ip", limit: 5 }, { policy: "per-minute", key: "a|x", source: ["header:x-api-key", "ip/56"], limit: 5 }], overridesTtl: "2s" }],
   ["a global dryRun", { ...gateway, dryRun: true }],
   ["where Durable Objects live", { policies: [gcra], durableObjects: { locationHint: "weur", jurisdiction: "eu" } }],
   // Counting what the origin answers (count, cost).
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
-  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }].map((cost) => ({ ...route, cost })) }],
+  ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }, { responseJson: "usage.total_tokens", maxReadBytes: 16777216, maxReadMs: 30000 }].map((cost) => ({ ...route, cost })) }],
 ];
 
 const invalid: Array<[string, unknown]> = [
@@ -93,6 +93,8 @@ const invalid: Array<[string, unknown]> = [
   ["an override that changes nothing", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a" }] }],
   ["an override with a zero limit", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", limit: 0 }] }],
   ["overrides not an array", { policies: [gcra], overrides: {} }],
+  ["an override from no key source", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", source: "ipv4", limit: 5 }] }],
+  ["an override expiring on no date", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", limit: 5, expiresAt: "next week" }] }],
   ["an overridesTtl in words", { policies: [gcra], overridesTtl: "soon" }],
   ["dryRun not a boolean", { dryRun: "yes" }],
   ["an unknown jurisdiction", { durableObjects: { jurisdiction: "mars" } }],
@@ -103,6 +105,8 @@ const invalid: Array<[string, unknown]> = [
   ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
   ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
   ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
+  ["maxReadBytes below 1 KiB", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage.total_tokens", maxReadBytes: 10 } }] }],
+  ["maxReadMs on a header cost", { ...gateway, routes: [{ ...route, cost: { responseHeader: "x-usage", maxReadMs: 5000 } }] }],
   ["count with delay", { ...gateway, routes: [{ ...route, count: { status: [401] }, onLimit: "delay", maxDelayMs: 100 }] }],
 ];
 

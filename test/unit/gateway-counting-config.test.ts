@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
+import { DEFAULT_READ_LIMITS } from "../../src/gateway/counting.js";
 import { statusMatches } from "../../src/http/counting.js";
 
 // A route's `count` and `cost` (docs/counting.md): what the parser makes of them, and the
@@ -36,15 +37,35 @@ describe("route count and cost", () => {
   });
 
   it("costs known before forwarding are checked before forwarding", () => {
-    expect(load({ cost: 5 }).counting).toEqual({ cost: { from: "constant", cost: 5 }, afterAnswer: false });
-    expect(load({ cost: { requestHeader: "X-Cost", max: 50 } }).counting).toEqual({ cost: { from: "requestHeader", name: "x-cost", bounds: { max: 50, missing: 1 } }, afterAnswer: false });
+    expect(load({ cost: 5 }).counting).toEqual({ cost: { from: "constant", cost: 5 }, afterAnswer: false, read: DEFAULT_READ_LIMITS });
+    // A cost the client states: absent, it is one request.
+    expect(load({ cost: { requestHeader: "X-Cost", max: 50 } }).counting).toEqual({ cost: { from: "requestHeader", name: "x-cost", bounds: { max: 50, missing: 1 } }, afterAnswer: false, read: DEFAULT_READ_LIMITS });
   });
 
   it("costs the answer reports are debited after it, with max and missing", () => {
-    expect(load({ cost: { responseHeader: "x-usage-tokens", missing: 0 } }).counting).toEqual({ cost: { from: "responseHeader", name: "x-usage-tokens", bounds: { missing: 0 } }, afterAnswer: true });
+    expect(load({ cost: { responseHeader: "x-usage-tokens", missing: 0 } }).counting).toEqual({ cost: { from: "responseHeader", name: "x-usage-tokens", bounds: { missing: 0 } }, afterAnswer: true, read: DEFAULT_READ_LIMITS });
     expect(load({ cost: { responseJson: "usage.total_tokens", max: 100000, missing: 500 } }).counting).toMatchObject({ cost: { from: "responseJson", path: ["usage", "total_tokens"], bounds: { max: 100000, missing: 500 } }, afterAnswer: true });
     // count and a response cost: only the counted statuses are debited, by what they report.
     expect(load({ count: { status: ["2xx"] }, cost: { responseJson: "usage.total_tokens" } }).counting!.afterAnswer).toBe(true);
+  });
+
+  it("what the origin reports and cannot be read costs `max` by default, else the key's whole window: a client gains nothing by hiding it", () => {
+    expect(load({ cost: { responseJson: "usage.total_tokens", max: 8000 } }).counting!.cost).toMatchObject({ bounds: { max: 8000, missing: 8000 } });
+    // per-minute is gcra 60/min: its whole burst, refused until it refills, no debt of years.
+    expect(load({ cost: { responseJson: "usage.total_tokens" } }).counting!.cost).toMatchObject({ bounds: { missing: 60 } });
+    expect(load({ cost: { responseHeader: "x-usage", max: 70 } }).counting!.cost).toMatchObject({ bounds: { max: 70, missing: 70 } });
+    expect(load({ cost: { responseHeader: "x-usage" } }).counting!.cost).toMatchObject({ bounds: { missing: 60 } });
+    // The largest rate policy of a stack; a concurrency policy holds leases and counts nothing.
+    const stacked = { ...route, policies: ["per-minute", "per-day", "slots"], cost: { responseJson: "usage.total_tokens" } };
+    const config = parseConfig({ origin: "https://api.example.com", policies: [...policies, { name: "per-day", algorithm: "fixed-window", limit: 5000, period: "1d" }], routes: [stacked] });
+    expect(parseGatewayConfig(config)!.routes[0]!.counting!.cost).toMatchObject({ bounds: { missing: 5000 } });
+  });
+
+  it("maxReadBytes and maxReadMs bound the read of a responseJson answer; every other counted route has the defaults", () => {
+    expect(DEFAULT_READ_LIMITS).toEqual({ bytes: 8 * 1024 * 1024, ms: 120_000 });
+    expect(load({ cost: { responseJson: "usage.total_tokens", maxReadBytes: 65536, maxReadMs: 5000 } }).counting!.read).toEqual({ bytes: 65536, ms: 5000 });
+    expect(load({ cost: { responseJson: "usage.total_tokens", maxReadMs: 5000 } }).counting!.read).toEqual({ bytes: DEFAULT_READ_LIMITS.bytes, ms: 5000 });
+    expect(load({ count: { status: [401] } }).counting!.read).toEqual(DEFAULT_READ_LIMITS);
   });
 
   it("concurrency policies may sit in a counted route's stack", () => {
@@ -62,6 +83,11 @@ describe("route count and cost", () => {
     ["a negative cost", { cost: -1 }, /^routes\.0\.cost: must be an integer from 0 to 1000000000, or an object .*got -1/],
     ["a fractional cost", { cost: 1.5 }, /^routes\.0\.cost: .*got 1\.5/],
     ["a cost above 1e9", { cost: 1e10 }, /^routes\.0\.cost: .*got 10000000000/],
+    ["maxReadBytes below 1 KiB", { cost: { responseJson: "usage.total_tokens", maxReadBytes: 100 } }, /^routes\.0\.cost\.maxReadBytes: must be an integer from 1024 to 1073741824, got 100/],
+    ["maxReadBytes as a string", { cost: { responseJson: "usage.total_tokens", maxReadBytes: "8MiB" } }, /^routes\.0\.cost\.maxReadBytes: must be an integer from 1024 to 1073741824, got "8MiB"/],
+    ["maxReadMs above 10 minutes", { cost: { responseJson: "usage.total_tokens", maxReadMs: 600_001 } }, /^routes\.0\.cost\.maxReadMs: must be an integer from 1000 to 600000, got 600001/],
+    ["maxReadMs fractional", { cost: { responseJson: "usage.total_tokens", maxReadMs: 1500.5 } }, /^routes\.0\.cost\.maxReadMs: .*got 1500\.5/],
+    ["maxReadBytes on a header cost", { cost: { responseHeader: "x-usage", maxReadBytes: 4096 } }, /^routes\.0\.cost\.maxReadBytes: is for a "responseJson" cost/],
     ["a cost as a string", { cost: "5" }, /^routes\.0\.cost: .*got "5"/],
     ["a cost naming no source", { cost: { max: 5 } }, /^routes\.0\.cost: must name exactly one of "requestHeader", "responseHeader" or "responseJson", got none/],
     ["a cost naming two sources", { cost: { requestHeader: "x-a", responseHeader: "x-b" } }, /^routes\.0\.cost: .*got requestHeader and responseHeader/],

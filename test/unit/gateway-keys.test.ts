@@ -69,17 +69,17 @@ describe("key sources", () => {
   const source = (text: string) => parseKeySource(text) as KeySource;
 
   it("aggregates IPv6 to the configured prefix (default /64), IPv4 exact", async () => {
-    expect(await keyOf(source("ip"), facts())).toEqual({ value: "2001:db8:1:2::/64", storeKey: "ip:2001:db8:1:2::/64" });
+    expect(await keyOf(source("ip"), facts())).toEqual({ value: "2001:db8:1:2::/64", source: "ip", storeKey: "ip:2001:db8:1:2::/64" });
     expect((await keyOf(source("ip/48"), facts()))?.value).toBe("2001:db8:1::/48");
     expect((await keyOf(source("ip/128"), facts()))?.value).toBe("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
     expect((await keyOf(source("ip/64"), facts({ clientIp: parseIp("192.0.2.1") })))?.value).toBe("192.0.2.1");
   });
 
   it("reads headers, query parameters, the path and constants", async () => {
-    expect(await keyOf(source("header:X-API-Key"), facts())).toEqual({ value: "abc", storeKey: "header:x-api-key:abc" });
-    expect(await keyOf(source("query:user"), facts())).toEqual({ value: "u7", storeKey: "query:user:u7" });
-    expect(await keyOf(source("path"), facts())).toEqual({ value: "/search", storeKey: "path:/search" });
-    expect(await keyOf(source("const:everyone"), facts())).toEqual({ value: "everyone", storeKey: "const:everyone" });
+    expect(await keyOf(source("header:X-API-Key"), facts())).toEqual({ value: "abc", source: "header:x-api-key", storeKey: "header:x-api-key:abc" });
+    expect(await keyOf(source("query:user"), facts())).toEqual({ value: "u7", source: "query:user", storeKey: "query:user:u7" });
+    expect(await keyOf(source("path"), facts())).toEqual({ value: "/search", source: "path", storeKey: "path:/search" });
+    expect(await keyOf(source("const:everyone"), facts())).toEqual({ value: "everyone", source: "const", storeKey: "const:everyone" });
   });
 
   it("reports a missing source instead of an empty key", async () => {

@@ -21,17 +21,17 @@ const facts = (more: Partial<RequestFacts> = {}): RequestFacts => ({
 
 describe("composite keys and new key sources", () => {
   it("reads host, method, cookie:NAME and cf:* (request.cf)", async () => {
-    expect(await keyOf(source("host"), facts())).toEqual({ value: "api.example.com", storeKey: "host:api.example.com" });
-    expect(await keyOf(source("method"), facts())).toEqual({ value: "POST", storeKey: "method:POST" });
+    expect(await keyOf(source("host"), facts())).toEqual({ value: "api.example.com", source: "host", storeKey: "host:api.example.com" });
+    expect(await keyOf(source("method"), facts())).toEqual({ value: "POST", source: "method", storeKey: "method:POST" });
     expect((await keyOf(source("cookie:sid"), facts()))?.value).toBe("s-1");
     expect(await keyOf(source("cookie:missing"), facts())).toBeUndefined();
-    expect(await keyOf(source("cf:asn"), facts({ cf: { asn: 64_500 } }))).toEqual({ value: "64500", storeKey: "cf:asn:64500" });
+    expect(await keyOf(source("cf:asn"), facts({ cf: { asn: 64_500 } }))).toEqual({ value: "64500", source: "cf:asn", storeKey: "cf:asn:64500" });
     expect(await keyOf(source("cf:colo"), facts())).toBeUndefined();
   });
 
   it("joins every part, and is missing when any part is; the 400 names the missing part", async () => {
     const composite = source(["header:x-api-key", "ip/56"]);
-    expect(await keyOf(composite, facts())).toEqual({ value: "acme|203.0.113.9", storeKey: "[header:x-api-key|ip]:acme|203.0.113.9" });
+    expect(await keyOf(composite, facts())).toEqual({ value: "acme|203.0.113.9", source: "[header:x-api-key|ip]", storeKey: "[header:x-api-key|ip]:acme|203.0.113.9" });
     const v6 = await keyOf(composite, facts({ clientIp: parseIp("2001:db8:1:2ff::1") }));
     expect(v6?.value).toBe("acme|2001:db8:1:200::/56");
     const noHeader = facts({ headers: new Headers() });
@@ -118,13 +118,36 @@ describe("Node gateway: runtime overrides and a global dryRun", () => {
     const put = await fetch(`${gateway.url}/v1/overrides`, {
       method: "PUT",
       headers: { authorization: "Bearer test-token", "content-type": "application/json" },
-      body: JSON.stringify({ policy: "per-user", key: `${user}|GET`, limit: 3 }),
+      body: JSON.stringify({ policy: "per-user", key: `${user}|GET`, source: ["header:x-user", "method"], limit: 3 }),
     });
     expect(put.status).toBe(200);
+    expect(await put.json()).toEqual({ policy: "per-user", key: `${user}|GET`, source: ["header:x-user", "method"], limit: 3 });
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await send(gateway, user)).status);
     expect(statuses).toEqual([200, 200, 200, 429]);
     expect((await send(gateway, `${user}-other`)).policy).toBe('"per-user";q=1;w=3600');
+  });
+
+  it("under a burst right after the PUT, a key admits exactly its override's limit, and a header spelling it borrows nothing", async () => {
+    const user = `u-${crypto.randomUUID()}`;
+    const put = await fetch(`${gateway.url}/v1/overrides`, {
+      method: "PUT",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ policy: "per-user", key: `${user}|GET`, source: ["header:x-user", "method"], limit: 5 }),
+    });
+    expect(put.status).toBe(200);
+    const burst = await Promise.all(Array.from({ length: 40 }, () => send(gateway, user)));
+    expect(burst.filter((answer) => answer.status === 200)).toHaveLength(5);
+    expect(burst.filter((answer) => answer.status === 429)).toHaveLength(35);
+    // The same value from a source the override does not name: the policy's own limit of 1.
+    const other = await fetch(`${gateway.url}/v1/overrides`, {
+      method: "PUT",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ policy: "per-user", key: `${user}-b|GET`, source: "header:x-user", limit: 5 }),
+    });
+    expect(other.status).toBe(200);
+    const borrowed = await Promise.all(Array.from({ length: 10 }, () => send(gateway, `${user}-b`)));
+    expect(borrowed.filter((answer) => answer.status === 200)).toHaveLength(1);
   });
 
   it("a top-level dryRun never blocks and says what would have happened", async () => {

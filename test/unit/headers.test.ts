@@ -102,11 +102,28 @@ describe("rateLimitHeaders", () => {
     expect(rateLimitHeaders(fresh, [policy])).not.toHaveProperty("Retry-After");
   });
 
-  it("quotes the quota as limit per period even when burst lets more through at once", () => {
+  it("states gcra's capacity, its burst, over the time it takes to refill: q agrees with the decision's limit and r", () => {
     const bursty = policyOf({ algorithm: "gcra", limit: 10, period: "1m", burst: 50 });
-    const headers = rateLimitHeaders(new Subject([bursty]).check(0), [bursty]);
-    expect(headers["RateLimit-Policy"]).toBe('"p";q=10;w=60');
+    const decision = new Subject([bursty]).check(0);
+    const headers = rateLimitHeaders(decision, [bursty]);
+    expect(decision.limit).toBe(50);
+    expect(headers["RateLimit-Policy"]).toBe('"p";q=50;w=300'); // 10/min, 50 at once: 50 per 5 min
     expect(headers.RateLimit).toBe('"p";r=49;t=6');
+    // The overrides page's example: 6000/min with burst 600 (the body's limit is 600, so is q).
+    const small = policyOf({ algorithm: "gcra", limit: 6000, period: "1m", burst: 600 });
+    expect(rateLimitHeaders(new Subject([small]).check(0), [small])["RateLimit-Policy"]).toBe('"p";q=600;w=6');
+    // A refill time of no whole milliseconds: the rate alone, exact.
+    const odd = policyOf({ algorithm: "gcra", limit: 7, period: "1s", burst: 3 });
+    expect(rateLimitHeaders(new Subject([odd]).check(0), [odd])["RateLimit-Policy"]).toBe('"p";q=7;w=1');
+  });
+
+  it("a token bucket smaller than its refill admits at most its burst a period", () => {
+    const bucket = policyOf({ algorithm: "token-bucket", limit: 6000, period: "1m", burst: 600 });
+    const decision = new Subject([bucket]).check(0);
+    expect(decision.limit).toBe(600);
+    expect(rateLimitHeaders(decision, [bucket])["RateLimit-Policy"]).toBe('"p";q=600;w=60');
+    const deep = policyOf({ algorithm: "token-bucket", limit: 10, period: "1m", burst: 50 });
+    expect(rateLimitHeaders(new Subject([deep]).check(0), [deep])["RateLimit-Policy"]).toBe('"p";q=10;w=60');
   });
 
   it("describes concurrency policies in concurrent requests", () => {

@@ -44,6 +44,7 @@ describe("rateLimit() (Hono): composite keys and overrides", () => {
     expect(build({ overrides: { key: "a", limit: 1 } })).toThrow(/^rateLimit: overrides must be an array/);
     expect(build({ overrides: [{ key: "a", limit: 0 }] })).toThrow(/^rateLimit: overrides\.0\.limit: /);
     expect(build({ overrides: [{ key: "a", burst: 3 }] })).toThrow(/^rateLimit: overrides\.0\.burst: /);
+    expect(build({ overrides: [{ key: "a", limit: 1, source: "ip" }] })).toThrow(/^rateLimit: overrides\.0\.source is for a gateway route's key source/);
     expect(build({ overrides: [{ key: "a", limit: 1, policy: "nope" }] })).toThrow(/^rateLimit: overrides\.0\.policy: no policy named "nope"/);
     const stack = [perMinute, { name: "per-hour", algorithm: "fixed-window", limit: 9, period: "1h" }];
     expect(build({ policies: stack, overrides: [{ key: "a", limit: 1 }] })).toThrow(/^rateLimit: overrides\.0\.policy is required/);

@@ -5,9 +5,9 @@ import { ValidationError } from "../../src/core/validation.js";
 import { createNodeGateway } from "../../src/node/gateway.js";
 import { Overrides, overridesFor } from "../../src/overrides/overrides.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { MAX_OVERRIDES_PER_POLICY, type Override, parseOverride } from "../../src/overrides/parse.js";
+import { MAX_OVERRIDES_PER_POLICY, fieldKey, overrideField, parseOverride } from "../../src/overrides/parse.js";
 import { OverrideIndex } from "../../src/overrides/resolver.js";
-import { MemoryOverrideTable, type OverrideTable, overridesPage } from "../../src/overrides/table.js";
+import { MemoryOverrideTable, type OverrideTable } from "../../src/overrides/table.js";
 
 const window = parsePolicy({ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }, "p");
 const gcra = parsePolicy({ name: "smooth", algorithm: "gcra", limit: 60, period: "1m", burst: 5 }, "p");
@@ -52,6 +52,64 @@ describe("override resolution", () => {
     expect(index.resolve(stack, "acme-1", NOW)).toBe(index.resolve(stack, "acme-2", NOW));
     expect(index.resolve([window], "acme-1", NOW)[0]).toBe(index.resolve([window], "acme-2", NOW)[0]);
     expect(index.resolve([conc], "acme-1", NOW)).toEqual([conc]);
+  });
+});
+
+describe("overrides scoped by key source", () => {
+  const index = new OverrideIndex([
+    { policy: "per-key", key: "127.0.0.1", source: "ip", limit: 1000 },
+    { policy: "per-key", key: "acme-*", source: "header:x-api-key", limit: 100 },
+    { policy: "per-key", key: "acme-1|127.0.0.1", source: "[header:x-api-key|ip]", limit: 7 },
+    { policy: "per-key", key: "given-*", limit: 5 },
+  ]);
+  const limitOf = (key: string, source?: string) => index.resolve([window], key, NOW, source)[0]!.limit;
+
+  it("a key sees only the overrides of the source it was read from", () => {
+    expect(limitOf("127.0.0.1", "ip")).toBe(1000);
+    expect(limitOf("127.0.0.1", "header:x-api-key")).toBe(10); // the same value from a header borrows nothing
+    expect(limitOf("127.0.0.1")).toBe(10); // nor does a key given to /v1/check
+    expect(limitOf("acme-2", "header:x-api-key")).toBe(100);
+    expect(limitOf("acme-2", "query:x-api-key")).toBe(10);
+    expect(limitOf("acme-1|127.0.0.1", "[header:x-api-key|ip]")).toBe(7);
+    expect(limitOf("given-1")).toBe(5);
+    expect(limitOf("given-1", "ip")).toBe(10);
+  });
+
+  it("names a source as a route writes its key: ip/N is ip, header names lower-cased, a composite is its parts", () => {
+    const sourceOf = (source: unknown) => parseOverride({ policy: "per-key", key: "k", limit: 1, source }, catalog, "overrides.0", NOW).source;
+    expect(sourceOf("ip/56")).toBe("ip");
+    expect(sourceOf("header:X-Api-Key")).toBe("header:x-api-key");
+    expect(sourceOf(["header:X-Api-Key", "ip/56"])).toBe("[header:x-api-key|ip]");
+    expect(sourceOf(["query:a|b", "path"])).toBe("[query:a\\|b|path]");
+    expect(() => sourceOf("ipv4")).toThrow(/^overrides\.0\.source: must be one of/);
+    expect(() => sourceOf([])).toThrow(/^overrides\.0\.source: /);
+  });
+
+  it("a config holds one override per (policy, source, key)", () => {
+    const policies = [{ name: "per-key", algorithm: "fixed-window", limit: 10, period: "1m" }];
+    expect(parseConfig({ policies, overrides: [{ policy: "per-key", key: "a", limit: 1 }, { policy: "per-key", key: "a", source: "ip", limit: 2 }] }).overrides).toHaveLength(2);
+    expect(() => parseConfig({ policies, overrides: [{ policy: "per-key", key: "a", source: "ip/56", limit: 1 }, { policy: "per-key", key: "a", source: "ip", limit: 2 }] })).toThrow(/^overrides\.1\.key: overrides "a" of "per-key" from "ip" twice/);
+  });
+
+  it("stores each (source, key) in its own field; a key without a source in its own name, as before sources", () => {
+    const cases = [{ key: "k" }, { key: "k", source: "ip" }, { key: "\u0000k" }, { key: '\u0000["ip","k"]' }, { key: "k", source: "[header:a|ip]" }];
+    const fields = cases.map((one) => overrideField(one));
+    expect(fields[0]).toBe("k");
+    expect(new Set(fields).size).toBe(cases.length);
+    cases.forEach((one, i) => expect(fieldKey(fields[i]!)).toEqual({ source: one.source, key: one.key }));
+  });
+
+  it("a runtime override laid over a config one, then deleted, gives the config's back", () => {
+    const layered = new OverrideIndex([{ policy: "per-key", key: "acme-*", limit: 100 }]);
+    layered.put({ policy: "per-key", key: "acme-*", limit: 200 });
+    layered.put({ policy: "per-key", key: "acme-eu-*", limit: 300 });
+    expect(layered.resolve([window], "acme-eu-1", NOW)[0]!.limit).toBe(300);
+    layered.remove("per-key", undefined, "acme-eu-*");
+    layered.remove("per-key", undefined, "acme-*");
+    expect(layered.resolve([window], "acme-eu-1", NOW)[0]!.limit).toBe(100);
+    layered.replace("per-key", [{ policy: "per-key", key: "x", limit: 1 }]);
+    expect(layered.resolve([window], "x", NOW)[0]!.limit).toBe(1);
+    expect(layered.resolve([window], "acme-1", NOW)[0]!.limit).toBe(100);
   });
 });
 
@@ -103,6 +161,31 @@ describe("SPILLWAY_DRY_RUN", () => {
   });
 });
 
+/** A table that does what `table` does, with some methods replaced (counting, failing, held reads). */
+function over(table: OverrideTable, replaced: Partial<OverrideTable> = {}): OverrideTable {
+  return {
+    versions: (names) => table.versions(names),
+    changes: (policy, since) => table.changes(policy, since),
+    page: (policy, cursor, count) => table.page(policy, cursor, count),
+    put: (override) => table.put(override),
+    delete: (policy, source, key) => table.delete(policy, source, key),
+    ...replaced,
+  };
+}
+
+describe("a config override whose expiresAt has passed", () => {
+  it("keeps the file valid (a restart or reload after the date still starts) and applies to nothing", async () => {
+    const policies = [{ name: "per-key", algorithm: "fixed-window", limit: 2, period: "1m" }];
+    const config = parseConfig({ policies, overrides: [{ policy: "per-key", key: "acme", limit: 100, expiresAt: "2020-01-01T00:00:00Z" }] });
+    expect(config.overrides[0]!.expiresAtMs).toBe(Date.parse("2020-01-01T00:00:00Z"));
+    const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, ttlMs: 1000 });
+    const [effective] = await overrides.resolve(config.policies, "acme");
+    expect(effective!.limit).toBe(2);
+    // A runtime override (PUT) in the past is still refused: it would be stored for nothing.
+    expect(() => parseOverride({ policy: "per-key", key: "acme", limit: 100, expiresAt: "2020-01-01T00:00:00Z" }, config.catalog, "", Date.now())).toThrow(/^expiresAt: must be in the future/);
+  });
+});
+
 describe("the overrides cache", () => {
   function cached(table: OverrideTable, clock: { ms: number }, logs: unknown[] = []) {
     return new Overrides({ catalog, table, ttlMs: 1000, clockMs: () => clock.ms, log: (entry) => logs.push(entry) });
@@ -112,7 +195,7 @@ describe("the overrides cache", () => {
   it("reads the table at most once per half TTL, waits only when older than the TTL", async () => {
     const table = new MemoryOverrideTable();
     let reads = 0;
-    const counting: OverrideTable = { ...table, versions: (names) => (reads++, table.versions(names)), load: (p) => table.load(p), put: (o) => table.put(o), delete: (p, k) => table.delete(p, k) };
+    const counting = over(table, { versions: (names) => (reads++, table.versions(names)) });
     const clock = { ms: 0 };
     const overrides = cached(counting, clock);
     expect(overrides.resolve([window], "k")).toBeInstanceOf(Promise); // nothing read yet: wait for it
@@ -120,13 +203,13 @@ describe("the overrides cache", () => {
     await table.put({ policy: "per-key", key: "k", limit: 3 });
     clock.ms = 400;
     expect(overrides.resolve([window], "k")).toEqual([window]); // fresh: no read, no promise
-    expect(reads).toBe(1);
+    const readsAtFirst = reads;
     clock.ms = 600; // past half: refreshed in the background, this request goes on with what is held
     expect(await overrides.resolve([window], "k")).toEqual([window]);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(await limitOf(overrides)).toBe(3);
-    expect(reads).toBe(2);
-    await table.delete("per-key", "k");
+    expect(reads).toBe(readsAtFirst + 1);
+    await table.delete("per-key", undefined, "k");
     clock.ms = 5000; // idle past the TTL: waited for
     expect(await limitOf(overrides)).toBe(10);
   });
@@ -137,7 +220,7 @@ describe("the overrides cache", () => {
     const clock = { ms: 0 };
     const logs: unknown[] = [];
     let down = false;
-    const flaky: OverrideTable = { versions: (names) => (down ? Promise.reject(new Error("store down")) : table.versions(names)), load: (p) => table.load(p), put: (o) => table.put(o), delete: (p, k) => table.delete(p, k) };
+    const flaky = over(table, { versions: (names) => (down ? Promise.reject(new Error("store down")) : table.versions(names)) });
     const overrides = cached(flaky, clock, logs);
     expect(await limitOf(overrides)).toBe(4);
     down = true;
@@ -149,16 +232,13 @@ describe("the overrides cache", () => {
   it("a read in flight when a change is made here does not hide it; a Worker's request waits on its own read", async () => {
     const table = new MemoryOverrideTable();
     let hold: (() => void) | undefined;
-    const held: OverrideTable = {
+    const held = over(table, {
       versions: async (names) => {
         const versions = await table.versions(names);
         if (hold === undefined) await new Promise<void>((resolve) => (hold = resolve));
         return versions;
       },
-      load: (p) => table.load(p),
-      put: (o) => table.put(o),
-      delete: (p, k) => table.delete(p, k),
-    };
+    });
     const clock = { ms: 0 };
     for (const shareReads of [true, false]) {
       hold = undefined;
@@ -174,7 +254,7 @@ describe("the overrides cache", () => {
       expect((await second)[0]!.limit).toBe(shareReads ? 6 : 7);
       await first; // the older read ends last and is dropped: the change stays applied
       expect(overrides.find("per-key", "k")?.limit).toBe(shareReads ? 6 : 7);
-      await table.delete("per-key", "k");
+      await table.delete("per-key", undefined, "k");
     }
   });
 
@@ -195,17 +275,41 @@ describe("the memory store's table", () => {
     await expect(table.put({ policy: "per-key", key: "one-more", limit: 1 })).rejects.toThrow(/already has 100000 overrides/);
     await table.put({ policy: "per-key", key: "k5", limit: 2 });
     await table.put({ policy: "smooth", key: "other-policy", limit: 2 });
-    expect((await table.load("per-key")).length).toBe(MAX_OVERRIDES_PER_POLICY);
+    let listed = 0;
+    let cursor: string | undefined;
+    do {
+      const page = await table.page("per-key", cursor, 1000);
+      listed += page.overrides.length;
+      cursor = page.cursor;
+    } while (cursor !== undefined);
+    expect(listed).toBe(MAX_OVERRIDES_PER_POLICY);
   });
 
-  it("pages 1,000 at a time in key order, without expired ones", () => {
-    const overrides: Override[] = Array.from({ length: 2500 }, (_, i) => ({ policy: "p", key: `k${String(i).padStart(5, "0")}`, limit: 1, ...(i === 3 ? { expiresAtMs: NOW - 1 } : {}) }));
-    const first = overridesPage(overrides.slice().reverse(), undefined, NOW);
-    expect(first.overrides.map((one) => one.key).slice(0, 4)).toEqual(["k00000", "k00001", "k00002", "k00004"]);
-    const second = overridesPage(overrides, first.cursor, NOW);
-    const third = overridesPage(overrides, second.cursor, NOW);
-    expect([first.overrides.length, second.overrides.length, third.overrides.length, third.cursor]).toEqual([1000, 1000, 499, undefined]);
-    expect(() => overridesPage(overrides, "%%", NOW)).toThrow(ValidationError);
+  it("pages in key order after a cursor", async () => {
+    const table = new MemoryOverrideTable();
+    for (let i = 2499; i >= 0; i--) await table.put({ policy: "p", key: `k${String(i).padStart(5, "0")}`, limit: 1 });
+    const first = await table.page("p", undefined, 1000);
+    expect(first.overrides.map((one) => one.key).slice(0, 3)).toEqual(["k00000", "k00001", "k00002"]);
+    const second = await table.page("p", first.cursor, 1000);
+    const third = await table.page("p", second.cursor, 1000);
+    expect([first.overrides.length, second.overrides.length, third.overrides.length, third.cursor]).toEqual([1000, 1000, 500, undefined]);
+    expect(second.overrides[0]!.key).toBe("k01000");
+  });
+
+  it("answers the changes after a version: each changed override once, as it is now", async () => {
+    const table = new MemoryOverrideTable();
+    await table.put({ policy: "p", key: "a", limit: 1 });
+    const [since] = await table.versions(["p"]);
+    await table.put({ policy: "p", key: "b", limit: 2 });
+    await table.put({ policy: "p", key: "b", limit: 3 });
+    await table.put({ policy: "p", key: "c", source: "ip", limit: 4 });
+    await table.delete("p", undefined, "a");
+    const changes = await table.changes("p", since!);
+    expect(changes!.version).toBe(since! + 4);
+    expect(changes!.put).toEqual([{ policy: "p", key: "c", source: "ip", limit: 4 }, { policy: "p", key: "b", limit: 3 }]);
+    expect(changes!.deleted).toEqual(["a"]);
+    expect(await table.changes("p", since! + 4)).toEqual({ version: since! + 4, put: [], deleted: [] });
+    expect(await table.changes("p", since! + 5)).toBeUndefined(); // ahead of the table: read it whole
   });
 });
 

@@ -15,7 +15,7 @@ export type OriginHandler = (request: Request) => Response | Promise<Response>;
  * test) reached through the gateway's fetchOrigin; with `realOrigin`, the config's origin itself,
  * through workerd's global fetch (the WebSocket cases' loopback origin).
  */
-export function gatewayApp(raw: Record<string, unknown>, { realOrigin = false } = {}) {
+export function gatewayApp(raw: Record<string, unknown>, { realOrigin = false, readOnCapMs }: { realOrigin?: boolean; readOnCapMs?: number } = {}) {
   const config = parseConfig(raw);
   const limiter = new DurableObjectStore(env.LIMITER);
   const logs: Record<string, unknown>[] = [];
@@ -26,6 +26,7 @@ export function gatewayApp(raw: Record<string, unknown>, { realOrigin = false } 
     limiter,
     clientIpOf: cloudflareClientIp,
     log,
+    readOnCapMs,
     fetchOrigin: realOrigin
       ? undefined
       : async ({ url, method, headers, body, signal }) => {

@@ -72,6 +72,9 @@ describe("runtime overrides on the Worker", () => {
       [{ policy: "ov-window", key: "k", limit: 3, period: "soon" }, 400, "period"],
       [{ policy: "ov-window", key: "k", limit: 3, expiresAt: "2001-01-01T00:00:00Z" }, 400, "expiresAt"],
       [{ policy: "ov-window", key: "k", limit: 3, algorithm: "gcra" }, 400, "algorithm"],
+      [{ policy: "ov-window", key: "k", limit: 3, expiresAt: 9007199254740991 }, 400, "expiresAt"],
+      [{ policy: "ov-window", key: "k", limit: 3, expiresAt: "2099-02-31" }, 400, "expiresAt"],
+      [{ policy: "ov-window", key: "k", limit: 3, source: "ipv4" }, 400, "source"],
       [{ policy: "nope", key: "k", limit: 3 }, 404, "policy"],
     ];
     for (const [body, status, field] of cases) {
@@ -80,6 +83,8 @@ describe("runtime overrides on the Worker", () => {
       expect(((await response.json()) as { field: string }).field).toBe(field);
     }
     expect((await call(worker, "GET", "/v1/overrides")).status).toBe(400);
+    const unknown = (await (await call(worker, "PUT", "/v1/overrides", { policy: "nope", key: "k", limit: 3 })).json()) as { detail: string };
+    expect(unknown.detail).toMatch(/\(it has "ov-window", "ov-gcra"/);
     expect((await worker.fetch(new Request("http://spillway.test/v1/overrides?policy=ov-window"), env as never, createExecutionContext())).status).toBe(401);
   });
 
@@ -96,8 +101,20 @@ describe("runtime overrides on the Worker", () => {
     expect(response.headers.get("ratelimit-policy")).toBe('"ov-window";q=9;w=3600');
   });
 
+  it("an override with a source applies only to keys read from that source; DELETE names the source", async () => {
+    const worker = createWorker(config);
+    const key = uniqueKey();
+    const put = await call(worker, "PUT", "/v1/overrides", { policy: "ov-window", key, source: ["header:X-User", "ip/48"], limit: 6 });
+    expect(await put.json()).toEqual({ policy: "ov-window", key, source: ["header:x-user", "ip"], limit: 6 });
+    expect(await policyOf(worker, key)).toBe('"ov-window";q=2;w=3600'); // /v1/check keys have no source
+    expect(await (await call(worker, "DELETE", "/v1/overrides", { policy: "ov-window", key })).json()).toEqual({ deleted: false });
+    expect(await (await call(worker, "DELETE", "/v1/overrides", { policy: "ov-window", key, source: ["header:x-user", "ip"] })).json()).toEqual({ deleted: true });
+  });
+
   it("over RPC: putOverride, listOverrides, deleteOverride, and errors that name the field", async () => {
     const key = uniqueKey();
+    expect(await exports.SpillwayRpc.putOverride({ policy: "demo", key, source: "ip", limit: 8 })).toEqual({ policy: "demo", key, source: "ip", limit: 8 });
+    expect(await exports.SpillwayRpc.deleteOverride({ policy: "demo", key, source: "ip" })).toEqual({ deleted: true });
     expect(await exports.SpillwayRpc.putOverride({ policy: "demo", key, limit: 7 })).toEqual({ policy: "demo", key, limit: 7 });
     const decision = await exports.SpillwayRpc.check({ key, policy: "demo" });
     expect(decision.limit).toBe(7);

@@ -1,36 +1,86 @@
 import type { RedisClient } from "./scripts.js";
 import { withTimeout } from "./errors.js";
-import { MAX_OVERRIDES_PER_POLICY, type Override } from "../../overrides/parse.js";
-import { type OverrideTable, tooManyOverrides } from "../../overrides/table.js";
+import { ValidationError } from "../../core/validation.js";
+import { MAX_OVERRIDES_PER_POLICY, type Override, decodeOverride, overrideField } from "../../overrides/parse.js";
+import { KEPT_CHANGES, MAX_CHANGES_PER_READ, type OverrideChanges, type OverridePage, type OverrideTable, tooManyOverrides } from "../../overrides/table.js";
 
 /**
- * Runtime overrides in Redis: one hash per policy, field = key, value = the override as JSON,
- * and a version counter beside it, both under the hash tag `{overrides:<policy>}` (one Cluster
- * slot per policy):
+ * Runtime overrides in Redis: one hash per policy, field = parse.ts overrideField (the key, for
+ * an override without a source), value = the override as JSON; a version counter and a change
+ * log beside it, all under the hash tag `{overrides:<policy>}` (one Cluster slot per policy):
  *
  *   <prefix>{overrides:<policy>}:~overrides   hash of the policy's overrides
  *   <prefix>{overrides:<policy>}:~version     incremented by every change
+ *   <prefix>{overrides:<policy>}:~changes     sorted set: each changed field, scored by the version of its last change
+ *   <prefix>{overrides:<policy>}:~log         hash: `logged` (the version of the last change logged),
+ *                                             `trimmed` (changes at or below it are no longer in ~changes)
+ *
+ * A reader that holds version v asks for the fields scored above v and reads just those
+ * (CHANGES): work in proportion to the change. The log keeps the latest KEPT_CHANGES fields;
+ * a reader further behind reads the hash whole (HSCAN pages). A change made without the log (a
+ * process of an older release, which knew only ~overrides and ~version) leaves `logged` behind
+ * `~version`: readers then read the table whole, and the next logged change marks everything
+ * before it as trimmed, so nothing is ever missed.
  *
  * `~` never starts a policy name, so these never meet a user key's state (keys.ts's layout).
  */
 
+/** Logs one change (KEYS 2 to 4: version, changes, log; `keep`: the most changes kept). Shared by PUT and DELETE. */
+const LOG_CHANGE = `
+local function logChange(field, keep)
+  local before = tonumber(redis.call("GET", KEYS[2]) or "0")
+  local logged = tonumber(redis.call("HGET", KEYS[4], "logged") or "0")
+  local version = redis.call("INCR", KEYS[2])
+  if logged ~= before then redis.call("HSET", KEYS[4], "trimmed", before) end
+  redis.call("ZADD", KEYS[3], version, field)
+  redis.call("HSET", KEYS[4], "logged", version)
+  local size = redis.call("ZCARD", KEYS[3])
+  if size > keep + keep / 4 then
+    local cut = size - keep
+    local last = redis.call("ZRANGE", KEYS[3], cut - 1, cut - 1, "WITHSCORES")
+    redis.call("ZREMRANGEBYRANK", KEYS[3], 0, cut - 1)
+    redis.call("HSET", KEYS[4], "trimmed", last[2])
+  end
+end`;
+
 /**
- * KEYS: the hash, the version. ARGV: field, value, the most fields allowed.
- * Adds or replaces one field unless that would pass the most; answers 1, or 0 when refused.
+ * KEYS: the hash, the version, the changes, the log. ARGV: field, value, the most fields
+ * allowed, the most changes kept. Adds or replaces one field unless that would pass the most;
+ * answers 1, or 0 when refused.
  */
-const PUT = `
+const PUT = `${LOG_CHANGE}
 if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 and redis.call("HLEN", KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
 redis.call("HSET", KEYS[1], ARGV[1], ARGV[2])
-redis.call("INCR", KEYS[2])
+logChange(ARGV[1], tonumber(ARGV[4]))
 return 1`;
 
-/** KEYS: the hash, the version. ARGV: field. Answers 1 when the field was there. */
-const DELETE = `
+/** KEYS: as PUT. ARGV: field, the most changes kept. Answers 1 when the field was there. */
+const DELETE = `${LOG_CHANGE}
 if redis.call("HDEL", KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call("INCR", KEYS[2])
+logChange(ARGV[1], tonumber(ARGV[2]))
 return 1`;
 
-/** Reading a whole table (up to 100,000 overrides) takes longer than a decision's 50 ms. */
+/**
+ * KEYS: as PUT. ARGV: the version the reader holds, the most changes answered.
+ * Answers { version, fields, values } (a value false: the field was deleted), or nil when the
+ * log cannot say what changed since (trimmed past it, a change it never saw, the table
+ * recreated below it, or more than the most): the reader reads the table whole.
+ */
+const CHANGES = `
+local version = tonumber(redis.call("GET", KEYS[2]) or "0")
+local since = tonumber(ARGV[1])
+if since > version then return nil end
+if since == version then return { version, {}, {} } end
+local logged = tonumber(redis.call("HGET", KEYS[4], "logged") or "0")
+local trimmed = tonumber(redis.call("HGET", KEYS[4], "trimmed") or "0")
+if logged ~= version or since < trimmed then return nil end
+local most = tonumber(ARGV[2])
+local fields = redis.call("ZRANGEBYSCORE", KEYS[3], "(" .. since, "+inf", "LIMIT", 0, most + 1)
+if #fields > most then return nil end
+if #fields == 0 then return nil end
+return { version, fields, redis.call("HMGET", KEYS[1], unpack(fields)) }`;
+
+/** A whole table read as HGETALL once took longer than a decision's 50 ms; a page or a change is short. */
 const TIMEOUT_MS = 2000;
 
 export class RedisOverrideTable implements OverrideTable {
@@ -42,36 +92,57 @@ export class RedisOverrideTable implements OverrideTable {
     this.#prefix = keyPrefix;
   }
 
-  #keys(policy: string): [string, string] {
+  /** The hash, the version, the changes, the log. */
+  #keys(policy: string): [string, string, string, string] {
     const base = `${this.#prefix}{overrides:${policy}}:`;
-    return [`${base}~overrides`, `${base}~version`];
+    return [`${base}~overrides`, `${base}~version`, `${base}~changes`, `${base}~log`];
   }
 
-  async versions(policies: readonly string[]): Promise<string[]> {
+  async versions(policies: readonly string[]): Promise<number[]> {
     // One GET per policy: each is in its own slot on a Cluster.
     const read = Promise.all(policies.map((policy) => this.#client.get(this.#keys(policy)[1])));
-    return (await withTimeout(read, TIMEOUT_MS, "overrides versions")).map((version) => version ?? "0");
+    return (await withTimeout(read, TIMEOUT_MS, "overrides versions")).map((version) => Number(version ?? 0));
   }
 
-  async load(policy: string): Promise<Override[]> {
+  async changes(policy: string, sinceVersion: number): Promise<OverrideChanges | undefined> {
+    const answer = (await withTimeout(this.#client.eval(CHANGES, 4, ...this.#keys(policy), sinceVersion, MAX_CHANGES_PER_READ), TIMEOUT_MS, "overrides changes")) as [number, string[], (string | null)[]] | null;
+    if (!answer) return undefined;
+    const [version, fields, values] = answer;
+    const put: Override[] = [];
+    const deleted: string[] = [];
+    fields.forEach((field, i) => {
+      const override = values[i] === null ? undefined : decodeOverride(values[i]!);
+      if (override) put.push(override);
+      else deleted.push(field);
+    });
+    return { version: Number(version), put, deleted };
+  }
+
+  /** HSCAN pages: each one short, whatever the table's size; the cursor is Redis's. */
+  async page(policy: string, cursor: string | undefined, count: number): Promise<OverridePage> {
+    if (cursor !== undefined && !/^\d{1,20}$/.test(cursor)) throw new ValidationError("cursor", "must be the cursor of a previous page, as it was answered");
     const [table] = this.#keys(policy);
-    const fields = await withTimeout(this.#client.hgetall(table), TIMEOUT_MS, "overrides load");
+    const [next, flat] = await withTimeout(this.#client.hscan(table, cursor ?? "0", "COUNT", count), TIMEOUT_MS, "overrides page");
     const nowMs = Date.now();
-    const overrides = Object.values(fields).map((text) => JSON.parse(text) as Override);
+    const overrides: Override[] = [];
+    const expired: string[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const override = decodeOverride(flat[i + 1]!);
+      if (!override) continue;
+      overrides.push(override);
+      if (override.expiresAtMs !== undefined && override.expiresAtMs <= nowMs) expired.push(flat[i]!);
+    }
     // Expired overrides apply nowhere: drop them, so they do not count towards the most a policy holds.
-    const expired = overrides.filter((one) => one.expiresAtMs !== undefined && one.expiresAtMs <= nowMs).map((one) => one.key);
     if (expired.length > 0) this.#client.hdel(table, ...expired).catch(() => {});
-    return overrides;
+    return next === "0" ? { overrides } : { overrides, cursor: next };
   }
 
   async put(override: Override): Promise<void> {
-    const [table, version] = this.#keys(override.policy);
-    const added = await withTimeout(this.#client.eval(PUT, 2, table, version, override.key, JSON.stringify(override), MAX_OVERRIDES_PER_POLICY), TIMEOUT_MS, "overrides put");
+    const added = await withTimeout(this.#client.eval(PUT, 4, ...this.#keys(override.policy), overrideField(override), JSON.stringify(override), MAX_OVERRIDES_PER_POLICY, KEPT_CHANGES), TIMEOUT_MS, "overrides put");
     if (added === 0) throw tooManyOverrides(override.policy);
   }
 
-  async delete(policy: string, key: string): Promise<boolean> {
-    const [table, version] = this.#keys(policy);
-    return (await withTimeout(this.#client.eval(DELETE, 2, table, version, key), TIMEOUT_MS, "overrides delete")) === 1;
+  async delete(policy: string, source: string | undefined, key: string): Promise<boolean> {
+    return (await withTimeout(this.#client.eval(DELETE, 4, ...this.#keys(policy), overrideField({ source, key }), KEPT_CHANGES), TIMEOUT_MS, "overrides delete")) === 1;
   }
 }

@@ -1,10 +1,13 @@
 /**
  * Redis Sentinel: a master with replicas, whose address the sentinels give and change on a
- * failover. ioredis follows it (it asks a sentinel for the master on every connect, checks
- * the role it finds, and with `failoverDetector` drops the connection on +switch-master);
- * what this file adds is the checking of the options and messages that say which sentinel
- * said what, where ioredis says "All sentinels are unreachable" even when every sentinel
- * answered but knows no master of that name.
+ * failover. ioredis follows it: it asks a sentinel for the master on every connect and checks
+ * that what answers is a master. A dead master drops the connection; a demoted one has its
+ * clients killed by Sentinel (CLIENT KILL after the switch), so the reconnect finds the new one
+ * without ioredis's failoverDetector (whose extra sentinel connections have no error listener:
+ * a sentinel going down would print "Unhandled error event"). What this file adds is the
+ * checking of the options and messages that say which sentinel said what, where ioredis says
+ * "All sentinels are unreachable" even when every sentinel answered but knows no master of
+ * that name.
  */
 import type { ConnectionOptions } from "node:tls";
 import { Redis, type RedisOptions } from "ioredis";
@@ -106,7 +109,8 @@ export function sentinelTarget(options: SentinelStoreOptions): string {
 /** What went wrong reaching a Sentinel master, and which option to blame (`name`: no retry will fix it). */
 export interface SentinelTrouble {
   message: string;
-  field?: "name";
+  /** What to fix: the master's name, or the sentinel list (none answered, or each refused the credentials). */
+  field?: "name" | "sentinels";
 }
 
 /**
@@ -153,7 +157,7 @@ export class SentinelErrors {
       return { field: "name", message: `cannot find Redis ${target}: ${answers.join("; ")} (check the master name: it is NAME in sentinel.conf's "sentinel monitor NAME host port quorum"; SENTINEL MASTERS lists them)` };
     }
     const said = answers.length > 0 ? answers.join("; ") : error.message.replace(/ Retrying from scratch after \d+ms\./, "");
-    return { message: `cannot reach any sentinel of Redis ${target}: ${said} (${hintFor(said)})` };
+    return { field: "sentinels", message: `cannot reach any sentinel of Redis ${target}: ${said} (${hintFor(said)})` };
   }
 }
 

@@ -88,7 +88,7 @@ export class RedisStore implements Limiter {
   private readonly target: string | undefined;
   #connectionError: string | undefined;
   /** The option that the last connection error blames, when retrying cannot fix it ("name": no such Sentinel master). */
-  #connectionErrorField: "name" | undefined;
+  #connectionErrorField: "name" | "sentinels" | undefined;
   /** This store's listeners on its client, shared with other stores on it (client-events.ts). */
   private readonly subscriptions = new Subscriptions();
 
@@ -153,7 +153,7 @@ export class RedisStore implements Limiter {
    * The option the last connection error blames when no retry can fix it: `"name"` when
    * every sentinel that answered knows no master of that name. Undefined otherwise.
    */
-  get connectionErrorField(): "name" | undefined {
+  get connectionErrorField(): "name" | "sentinels" | undefined {
     return this.#connectionErrorField;
   }
 

@@ -1,0 +1,104 @@
+/**
+ * Key sources (docs/gateway.md, docs/overrides.md): where a gateway route's rate-limit key
+ * comes from, as the config writes it (`"ip"`, `"header:x-api-key"`, an array for a composite
+ * key), and the source's name: the namespace its keys are counted under and the `source` an
+ * override names (`"ip"`, `"header:x-api-key"`, `["header:x-api-key", "ip"]`).
+ * Here, below the gateway, because config overrides and the store's override tables name
+ * sources too.
+ */
+import { joinKeyParts } from "./key-parts.js";
+
+/** Where a route's rate-limit key comes from (docs/gateway.md, docs/overrides.md). */
+export type KeySource =
+  | { kind: "ip"; /** IPv6 addresses are aggregated to this prefix (IPv4 is always exact). */ ipv6PrefixBits: number }
+  | { kind: "header"; name: string }
+  | { kind: "query"; name: string }
+  | { kind: "cookie"; name: string }
+  | { kind: "path" }
+  | { kind: "host" }
+  | { kind: "method" }
+  | { kind: "cf"; field: CfField }
+  | { kind: "const"; value: string }
+  /** Every part must be present; their values are joined by joinKeyParts. */
+  | { kind: "composite"; parts: KeySource[] };
+
+/** What `cf:` keys read of a Worker's `request.cf`. */
+export const CF_FIELDS = ["country", "asn", "colo"] as const;
+export type CfField = (typeof CF_FIELDS)[number];
+
+/**
+ * One IPv6 client usually holds a whole /64 and can pick any address in it, so `ip` counts
+ * a /64 as one client unless the config says `ip/128`.
+ */
+export const DEFAULT_IPV6_PREFIX_BITS = 64;
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+export const KEY_SOURCE_FORMS =
+  '"ip", "ip/N" (IPv6 prefix, N from 1 to 128), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" or "const:VALUE"';
+
+/** Parses a key source, or a list of them (a composite key); returns an error sentence (for the config validator) or the source. */
+export function parseKeySource(text: string | readonly string[]): KeySource | string {
+  if (typeof text !== "string") {
+    const parts: KeySource[] = [];
+    for (const [i, part] of text.entries()) {
+      const parsed = parseKeySource(part);
+      if (typeof parsed === "string") return `part ${i}: ${parsed}`;
+      if (parsed.kind === "const") return `part ${i}: a constant adds nothing to a composite key, got ${JSON.stringify(part)}`;
+      parts.push(parsed);
+    }
+    if (new Set(text).size !== text.length) return `names one key source twice, got ${JSON.stringify(text)}`;
+    return parts.length === 1 ? parts[0]! : { kind: "composite", parts };
+  }
+  const wrong = `must be one of ${KEY_SOURCE_FORMS}, got ${JSON.stringify(text)}`;
+  if (text === "ip") return { kind: "ip", ipv6PrefixBits: DEFAULT_IPV6_PREFIX_BITS };
+  if (text === "path" || text === "host" || text === "method") return { kind: text };
+  const prefix = /^ip\/(\d{1,3})$/.exec(text);
+  if (prefix) {
+    const bits = Number(prefix[1]);
+    return bits >= 1 && bits <= 128 ? { kind: "ip", ipv6PrefixBits: bits } : `has an IPv6 prefix outside 1 to 128, got ${JSON.stringify(text)}`;
+  }
+  const colon = text.indexOf(":");
+  if (colon < 0) return wrong;
+  const kind = text.slice(0, colon);
+  const rest = text.slice(colon + 1);
+  if (kind === "const") {
+    return rest.length > 0 && rest.length <= 256 ? { kind: "const", value: rest } : `needs a constant of 1 to 256 characters after "const:", got ${JSON.stringify(text)}`;
+  }
+  if (kind === "cf") {
+    return (CF_FIELDS as readonly string[]).includes(rest) ? { kind: "cf", field: rest as CfField } : `reads ${CF_FIELDS.map((field) => `"cf:${field}"`).join(", ")} of request.cf, got ${JSON.stringify(text)}`;
+  }
+  if (kind === "header") return TOKEN.test(rest) ? { kind, name: rest.toLowerCase() } : `needs a header name after "header:", got ${JSON.stringify(text)}`;
+  if (kind === "cookie") return TOKEN.test(rest) ? { kind, name: rest } : `needs a cookie name after "cookie:", got ${JSON.stringify(text)}`;
+  if (kind === "query") return rest.length > 0 ? { kind, name: rest } : `needs a parameter name after "query:", got ${JSON.stringify(text)}`;
+  return wrong;
+}
+
+
+/**
+ * A source's name: the namespace its keys are counted under (`ip:203.0.113.9`,
+ * `header:x-api-key:acme-1`) and the `source` of the overrides that apply to them. Every
+ * `ip/N` is `ip` (the value carries the prefix: `2001:db8:1:200::/56`); a header's name is
+ * lower-cased; `const:VALUE` is `const` (the value is the key); a composite's name is its
+ * parts' names joined as key parts are, in brackets (`[header:x-api-key|ip]`): "[" starts
+ * no single source's name.
+ *
+ * @example sourceName(parseKeySource(["header:X-Api-Key", "ip/56"]) as KeySource) // "[header:x-api-key|ip]"
+ */
+export function sourceName(source: KeySource): string {
+  switch (source.kind) {
+    case "ip":
+    case "path":
+    case "host":
+    case "method":
+    case "const":
+      return source.kind;
+    case "header":
+    case "query":
+    case "cookie":
+      return `${source.kind}:${source.name}`;
+    case "cf":
+      return `cf:${source.field}`;
+    case "composite":
+      return `[${joinKeyParts(source.parts.map(sourceName))}]`;
+  }
+}
