@@ -31,6 +31,6 @@ export const GATEWAY_CONFIG = {
     { match: { path: "/llm/header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens" } },
     { match: { path: "/plan/*" }, key: "header:x-api-key", policies: ["plan"] },
   ],
-  overrides: [{ policy: "plan", key: "acme-*", limit: 1000 }],
+  overrides: [{ policy: "plan", source: "header:x-api-key", key: "acme-*", limit: 1000 }],
   overridesTtl: "10s",
 };

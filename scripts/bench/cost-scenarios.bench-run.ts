@@ -235,8 +235,12 @@ gatewayScenario("a costed route (cost from a response header): 100 requests", as
 gatewayScenario("overrides in use (a config override and a runtime one): 100 requests", async (request) => {
   // The runtime override is set once, out of the count (an admin call), then read once per TTL.
   const key = `acme-${id()}`;
-  await request("/v1/overrides", { authorization: "Bearer bench-token", "content-type": "application/json" }, { method: "PUT", body: JSON.stringify({ policy: "plan", key, limit: 2000 }) });
-  for (let i = 0; i < 100; i++) await request("/plan/a", { "x-api-key": i % 2 === 0 ? key : `${key}-2` });
+  const put = await request("/v1/overrides", { authorization: "Bearer bench-token", "content-type": "application/json" }, { method: "PUT", body: JSON.stringify({ policy: "plan", source: "header:x-api-key", key, limit: 2000 }) });
+  if (put.status !== 200) throw new Error(`PUT /v1/overrides answered ${put.status}`);
+  let admitted = 0;
+  for (let i = 0; i < 100; i++) if ((await request("/plan/a", { "x-api-key": i % 2 === 0 ? key : `${key}-2` })).status === 200) admitted++;
+  // The plan's own limit is 10 a second: every request admitted says both overrides applied.
+  if (admitted !== 100) throw new Error(`overrides did not apply: ${admitted} of 100 admitted`);
   return 100;
 });
 
