@@ -23,7 +23,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts", "test/conformance/durable-object.test.ts"],
-          globalSetup: ["test/worker/ws-origin-setup.ts"],
+          globalSetup: ["test/worker/ws-origin-setup.ts", "test/worker/webhook-setup.ts"],
           testTimeout: 30_000,
         },
       },

@@ -1,3 +1,4 @@
+import { notifySchema } from "./notify/config.js";
 import * as z from "zod/mini";
 import { integerIn } from "./core/validation.js";
 import { durationSchema } from "./core/policy.js";
@@ -108,6 +109,8 @@ export const configFileSchema = z.strictObject(
     dryRun: z._default(z.boolean(rule("must be true or false")), false),
     // The Worker only: where its Durable Objects live (src/worker/placement.ts).
     durableObjects: z._default(durableObjectsSchema, {}),
+    // Near-limit and exhausted webhooks (src/notify/): the URL is checked by parseNotify.
+    notify: z.optional(notifySchema),
   },
   rule("must be a JSON object"),
 );
@@ -115,4 +118,4 @@ export const configFileSchema = z.strictObject(
 /** The config file's fields, parsed: the gateway part is read from here. */
 export type ConfigFile = z.infer<typeof configFileSchema>;
 /** The gateway fields of a config file, when it sets `origin`. */
-export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "durableObjects"> & { origin: string };
+export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "notify" | "durableObjects"> & { origin: string };

@@ -3,6 +3,7 @@ import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
 import { type Override, parseOverrideList } from "./overrides/parse.js";
+import { type NotifyConfig, parseNotify } from "./notify/config.js";
 import { findDuplicateKey } from "./core/json-duplicates.js";
 
 /**
@@ -24,6 +25,8 @@ export interface SpillwayConfig {
   dryRun: boolean;
   /** The Worker only: the location hint and jurisdiction of every Durable Object it opens ({}: Cloudflare's choice). */
   durableObjects: DurableObjectPlacement;
+  /** Webhooks for `warning` (past a policy's warnAt) and `exhausted` (its first denial), once per window. */
+  notify?: NotifyConfig;
 }
 
 /**
@@ -38,7 +41,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");
-  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, durableObjects, ...gatewayFields } = file;
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, notify, durableObjects, ...gatewayFields } = file;
   if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
   const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   return {
@@ -50,6 +53,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
     overridesTtlMs: overridesTtl,
     dryRun,
     durableObjects,
+    ...(notify ? { notify: parseNotify(notify) } : {}),
   };
 }
 

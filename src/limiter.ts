@@ -1,4 +1,4 @@
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 
 export interface StoreHealth {
   ok: boolean;
@@ -48,7 +48,20 @@ export interface Limiter {
   release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult>;
   /** Moves a held lease's expiry to now + leaseMs (default: the policy's lease). */
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult>;
+  /**
+   * Raises (`add`) or sets (`set`) the balance of a `credits` policy for the key, atomically,
+   * and answers it as a decision would report `remaining` (never below 0). A policy that is
+   * not credits, or a change that is not an integer 0 … 1e9, is a ValidationError naming the field.
+   */
+  credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult>;
   health(): Promise<StoreHealth>;
+  /**
+   * Claims a notice (config `notify`: a webhook event for the key, such as `warning:monthly`)
+   * for ttlMs: true for the one caller that gets it, false while it is held; ttlMs 0 lets it
+   * go. A store that processes or isolates share answers for all of them, so they send a notice
+   * once between them. Absent: each process claims for itself.
+   */
+  claimNotice?(key: string, notice: string, ttlMs: number): Promise<boolean>;
   close?(): Promise<void>;
   /**
    * Leases held and callers waiting, per concurrency policy, where the store can tell without
@@ -170,6 +183,7 @@ export class ForwardingLimiter implements Limiter {
   readonly leaseCounts?: () => Map<string, LeaseCount>;
   readonly storeResets?: () => number;
   readonly callCounts?: () => CallCounts;
+  readonly claimNotice?: (key: string, notice: string, ttlMs: number) => Promise<boolean>;
 
   constructor(store: Limiter) {
     this.store = store;
@@ -177,6 +191,7 @@ export class ForwardingLimiter implements Limiter {
     if (store.leaseCounts) this.leaseCounts = () => store.leaseCounts!();
     if (store.storeResets) this.storeResets = () => store.storeResets!();
     if (store.callCounts) this.callCounts = () => store.callCounts!();
+    if (store.claimNotice) this.claimNotice = (key, notice, ttlMs) => store.claimNotice!(key, notice, ttlMs);
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
@@ -205,6 +220,10 @@ export class ForwardingLimiter implements Limiter {
 
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     return this.store.extend(key, policies, leaseId, leaseMs);
+  }
+
+  credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    return this.store.credits(key, policy, change);
   }
 
   health(): Promise<StoreHealth> {

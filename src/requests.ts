@@ -1,7 +1,9 @@
 import * as z from "zod/mini";
 import { assertDebitable } from "./core/debit.js";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
-import type { CheckMode, Policy } from "./core/types.js";
+import type { CheckMode, CreditsChange, Policy } from "./core/types.js";
+import { MAX_CREDITS_CHANGE } from "./core/credits.js";
+import { parseKeySource, sourceName, sourceStoreKey } from "./overrides/key-source.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "./wire.js";
 
@@ -38,6 +40,13 @@ const acquireBody = z.strictObject({
 });
 const releaseBody = z.strictObject({ key, policy: z.unknown(), leaseId });
 const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)) });
+const creditsBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  add: z.optional(integerIn(0, MAX_CREDITS_CHANGE)),
+  set: z.optional(integerIn(0, MAX_CREDITS_CHANGE)),
+  source: z.optional(z.union([z.string(), z.array(z.string())], { error: 'must be a route\'s key source like "header:x-api-key", or an array of them for a composite key' })),
+});
 
 export interface CheckRequest {
   key: string;
@@ -60,6 +69,18 @@ export interface ReleaseRequest extends KeyRequest {
 }
 export interface ExtendRequest extends ReleaseRequest {
   leaseMs?: number;
+}
+export interface CreditsRequest {
+  key: string;
+  /** One credits policy (a balance is one policy's, never a stack's). */
+  policy: Policy;
+  change: CreditsChange;
+  /**
+   * The name of the gateway key source the key is a value of (`header:x-api-key`), when the
+   * body names one: the balance is then the one that source's routes spend, stored under
+   * `<source>:<key>`, and the overrides of that source apply (docs/overrides.md).
+   */
+  source?: string;
 }
 
 function object(body: unknown): Record<string, unknown> {
@@ -106,4 +127,31 @@ export function parseRelease(body: unknown, catalog: PolicyCatalog): ReleaseRequ
 export function parseExtend(body: unknown, catalog: PolicyCatalog): ExtendRequest {
   const parsed = parseWith(extendBody, object(body), "");
   return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), leaseId: parsed.leaseId, leaseMs: parsed.leaseMs };
+}
+
+/**
+ * Body of POST /v1/credits (and the RPC `credits`): `{ key, policy, add | set }`, one policy
+ * (a name or an inline policy) that is `credits`; `add` and `set` are integers 0 … 1e9, exactly
+ * one of them. Each refusal names its field.
+ */
+export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequest {
+  const parsed = parseWith(creditsBody, object(body), "");
+  const raw = object(body);
+  if (Array.isArray(raw.policy)) throw new ValidationError("policy", "must be one credits policy (a name or a policy object), not a stack");
+  const [policy] = requirePolicy(raw, catalog);
+  if (policy!.algorithm !== "credits") throw new ValidationError("policy", `"${policy!.name}" is ${policy!.algorithm}; /v1/credits changes the balance of a credits policy`);
+  if (parsed.add === undefined && parsed.set === undefined) throw new ValidationError("add", "is required (or set): the amount to add to the balance, or set it to");
+  if (parsed.add !== undefined && parsed.set !== undefined) throw new ValidationError("set", "give add or set, not both");
+  const request: CreditsRequest = { key: parsed.key, policy: policy!, change: parsed.add !== undefined ? { add: parsed.add } : { set: parsed.set! } };
+  if (parsed.source !== undefined) {
+    const source = parseKeySource(parsed.source);
+    if (typeof source === "string") throw new ValidationError("source", source);
+    request.source = sourceName(source);
+  }
+  return request;
+}
+
+/** The store key of a credits request: the key itself, or, with a source, the key that source's gateway routes count it under. */
+export function creditsStoreKey(request: CreditsRequest): string | Promise<string> {
+  return request.source === undefined ? request.key : sourceStoreKey(request.source, request.key);
 }

@@ -2,7 +2,7 @@ import type { SpillwayConfig } from "./config.js";
 import { stackLeaseMs } from "./core/concurrency.js";
 import type { AcquireResult, CheckMode, Decision, ExtendResult, Policy, ReleaseResult } from "./core/types.js";
 import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.js";
-import { type CheckRequest, parseAcquire, parseCheck, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
+import { type CheckRequest, creditsStoreKey, parseAcquire, parseCheck, parseCredits, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 import { type Overrides, overridesFor } from "./overrides/overrides.js";
 import { OverrideAdmin } from "./overrides/admin.js";
 
@@ -98,6 +98,18 @@ export class SpillwayService {
   async release(body: unknown): Promise<ReleaseResult> {
     const request = parseRelease(body, this.config.catalog);
     return this.limiter.release(request.key, await this.#resolve(request.policies, request.key), request.leaseId);
+  }
+
+  /**
+   * POST /v1/credits: raises (`add`) or sets (`set`) a key's balance of a credits policy, with
+   * the key's override of its `limit` applied (a balance never seen starts there). No failMode:
+   * a change that cannot reach the store is an error, never a guess.
+   */
+  async credits(body: unknown): Promise<{ key: string; policy: string; remaining: number }> {
+    const request = parseCredits(body, this.config.catalog);
+    const [policy] = this.#resolver ? await this.#resolver.resolve([request.policy], request.key, undefined, request.source) : [request.policy];
+    const { remaining } = await this.limiter.credits(await creditsStoreKey(request), policy!, request.change);
+    return { key: request.key, policy: policy!.name, remaining };
   }
 
   async extend(body: unknown): Promise<ExtendResult> {

@@ -3,7 +3,8 @@
 // the long way through check.lua (the decision made in full in Lua, as before stack.lua), one
 // limit alone (single.lua), and two outside anchors: the commands envoyproxy/ratelimit sends
 // for two descriptors (INCRBY + EXPIRE each, pipelined: two counters, not all-or-nothing) and
-// rate-limiter-flexible with two limiters (two scripts). Two fixed windows (1 s and 1 min,
+// rate-limiter-flexible with two limiters (two scripts); and a calendar window and a credits
+// balance alone (the long way through single.lua). Two fixed windows (1 s and 1 min,
 // limits no call reaches), 10,000 keys round robin, 16 callers in a closed loop, each
 // contender on its own connection to a fresh redis-server; the contenders take turns so a
 // shared machine's drift falls on all alike. Figures: BENCHMARKS.md, "Redis stacks".
@@ -24,6 +25,10 @@ const WARM_UP_MS = 1000;
 const perSecond = parsePolicy({ name: "second", algorithm: "fixed-window", limit: 1_000_000_000, period: "1s" }, "policy");
 const perMinute = parsePolicy({ name: "minute", algorithm: "fixed-window", limit: 1_000_000_000, period: "1m" }, "policy");
 const STACK = [perSecond, perMinute];
+// A calendar window and a balance, each alone: the long way in single.lua (no fused step), a
+// policy argument that carries the calendar's boundaries. Limits no call reaches.
+const monthly = parsePolicy({ name: "monthly", algorithm: "fixed-window", limit: 1_000_000_000, calendar: "month", timezone: "Europe/Paris" }, "policy");
+const prepaid = parsePolicy({ name: "prepaid", algorithm: "credits", limit: 1_000_000_000, refill: { calendar: "month", timezone: "Europe/Paris" } }, "policy");
 const REJECT = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 const RESERVE_NO_WAIT = { cost: 1, mode: "reserve" as const, maxWaitMs: 0 };
 
@@ -34,11 +39,14 @@ interface Contender {
 }
 
 async function contenders(url: string): Promise<Contender[]> {
-  const store = (prefix: string) => new RedisStore({ url, keyPrefix: prefix });
+  // A generous timeout: a busy machine must slow the run down, not end it.
+  const store = (prefix: string) => new RedisStore({ url, keyPrefix: prefix, timeoutMs: 2000 });
   const stacked = store("bench-stack:");
   const single = store("bench-single:");
   const longWay = store("bench-check:");
-  for (const one of [stacked, single, longWay]) await one.ready(5000);
+  const calendar = store("bench-calendar:");
+  const credits = store("bench-credits:");
+  for (const one of [stacked, single, longWay, calendar, credits]) await one.ready(5000);
   const reference = new Redis(url, REDIS_CLIENT_OPTIONS);
   const rlfClient = new Redis(url, REDIS_CLIENT_OPTIONS);
   const rlf = [
@@ -52,6 +60,8 @@ async function contenders(url: string): Promise<Contender[]> {
     // as every stack was decided before stack.lua.
     { label: "the same two, decided in full in Lua (check.lua, as before)", decide: (key) => longWay.check(key, STACK, RESERVE_NO_WAIT), close: () => longWay.close() },
     { label: "Spillway, one fixed window (single.lua)", decide: (key) => single.check(key, [perSecond], REJECT), close: () => single.close() },
+    { label: "Spillway, one calendar month in Europe/Paris (single.lua, the long way)", decide: (key) => calendar.check(key, [monthly], REJECT), close: () => calendar.close() },
+    { label: "Spillway, one credits balance with a monthly refill (single.lua, the long way)", decide: (key) => credits.check(key, [prepaid], REJECT), close: () => credits.close() },
     {
       label: "envoyproxy/ratelimit's commands: INCRBY + EXPIRE per descriptor, pipelined",
       decide: (key) => reference.pipeline().incrby(`bench-ref:${key}:second`, 1).expire(`bench-ref:${key}:second`, 1).incrby(`bench-ref:${key}:minute`, 1).expire(`bench-ref:${key}:minute`, 60).exec(),

@@ -1,5 +1,5 @@
 import { describeValue } from "../core/validation.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
 import { OverloadedError, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { OVERLOADED_PREFIX, OVERLOADED_TYPE, STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
 import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
@@ -108,6 +108,9 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
       const body = { key, policy: policyToWire(policy), leaseId, ...(leaseMs === undefined ? {} : { leaseMs }) };
       return asShape<ExtendResult>(await call("POST", "v1/extend", body, [200]), "extended");
     },
+    async credits(key, policy, change) {
+      return creditsResult(await call("POST", "v1/credits", { key, policy: policyToWire(policy), ...creditsBody(change) }, [200]));
+    },
     async health(): Promise<StoreHealth> {
       try {
         const answer = (await call("GET", "healthz", undefined, [200])) as Partial<StoreHealth> | undefined;
@@ -127,6 +130,19 @@ export interface SpillwayBinding {
   acquire(request: { key: string; policy: WirePolicy; maxWaitMs?: number; leaseMs?: number }): Promise<AcquireResult>;
   release(request: { key: string; policy: WirePolicy; leaseId: string }): Promise<ReleaseResult>;
   extend(request: { key: string; policy: WirePolicy; leaseId: string; leaseMs?: number }): Promise<ExtendResult>;
+  /** Absent on a Spillway older than credits. */
+  credits?(request: { key: string; policy: WirePolicy; add?: number; set?: number }): Promise<{ key: string; policy: string; remaining: number }>;
+}
+
+/** A credits change as the wire carries it: `{ add }` or `{ set }`, nothing else. */
+function creditsBody(change: CreditsChange): { add: number } | { set: number } {
+  return "add" in change ? { add: change.add } : { set: change.set };
+}
+
+function creditsResult(answer: unknown): CreditsResult {
+  const remaining = (answer as Partial<CreditsResult> | null)?.remaining;
+  if (typeof remaining !== "number") throw new LimiterUnavailableError(`limiter sent an answer without "remaining": ${describeValue(answer)}`);
+  return { remaining };
 }
 
 /**
@@ -162,6 +178,11 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
     release: (key, policy, leaseId) => rpc(async () => asShape<ReleaseResult>(await binding.release({ key, policy: policyToWire(policy), leaseId }), "released")),
     extend: (key, policy, leaseId, leaseMs) =>
       rpc(async () => asShape<ExtendResult>(await binding.extend({ key, policy: policyToWire(policy), leaseId, ...(leaseMs === undefined ? {} : { leaseMs }) }), "extended")),
+    credits: (key, policy, change) =>
+      rpc(async () => {
+        if (typeof binding.credits !== "function") throw new TypeError("binding: this Spillway has no credits method (deploy a version with credits)");
+        return creditsResult(await binding.credits({ key, policy: policyToWire(policy), ...creditsBody(change) }));
+      }),
     async health() {
       try {
         await binding.peek({ key: "spillway:health", policy: { name: "health", limit: 1, period: 1000 } });

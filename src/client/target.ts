@@ -1,5 +1,5 @@
 import { POLICY_NAME_PATTERN, parsePolicy } from "../core/policy.js";
-import type { AcquireOptions, AcquireResult, AlgorithmName, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, AlgorithmName, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
 import { type Limiter, applyFailMode } from "../limiter.js";
 import { asLimiterError } from "./errors.js";
@@ -16,6 +16,12 @@ export interface PolicySpec {
   failMode?: "open" | "closed";
   /** Penalty box: a denial keeps the key refused this long (`15m`, 1 s … 1 d; not for concurrency). */
   block?: string | number;
+  /** fixed-window: windows start at each calendar boundary in `timezone` instead of every `period`. */
+  calendar?: "day" | "week" | "month";
+  /** IANA zone of `calendar` (default UTC). */
+  timezone?: string;
+  /** credits: set the balance back to `to` (default `limit`) at each calendar boundary. */
+  refill?: { calendar: "day" | "week" | "month"; timezone?: string; to?: number };
 }
 
 /** One policy: a name the server's config defines, an inline policy object (README "Algorithms"), or an already validated Policy. */
@@ -36,6 +42,7 @@ export interface RemoteLimiter extends Limiter {
   acquire(key: string, policy: PolicyRef, options: AcquireOptions): Promise<AcquireResult>;
   release(key: string, policy: PolicyRef, leaseId: string): Promise<ReleaseResult>;
   extend(key: string, policy: PolicyRef, leaseId: string, leaseMs?: number): Promise<ExtendResult>;
+  credits(key: string, policy: PolicyItem, change: CreditsChange): Promise<CreditsResult>;
 }
 
 export function isRemoteLimiter(limiter: Limiter): limiter is RemoteLimiter {
@@ -50,7 +57,12 @@ function isValidatedPolicy(item: PolicySpec | Policy): item is Policy {
 export function policyToSpec(policy: Policy): PolicySpec {
   const spec: PolicySpec = { name: policy.name, algorithm: policy.algorithm, limit: policy.limit, failMode: policy.failMode };
   if (policy.algorithm === "concurrency") spec.lease = policy.leaseMs;
-  else spec.period = policy.periodMs;
+  else if (policy.algorithm === "credits") {
+    if (policy.calendar) spec.refill = { calendar: policy.calendar.unit, timezone: policy.calendar.timezone, ...(policy.refillTo === undefined ? {} : { to: policy.refillTo }) };
+  } else if (policy.calendar) {
+    spec.calendar = policy.calendar.unit;
+    spec.timezone = policy.calendar.timezone;
+  } else spec.period = policy.periodMs;
   if (policy.algorithm === "gcra" || policy.algorithm === "token-bucket") spec.burst = policy.burst;
   if (policy.blockMs !== undefined) spec.block = policy.blockMs;
   return spec;

@@ -51,4 +51,9 @@ export interface Algorithm<S> {
   standing(state: S | undefined, policy: Policy, nowMs: number): Standing;
   /** The time from which the state is equivalent to a fresh one and may be dropped. */
   freshAtMs(state: S, policy: Policy): number;
+  /**
+   * Only for an algorithm that is not monotone (credits): whether `cost` still fits at atMs, a
+   * later slot than nowMs that another policy of the stack chose. Absent: it does.
+   */
+  fitsAt?(state: S | undefined, policy: Policy, nowMs: number, atMs: number, cost: number): boolean;
 }

@@ -1,5 +1,6 @@
 import type { Algorithm } from "./algorithm.js";
 import { concurrency, type ConcurrencyState } from "./concurrency.js";
+import { credits, type CreditsState } from "./credits.js";
 import { fixedWindow, type FixedWindowState } from "./fixed-window.js";
 import { gcra, type GcraState } from "./gcra.js";
 import { slidingLog, type SlidingLogState } from "./sliding-log.js";
@@ -18,6 +19,7 @@ export type StoredState = (
   | { algorithm: "sliding-window"; state: SlidingWindowState }
   | { algorithm: "sliding-log"; state: SlidingLogState }
   | { algorithm: "concurrency"; state: ConcurrencyState }
+  | { algorithm: "credits"; state: CreditsState }
 ) & { blockedUntilMs?: number };
 
 export type AnyState = StoredState["state"];
@@ -37,6 +39,7 @@ const IMPLEMENTATIONS: Record<AlgorithmName, Algorithm<AnyState>> = {
   "sliding-window": slidingWindow as Algorithm<AnyState>,
   "sliding-log": slidingLog as Algorithm<AnyState>,
   concurrency: concurrency as Algorithm<AnyState>,
+  credits: credits as Algorithm<AnyState>,
 };
 
 export function algorithmOf(policy: Policy): Algorithm<AnyState> {

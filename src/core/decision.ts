@@ -1,6 +1,7 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
 import { type AnyState, type StoredState, algorithmOf, capacityOf, liveBlockMs, liveState, wrapState } from "./algorithms.js";
 import { stackLeaseMs } from "./concurrency.js";
+import { markTopWarning, markWarning } from "./warning.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
 export interface DecideInput extends CheckOptions {
@@ -71,7 +72,12 @@ export function decide(
     else if (item.earliestMs > atMs) atMs = item.earliestMs;
     if (item.blockedByQueue) blocked = true;
   }
-  const slot = slotOf(never || blocked, atMs, nowMs, input);
+  let slot = slotOf(never || blocked, atMs, nowMs, input);
+  if (slot.admit && slot.atMs > nowMs && !fitsSlot(evaluated, nowMs, slot.atMs, input.cost)) {
+    // A credits balance that fits now but not at the slot another policy chose: no slot fits both.
+    never = true;
+    slot = slotOf(true, atMs, nowMs, input);
+  }
 
   const changes = new Map<string, StateChange>();
   const usesLease = slot.admit && policies.some((policy) => policy.algorithm === "concurrency");
@@ -127,6 +133,22 @@ export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs
   return topDecision(result, slot, retryAfterMs, [result]);
 }
 
+/**
+ * Whether every policy of the stack that is not monotone (credits: Algorithm.fitsAt) still fits
+ * `cost` at a later slot; one that does not is marked never (a balance must not go below zero
+ * but by a debit). Monotone algorithms fit at any time after their earliest slot.
+ */
+function fitsSlot(evaluated: Evaluated[], nowMs: number, atMs: number, cost: number): boolean {
+  let fits = true;
+  for (const item of evaluated) {
+    const fitsAt = algorithmOf(item.policy).fitsAt;
+    if (!fitsAt || fitsAt(item.state, item.policy, nowMs, atMs, cost)) continue;
+    item.earliestMs = null;
+    fits = false;
+  }
+  return fits;
+}
+
 /** When the request goes: admitted at atMs (a whole-ms slot), now, or not at all. */
 interface Slot {
   /** The whole-ms moment the admission is recorded: now + waitMs. */
@@ -167,6 +189,7 @@ function policyDecision(item: Pick<Evaluated, "policy" | "earliestMs" | "blocked
     if (blockedMs > result.resetMs) result.resetMs = blockedMs;
     result.blockedMs = blockedMs;
   }
+  markWarning(item.policy, result);
   return result;
 }
 
@@ -203,6 +226,7 @@ function topDecision(top: PolicyDecision, slot: Slot, retryAfterMs: number | nul
     policies: results,
   };
   if (top.blockedMs !== undefined) decision.blockedMs = top.blockedMs;
+  markTopWarning(decision);
   return decision;
 }
 

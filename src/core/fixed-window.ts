@@ -1,4 +1,6 @@
 import { type Algorithm, windowStartOf } from "./algorithm.js";
+import { calendarWindow } from "./calendar.js";
+import type { Policy } from "./types.js";
 
 /** Admitted cost in the window starting at windowStartMs (which may be a future window holding reservations). */
 export interface FixedWindowState {
@@ -6,27 +8,40 @@ export interface FixedWindowState {
   count: number;
 }
 
-/** At most `limit` admitted cost in each window [k·period, (k+1)·period), aligned to the epoch. */
+/** Start of the window holding timeMs: epoch-aligned every periodMs, or the policy's calendar boundary. */
+export function fixedWindowStartOf(policy: Policy, timeMs: number): number {
+  return policy.calendar ? calendarWindow(policy.calendar, timeMs).startMs : windowStartOf(timeMs, policy.periodMs);
+}
+
+/** End of the window that starts at windowStartMs (a boundary): the next boundary. */
+export function fixedWindowEndOf(policy: Policy, windowStartMs: number): number {
+  return policy.calendar ? calendarWindow(policy.calendar, windowStartMs).endMs : windowStartMs + policy.periodMs;
+}
+
+/**
+ * At most `limit` admitted cost in each window [k·period, (k+1)·period), aligned to the epoch,
+ * or in each calendar window (policy `calendar`: day, week or month in its time zone).
+ */
 export const fixedWindow: Algorithm<FixedWindowState> = {
   earliestMs(state, policy, nowMs, cost) {
     if (cost > policy.limit) return null;
-    if (!state || state.windowStartMs < windowStartOf(nowMs, policy.periodMs)) return nowMs;
+    if (!state || state.windowStartMs < fixedWindowStartOf(policy, nowMs)) return nowMs;
     if (state.count + cost <= policy.limit) return Math.max(nowMs, state.windowStartMs);
-    return state.windowStartMs + policy.periodMs;
+    return fixedWindowEndOf(policy, state.windowStartMs);
   },
   admit(state, policy, _nowMs, atMs, cost) {
-    const windowStartMs = windowStartOf(atMs, policy.periodMs);
+    const windowStartMs = fixedWindowStartOf(policy, atMs);
     if (!state || state.windowStartMs < windowStartMs) return { windowStartMs, count: cost };
     return { windowStartMs: state.windowStartMs, count: state.count + cost };
   },
   standing(state, policy, nowMs) {
-    const currentStartMs = windowStartOf(nowMs, policy.periodMs);
+    const currentStartMs = fixedWindowStartOf(policy, nowMs);
     if (!state || state.windowStartMs < currentStartMs) return { remaining: policy.limit, resetMs: 0 };
-    const resetMs = state.windowStartMs + policy.periodMs - nowMs;
+    const resetMs = fixedWindowEndOf(policy, state.windowStartMs) - nowMs;
     if (state.windowStartMs > currentStartMs) return { remaining: 0, resetMs };
     return { remaining: Math.max(0, policy.limit - state.count), resetMs };
   },
   freshAtMs(state, policy) {
-    return state.windowStartMs + policy.periodMs;
+    return fixedWindowEndOf(policy, state.windowStartMs);
   },
 };

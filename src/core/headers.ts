@@ -29,12 +29,26 @@ export function rateLimitHeaders(decision: Decision, policies: readonly Policy[]
   if (!decision.allowed && decision.retryAfterMs !== null) {
     headers["Retry-After"] = String(retryAfterSeconds(decision));
   }
+  if (decision.warning) headers[WARNING_HEADER] = warningField(decision);
   if (options.legacy) {
     headers["X-RateLimit-Limit"] = String(decision.limit);
     headers["X-RateLimit-Remaining"] = String(decision.remaining);
     headers["X-RateLimit-Reset"] = String(secondsUp(decision.allowed ? decision.resetMs : (decision.retryAfterMs ?? decision.resetMs)));
   }
   return headers;
+}
+
+/**
+ * The near-limit signal (policy `warnAt`): the policies that warn, a structured-field list of
+ * their names in stack order (`"monthly", "daily"`). Spillway's own header: the RateLimit draft
+ * has no field for it.
+ */
+export const WARNING_HEADER = "Spillway-Warning";
+
+function warningField(decision: Decision): string {
+  let field = "";
+  for (const result of decision.policies) if (result.warning) field += (field ? ", " : "") + quote(result.policy);
+  return field;
 }
 
 /**
@@ -65,6 +79,10 @@ function policyItem(quotedName: string, result: PolicyDecision, policy: Policy |
   if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
   // Without its policy the period is unknown: the quota alone, never a made-up window.
   if (!policy) return `${quotedName};q=${result.limit}`;
+  // A calendar window has no fixed length (a month is 28 to 31 days, a day 23 to 25 hours in a
+  // zone that changes its offset), and a balance has no window at all: the quota alone, as for
+  // any window that no whole number of seconds states exactly (SPEC §4). `t` still runs to the boundary.
+  if (policy.calendar || policy.algorithm === "credits") return `${quotedName};q=${policy.limit}`;
   const [quota, windowMs] = advertisedQuota(policy);
   return `${quotedName};${quotaItem(quota, windowMs)}`;
 }

@@ -14,4 +14,5 @@ export { parseDurationMs, MAX_DURATION_MS } from "./duration.js";
 export { rateLimitHeaders, retryAfterSeconds } from "./headers.js";
 export { ValidationError } from "./validation.js";
 export type { StoredState } from "./algorithms.js";
+export { calendarWindow, type CalendarSpec, type CalendarUnit, type CalendarWindow } from "./calendar.js";
 export * from "./types.js";

@@ -1,9 +1,12 @@
 import type { StoredState } from "./algorithms.js";
 import { type ConcurrencyState, concurrencyPolicies, extendLease, releaseLease } from "./concurrency.js";
+import { type CreditsState, changeCredits, credits } from "./credits.js";
 import { lastUntilMs } from "./entries.js";
-import { type DecideInput, type DecideOutput, type StateChange, decide } from "./decision.js";
+import { type DecideInput, type DecideOutput, type StateChange, decide, stateChange } from "./decision.js";
+import { liveBlockMs, liveState } from "./algorithms.js";
+import { floorCount } from "./algorithm.js";
 import { debit } from "./debit.js";
-import type { Policy } from "./types.js";
+import type { CreditsChange, Policy } from "./types.js";
 
 /** The states read by readCurrent: the KeyState whose decide or debit runs now (see KeyState.reader). */
 let reading: ReadonlyMap<string, StoredState> = new Map();
@@ -69,6 +72,21 @@ export class KeyState {
     }
     this.apply(changes);
     return { extended, changes };
+  }
+
+  /**
+   * Raises or sets the balance of a credits policy (POST /v1/credits); answers what a decision
+   * would report as `remaining` after it. A balance equal to a fresh one is dropped.
+   */
+  credits(policy: Policy, nowMs: number, change: CreditsChange): { remaining: number; changes: Map<string, StateChange> } {
+    if (policy.algorithm !== "credits") throw new TypeError(`policy "${policy.name}" is ${policy.algorithm}, not credits`);
+    const stored = this.states.get(policy.name);
+    const live = liveState(stored, policy, nowMs) as CreditsState | undefined;
+    const state = changeCredits(live, policy, nowMs, change);
+    const written = stateChange(policy, state, liveBlockMs(stored, policy, nowMs))!;
+    const changes = new Map<string, StateChange>([[policy.name, written.freshAtMs <= nowMs ? null : written]]);
+    this.apply(changes);
+    return { remaining: floorCount(credits.standing(state, policy, nowMs).remaining), changes };
   }
 
   /** The latest time any state becomes fresh; undefined when nothing is held. */

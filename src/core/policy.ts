@@ -1,4 +1,5 @@
 import * as z from "zod/mini";
+import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, type CalendarSpec, knownTimezone } from "./calendar.js";
 import { parseDurationMs } from "./duration.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./validation.js";
@@ -38,6 +39,15 @@ const localSchema = z.strictObject(
  */
 export const LEASABLE_ALGORITHMS: ReadonlySet<string> = new Set(["fixed-window", "sliding-window", "token-bucket"]);
 
+const warnAtRule = "must be a number between 0 and 1 (exclusive), the share of limit used at which decisions carry a warning";
+
+const calendarSchema = z.enum(CALENDAR_UNITS, { error: `must be one of ${CALENDAR_UNITS.join(", ")}` });
+const timezoneSchema = z.string({ error: 'must be an IANA time zone name such as "Europe/Paris"' });
+const refillSchema = z.strictObject(
+  { calendar: calendarSchema, timezone: z.optional(timezoneSchema), to: z.optional(integerIn(0, MAX_LIMIT, "an integer")) },
+  { error: 'must be an object like { "calendar": "month" }' },
+);
+
 /** The shape of one policy object (spillway.schema.json is generated from it). */
 export const policySchema = z.strictObject(
   {
@@ -50,6 +60,10 @@ export const policySchema = z.strictObject(
     failMode: z._default(z.enum(["open", "closed"], { error: 'must be "open" or "closed"' }), "closed"),
     local: z.optional(localSchema),
     block: z.optional(durationSchema),
+    calendar: z.optional(calendarSchema),
+    timezone: z.optional(timezoneSchema),
+    refill: z.optional(refillSchema),
+    warnAt: z.optional(z.number({ error: warnAtRule }).check(z.gt(0, { error: warnAtRule }), z.lt(1, { error: warnAtRule }))),
   },
   { error: "must be a policy object" },
 );
@@ -66,7 +80,12 @@ export function parsePolicy(input: unknown, field: string): Policy {
   // Errors quote durations as the user wrote them ("1s"), not as resolved (1000).
   const written = input as { period?: unknown; lease?: unknown; block?: unknown };
   const isConcurrency = raw.algorithm === "concurrency";
-  if (!isConcurrency && raw.period === undefined) {
+  const isCredits = raw.algorithm === "credits";
+  const calendar = calendarOf(raw, written, at);
+  if (isCredits && raw.period !== undefined) {
+    throw new ValidationError(at("period"), `is not used by credits (a balance has no period; a refill takes refill.calendar), got ${describeValue(written.period)}`);
+  }
+  if (!isConcurrency && !isCredits && raw.period === undefined && !calendar) {
     throw new ValidationError(at("period"), `is required for ${raw.algorithm}, got nothing`);
   }
   if (isConcurrency && raw.period !== undefined) {
@@ -81,6 +100,9 @@ export function parsePolicy(input: unknown, field: string): Policy {
   }
   if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log (use sliding-window for larger limits), got ${raw.limit}`);
+  }
+  if (raw.local && isCredits) {
+    throw new ValidationError(at("local"), "is not for credits: a balance is raised by /v1/credits, which a local cache would not see");
   }
   if (raw.local && isConcurrency) {
     throw new ValidationError(at("local"), "is not for concurrency: a lease is held, not spent, so it cannot be cached locally (use local on a rate policy)");
@@ -98,13 +120,47 @@ export function parsePolicy(input: unknown, field: string): Policy {
     name: raw.name,
     algorithm: raw.algorithm,
     limit: raw.limit,
-    periodMs: raw.period ?? 1000,
+    periodMs: calendar && !isCredits ? CALENDAR_NOMINAL_MS[calendar.unit] : (raw.period ?? (calendar ? CALENDAR_NOMINAL_MS[calendar.unit] : 1000)),
     burst: usesBurst ? (raw.burst ?? raw.limit) : raw.limit,
     leaseMs: raw.lease ?? DEFAULT_LEASE_MS,
     failMode: raw.failMode,
     ...(raw.local ? { local: { share: raw.local.share } } : {}),
     ...(raw.block !== undefined ? { blockMs: raw.block } : {}),
+    ...(calendar ? { calendar } : {}),
+    ...(raw.warnAt !== undefined ? { warnAt: raw.warnAt } : {}),
+    // Without `to` the refill goes back to `limit`, whatever an override makes of it for a key.
+    ...(isCredits && raw.refill?.to !== undefined ? { refillTo: raw.refill.to } : {}),
   };
+}
+
+type RawPolicy = { algorithm: string; period?: number; calendar?: CalendarSpec["unit"]; timezone?: string; refill?: { calendar: CalendarSpec["unit"]; timezone?: string } };
+
+/**
+ * The calendar of a policy (SPEC §1): `calendar` + `timezone` on a fixed-window policy, instead
+ * of `period`; `refill: { calendar, timezone? }` on a credits policy. Refuses each field where
+ * it means nothing, and a zone Intl does not know.
+ */
+function calendarOf(raw: RawPolicy, written: { period?: unknown }, at: (sub: string) => string): CalendarSpec | undefined {
+  if (raw.refill !== undefined && raw.algorithm !== "credits") {
+    throw new ValidationError(at("refill"), `is only for credits (a fixed-window policy takes calendar), got ${describeValue(raw.refill)}`);
+  }
+  if (raw.calendar !== undefined && raw.algorithm !== "fixed-window") {
+    const hint = raw.algorithm === "credits" ? "credits takes refill: { calendar }" : "calendar windows are fixed windows";
+    throw new ValidationError(at("calendar"), `is only for fixed-window (${hint}), got ${describeValue(raw.calendar)} on ${raw.algorithm}`);
+  }
+  if (raw.calendar !== undefined && raw.period !== undefined) {
+    throw new ValidationError(at("calendar"), `replaces period: give one of them, got calendar ${describeValue(raw.calendar)} and period ${describeValue(written.period)}`);
+  }
+  if (raw.timezone !== undefined && raw.calendar === undefined) {
+    throw new ValidationError(at("timezone"), `is only used with calendar, got ${describeValue(raw.timezone)}`);
+  }
+  const unit = raw.calendar ?? raw.refill?.calendar;
+  if (unit === undefined) return undefined;
+  const field = raw.calendar !== undefined ? at("timezone") : at("refill.timezone");
+  const written_ = raw.calendar !== undefined ? raw.timezone : raw.refill?.timezone;
+  const timezone = knownTimezone(written_ ?? "UTC");
+  if (timezone === undefined) throw new ValidationError(field, `must be an IANA time zone name such as "Europe/Paris" or "UTC", got ${describeValue(written_)}`);
+  return { unit, timezone };
 }
 
 /**

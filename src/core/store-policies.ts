@@ -1,3 +1,4 @@
+import { CALENDAR_UNITS, knownTimezone } from "./calendar.js";
 import { MAX_DURATION_MS } from "./duration.js";
 import { LEASABLE_ALGORITHMS, MAX_BLOCK_MS, MAX_LIMIT, MIN_BLOCK_MS, MAX_LOCAL_SHARE, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
 import { ALGORITHMS, type Policy } from "./types.js";
@@ -69,7 +70,7 @@ function storePolicy(value: unknown, field: string): Policy {
 
 /** The first field of a resolved Policy (as parsePolicy answers it) that breaks its rule. */
 function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string; rule: string; value: unknown } | undefined {
-  const { name, algorithm, limit, periodMs, burst, leaseMs, failMode, local, blockMs } = policy;
+  const { name, algorithm, limit, periodMs, burst, leaseMs, failMode, local, blockMs, calendar, refillTo } = policy;
   if (typeof name !== "string" || !POLICY_NAME_PATTERN.test(name)) return { field: "name", rule: "must match [a-z0-9][a-z0-9._-]{0,63}", value: name };
   if (!ALGORITHMS.includes(algorithm as never)) return { field: "algorithm", rule: `must be one of ${ALGORITHMS.join(", ")}`, value: algorithm };
   const maxLimit = algorithm === "sliding-log" ? MAX_SLIDING_LOG_LIMIT : MAX_LIMIT;
@@ -78,15 +79,28 @@ function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string
   if (!integerIn(burst, 1, MAX_LIMIT)) return { field: "burst", rule: `must be an integer from 1 to ${MAX_LIMIT}`, value: burst };
   if (!integerIn(leaseMs, 1, MAX_DURATION_MS)) return { field: "leaseMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: leaseMs };
   if (failMode !== "open" && failMode !== "closed") return { field: "failMode", rule: 'must be "open" or "closed"', value: failMode };
-  if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency)`, value: local };
+  if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency and credits)`, value: local };
   if (blockMs !== undefined && (algorithm === "concurrency" || !integerIn(blockMs, MIN_BLOCK_MS, MAX_BLOCK_MS))) {
     return { field: "blockMs", rule: `must be a whole number of ms from ${MIN_BLOCK_MS} to ${MAX_BLOCK_MS} (none for concurrency)`, value: blockMs };
+  }
+  if (calendar !== undefined && !validCalendar(calendar, algorithm as string)) {
+    return { field: "calendar", rule: `must be { unit: ${CALENDAR_UNITS.map((unit) => `"${unit}"`).join(" | ")}, timezone: an IANA zone } (fixed-window and credits only)`, value: calendar };
+  }
+  if (refillTo !== undefined && (algorithm !== "credits" || calendar === undefined || !integerIn(refillTo, 0, MAX_LIMIT))) {
+    return { field: "refillTo", rule: `must be an integer from 0 to ${MAX_LIMIT} (credits with a calendar only)`, value: refillTo };
   }
   return undefined;
 }
 
+function validCalendar(calendar: unknown, algorithm: string): boolean {
+  if (calendar === null || typeof calendar !== "object" || (algorithm !== "fixed-window" && algorithm !== "credits")) return false;
+  const { unit, timezone } = calendar as { unit?: unknown; timezone?: unknown };
+  return CALENDAR_UNITS.includes(unit as never) && typeof timezone === "string" && knownTimezone(timezone) !== undefined;
+}
+
 function validLocal(local: unknown, algorithm: string): boolean {
-  if (local === null || typeof local !== "object" || algorithm === "concurrency") return false;
+  // Credits: a top-up would not reach a local cache (parsePolicy refuses it too).
+  if (local === null || typeof local !== "object" || algorithm === "concurrency" || algorithm === "credits") return false;
   const share = (local as { share?: unknown }).share;
   if (typeof share !== "number" || !(share >= 0 && share <= MAX_LOCAL_SHARE)) return false;
   return share === 0 || LEASABLE_ALGORITHMS.has(algorithm);

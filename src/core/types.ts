@@ -1,5 +1,7 @@
+import type { CalendarSpec } from "./calendar.js";
+
 /** The algorithms (README "Algorithms"). */
-export const ALGORITHMS = ["gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "concurrency"] as const;
+export const ALGORITHMS = ["gcra", "token-bucket", "fixed-window", "sliding-window", "sliding-log", "concurrency", "credits"] as const;
 export type AlgorithmName = (typeof ALGORITHMS)[number];
 
 /** A validated policy: durations are resolved to milliseconds and defaults filled in. */
@@ -27,6 +29,19 @@ export interface Policy {
    * after the window refills. Not for concurrency.
    */
   blockMs?: number;
+  /**
+   * fixed-window: windows start at this calendar's boundaries instead of every periodMs (periodMs
+   * then holds the unit's longest window, for what needs a number). credits: the refill's
+   * boundaries (none: the balance is never refilled).
+   */
+  calendar?: CalendarSpec;
+  /** credits with a refill: the balance is set back to this at each boundary of `calendar` (undefined: to `limit`). */
+  refillTo?: number;
+  /**
+   * Near-limit signal (0 < warnAt < 1): a decision carries `warning: true` once the key has used
+   * at least this share of `limit` (its capacity) in its window. Changes no decision.
+   */
+  warnAt?: number;
 }
 
 /** One policy's part of a decision. Every time is an integer number of milliseconds. */
@@ -42,6 +57,8 @@ export interface PolicyDecision {
   retryAfterMs: number | null;
   /** Present while a block (policy `block`) refuses every request of the key: time until it ends. */
   blockedMs?: number;
+  /** Present (true) when the policy has `warnAt` and the key has used at least that share of `limit`. */
+  warning?: true;
 }
 
 /** The answer to a check or peek (README "HTTP API"). */
@@ -87,4 +104,12 @@ export interface ReleaseResult {
 export interface ExtendResult {
   extended: boolean;
   leaseMs: number;
+}
+
+/** A change to a credits balance (POST /v1/credits): `add` raises it, `set` sets it. */
+export type CreditsChange = { add: number } | { set: number };
+
+/** What a credits change answers: the balance after it, as a decision reports it (never below 0). */
+export interface CreditsResult {
+  remaining: number;
 }

@@ -1,6 +1,5 @@
-import { keyFitsBytes } from "../wire.js";
 import { joinKeyParts } from "../overrides/key-parts.js";
-import { type KeySource, sourceName } from "../overrides/key-source.js";
+import { type KeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
 import { type IpAddress, formatIp, maskIp } from "./ip.js";
 
 export { type CfField, type KeySource, CF_FIELDS, DEFAULT_IPV6_PREFIX_BITS, KEY_SOURCE_FORMS, parseKeySource } from "../overrides/key-source.js";
@@ -46,8 +45,6 @@ export interface RequestKey {
   source: string;
   storeKey: string;
 }
-
-const encoder = new TextEncoder();
 
 /** The value one source reads, or undefined when the request does not carry it. */
 function valueOf(source: KeySource, facts: RequestFacts): string | undefined {
@@ -140,17 +137,10 @@ export function keyOf(source: KeySource, facts: RequestFacts): RequestKey | unde
   const value = valueOf(source, facts);
   if (value === undefined) return undefined;
   const namespace = nameOf(source);
-  const storeKey = `${namespace}:${value}`;
   // A key that fits is answered synchronously: an await per request is measurable on a proxy's hot path.
-  if (keyFitsBytes(storeKey)) return { value, source: namespace, storeKey };
-  return hashedStoreKey(namespace, value).then((hashed) => ({ value, source: namespace, storeKey: hashed }));
-}
-
-/** Long values (a JWT in a header) are hashed: stores take keys of at most 512 bytes. */
-async function hashedStoreKey(namespace: string, value: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(value)));
-  const hex = Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
-  return `${namespace}#sha256:${hex}`;
+  const storeKey = sourceStoreKey(namespace, value);
+  if (typeof storeKey === "string") return { value, source: namespace, storeKey };
+  return storeKey.then((hashed) => ({ value, source: namespace, storeKey: hashed }));
 }
 
 /** Describes a key source for a 400 detail: what the request should have carried. */

@@ -9,7 +9,7 @@ import { NoOverrideTableError } from "../overrides/admin.js";
 import { findDuplicateKey } from "../core/json-duplicates.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
-const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend"] as const;
+const API_ROUTES = ["/check", "/peek", "/reset", "/acquire", "/release", "/extend", "/credits"] as const;
 export type ApiRoute = (typeof API_ROUTES)[number];
 const API_PATHS: ReadonlyMap<string, ApiRoute> = new Map(API_ROUTES.map((route) => [`/v1${route}`, route]));
 
@@ -96,7 +96,7 @@ function decisionAnswer({ decision, policies, cost }: Checked, legacyHeaders: bo
   const headers: Record<string, string> = { "content-type": "application/json", ...rateLimitHeaders(decision, policies, { legacy: legacyHeaders }) };
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   // Such a 429 has no Retry-After (rateLimitHeaders): the body says in words why.
-  const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost) } : decision;
+  const body = decision.retryAfterMs === null ? { ...decision, detail: costAboveCapacityDetail(decision, cost, policies) } : decision;
   return { status: decision.allowed ? 200 : deniedStatus, headers, body: JSON.stringify(body) };
 }
 
@@ -133,6 +133,8 @@ async function answerOther(service: SpillwayService, route: Exclude<ApiRoute, "/
       return json(await service.release(body));
     case "/extend":
       return json(await service.extend(body));
+    case "/credits":
+      return json(await service.credits(body));
   }
 }
 

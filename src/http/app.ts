@@ -28,6 +28,7 @@ const OWN_PATHS: ReadonlyMap<string, readonly string[]> = new Map([
   ["/v1/acquire", ["POST"]],
   ["/v1/release", ["POST"]],
   ["/v1/extend", ["POST"]],
+  ["/v1/credits", ["POST"]],
   ["/v1/overrides", ["GET", "HEAD", "PUT", "DELETE"]],
   ["/v1/top", ["GET", "HEAD"]],
   ["/v1/stats", ["GET", "HEAD"]],

@@ -57,7 +57,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       const headers = fieldsOf(peeked, rated, plan);
       if (!peeked.allowed) {
         if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
-        if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers) };
+        if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers, 1, rated) };
         delete headers["Retry-After"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
         context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
@@ -103,7 +103,7 @@ function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, lease
 function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext): Promise<CountedOutcome> {
   return applyFailMode(rated, () => limiter.check(key, rated, { cost: 1, mode: "reject", maxWaitMs: 0 })).then((decision): CountedOutcome => {
     const headers = fieldsOf(decision, rated, plan);
-    if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers) };
+    if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, 1, rated) };
     context.log({ event: "count-refill-race", route: context.label, key });
     return { admitted: true, headers, settle: () => headers };
   });

@@ -80,10 +80,10 @@ export function deferOf(c: Context): (promise: Promise<unknown>) => void {
  * A request that can never pass (`retryAfterMs` null; `cost` above a capacity) has no
  * Retry-After (see rateLimitHeaders) and a detail that says so.
  */
-export function quotaExceededResponse(decision: Decision, headers: Record<string, string>, cost = 1): Response {
+export function quotaExceededResponse(decision: Decision, headers: Record<string, string>, cost = 1, policies: readonly Policy[] = []): Response {
   const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
   const detail =
-    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost) : `rate limit exceeded (${violated.join(", ")})${blockedUntil(decision)}; retry after ${headers["Retry-After"]} s`;
+    decision.retryAfterMs === null ? costAboveCapacityDetail(decision, cost, policies) : `rate limit exceeded (${violated.join(", ")})${blockedUntil(decision)}; retry after ${headers["Retry-After"]} s`;
   const body = problem(429, detail, {
     type: QUOTA_EXCEEDED_TYPE,
     title: "Request cannot be satisfied as assigned quota has been exceeded",
@@ -201,7 +201,7 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
     }
     return { admitted: true, headers, lease };
   }
-  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost) };
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost, policies) };
   if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
   return { admitted: true, headers, lease };
 }

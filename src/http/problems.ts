@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
-import type { Decision } from "../core/types.js";
+import type { Decision, Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
 import { OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import { defaultStoreErrorLog, errorText } from "../observe/log-lines.js";
@@ -58,8 +58,15 @@ export function problemFields(body: Problem): Readonly<Record<string, string>> {
  *
  * @example costAboveCapacityDetail(decision, 5) // 'the cost 5 exceeds the capacity of policy "three" (3): ...'
  */
-export function costAboveCapacityDetail(decision: Decision, cost: number): string {
+export function costAboveCapacityDetail(decision: Decision, cost: number, policies: readonly Policy[] = []): string {
   const over = decision.policies.filter((result) => !result.allowed && result.retryAfterMs === null);
+  // A credits balance is not a capacity: it is spent, and only a top-up (or its refill) raises it.
+  const isCredits = (name: string) => policies.some((policy) => policy.name === name && policy.algorithm === "credits");
+  const spent = over.filter((result) => isCredits(result.policy));
+  if (spent.length > 0 && spent.length === over.length) {
+    const named = spent.map((result) => `policy "${result.policy}" (${result.remaining} left)`).join(", ");
+    return `the cost ${cost} exceeds the credits balance of ${named}: no wait helps; a top-up (POST /v1/credits) or the balance's refill does`;
+  }
   const named = over.map((result) => `policy "${result.policy}" (${result.limit})`).join(", ");
   return `the cost ${cost} exceeds the capacity of ${named || `policy "${decision.policy}" (${decision.limit})`}: this request can never be admitted; retrying it will not help`;
 }

@@ -1,6 +1,7 @@
 import { capacityOf } from "../core/algorithms.js";
 import { LEASABLE_ALGORITHMS } from "../core/policy.js";
-import type { Decision, Policy } from "../core/types.js";
+import type { Decision, Policy, PolicyDecision } from "../core/types.js";
+import { markWarning } from "../core/warning.js";
 
 /**
  * One cache's knowledge of one (key, policy): a denial it may repeat and a batch of units
@@ -47,7 +48,11 @@ export function leasable(policy: Policy): boolean {
 }
 
 export function samePolicy(a: Policy, b: Policy): boolean {
-  return a === b || (a.algorithm === b.algorithm && a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst && a.local?.share === b.local?.share && a.blockMs === b.blockMs);
+  return (
+    a === b ||
+    (a.algorithm === b.algorithm && a.limit === b.limit && a.periodMs === b.periodMs && a.burst === b.burst && a.local?.share === b.local?.share && a.blockMs === b.blockMs &&
+      a.calendar?.unit === b.calendar?.unit && a.calendar?.timezone === b.calendar?.timezone)
+  );
 }
 
 /**
@@ -99,7 +104,7 @@ export function batchSize(entry: HotKey, cost: number, nowMs: number, options: S
 
 /** A local admission from the batch, its fields derived from the batch call's answer (README: "Hot keys"). */
 export function batchDecision(policy: Policy, batch: Batch, nowMs: number): Decision {
-  const part = {
+  const part: PolicyDecision = {
     policy: policy.name,
     allowed: true,
     limit: capacityOf(policy),
@@ -107,6 +112,7 @@ export function batchDecision(policy: Policy, batch: Batch, nowMs: number): Deci
     resetMs: Math.max(0, Math.ceil(batch.resetAtMs - nowMs)),
     retryAfterMs: 0,
   };
+  markWarning(policy, part);
   return { ...part, waitMs: 0, policies: [part] };
 }
 

@@ -6,6 +6,7 @@ import { USAGE, parseCheckArgs, parseServeArgs } from "./cli-args.js";
 import { initProject } from "./init.js";
 import { loadRlsConfig } from "./rls-files.js";
 import { prepareRls, serveRls } from "./rls-serve.js";
+import { serveNotify } from "./serve-notify.js";
 import { createNodeObservability, startMetricsServer } from "./observability.js";
 import { originAgents } from "./origin-agents.js";
 import { onHangup, registerReloadMetrics } from "./reload.js";
@@ -59,13 +60,14 @@ async function serve(argv: string[]): Promise<number> {
     // Validate the gateway part before connecting anywhere: a bad config fails at once.
     const gateway = parseGatewayConfig(config);
     const rlsPrepared = args.rls ? await prepareRls(args.rls) : undefined;
-    limiter = await createStore(args.store);
+    const notices = serveNotify(await createStore(args.store), config);
+    limiter = notices.limiter;
     const observing = args.metrics ? createNodeObservability({ config, limiter }) : undefined;
     // A worker's /metrics is every worker's, summed by the primary.
     const scraper = observing && worker ? { scrape: () => worker.scrape() } : observing?.prometheus;
     const routes = observing && scraper ? { ...observing.routes, metrics: () => scraper.scrape() } : undefined;
     // One set of origin connection pools for every generation of the gateway.
-    const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents() };
+    const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents(), configured: (next) => notices.configure(next) };
     const parts = runtimePartsOf(config, serving, gateway);
     const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes }), "--port", args.port, args.hostname);
     // A worker's reloads are the primary's: it logs them once, and sends every worker the text it read.
@@ -91,6 +93,7 @@ async function serve(argv: string[]): Promise<number> {
     stopWatching?.();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
+    notices.close();
     return 0;
   } catch (error) {
     // Whatever failed, nothing may keep the process alive (a Redis client reconnecting forever).

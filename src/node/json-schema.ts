@@ -103,8 +103,20 @@ const has = (field: string, value: unknown) => ({ properties: { [field]: Array.i
 const absent = (...fields: string[]) => ({ not: { anyOf: fields.map((field) => ({ required: [field] })) } });
 
 const POLICY_RULES = [
-  // concurrency takes a lease and no period; every other algorithm needs a period and takes no lease.
-  { if: has("algorithm", "concurrency"), then: absent("period", "burst", "local"), else: { required: ["period"], ...absent("lease") } },
+  // concurrency takes a lease and no period; credits neither (a refill has its own calendar);
+  // every other algorithm needs a period (fixed-window: or a calendar) and takes no lease.
+  {
+    if: has("algorithm", "concurrency"),
+    then: absent("period", "burst", "local", "refill"),
+    else: {
+      if: has("algorithm", "credits"),
+      then: absent("period", "burst", "local", "lease"),
+      else: { anyOf: [{ required: ["period"] }, { required: ["calendar"] }], ...absent("lease", "refill") },
+    },
+  },
+  // Calendar windows are fixed windows; a calendar replaces the period; a time zone needs a calendar.
+  { if: { not: has("algorithm", "fixed-window") }, then: absent("calendar", "timezone") },
+  { if: { required: ["calendar"] }, then: absent("period"), else: absent("timezone") },
   // burst is gcra's and token-bucket's capacity.
   { if: has("algorithm", ["fixed-window", "sliding-window", "sliding-log"]), then: absent("burst") },
   { if: has("algorithm", "sliding-log"), then: { properties: { limit: { maximum: MAX_SLIDING_LOG_LIMIT } } } },
@@ -134,4 +146,5 @@ const DESCRIPTIONS: Record<string, string> = {
   overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",
   dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
   durableObjects: 'The Worker only: where every Durable Object it opens lives. "locationHint" (best effort, where it is created) and "jurisdiction" (where it runs and stores data, like "eu").',
+  notify: "Webhooks: { url, events? } POSTs { event, key, policy, limit, remaining, resetMs, at } once per key, policy, window and event (warning: past warnAt; exhausted: the first denial).",
 };

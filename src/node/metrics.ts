@@ -49,6 +49,16 @@ export class PrometheusObserver implements SpillwayObserver {
         for (const [policy, counts] of stats.outcomeCounts) for (const outcome of DECISION_OUTCOMES) this.inc({ policy, outcome }, counts[outcome]);
       },
     });
+    new Counter({
+      name: "spillway_warnings_total",
+      help: "Decisions that carried a policy's near-limit warning (warnAt), per policy.",
+      labelNames: ["policy"],
+      registers,
+      collect() {
+        this.reset();
+        for (const [policy, count] of stats.warnings) this.inc({ policy }, count);
+      },
+    });
     const registry = this.registry;
     this.decisionDuration = new BucketHistogram({ name: "spillway_decision_duration_seconds", help: "Store round trip of a decision as the caller sees it.", labelName: "store", buckets: DECISION_BUCKETS_S, registry });
     this.storeErrors = new Counter({ name: "spillway_store_errors_total", help: "Store errors: unavailable (failMode applies) or fault (answered with an error).", labelNames: ["store", "kind"], registers });

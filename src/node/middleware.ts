@@ -141,13 +141,20 @@ async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, st
 }
 
 /**
- * Debits a counted request once its response has gone out (or the client left after its head):
- * your handler wrote the head, so this is the first moment its status and cost are known.
+ * How long a handler may go on answering after its client left, and still be counted: an LLM
+ * call that outlives its client is work done (and billed to you), so its cost is charged.
+ */
+export const LATE_ANSWER_MS = 120_000;
+
+/**
+ * Debits a counted request once its response has gone out, your handler having written its
+ * head: the first moment its status and cost are known. A client that leaves before the
+ * handler answers does not skip the charge: the handler usually goes on (its call to an
+ * upstream is under way) and ends the response into the closed socket; that end is counted
+ * (within LATE_ANSWER_MS). A handler that never answers was not given: nothing is counted.
  */
 function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome: CountedOutcome & { admitted: true }, req: Req, res: ServerResponse, log: LogFn, label: string): void {
-  res.once("close", () => {
-    // An answer that never went out was not given: nothing to count.
-    if (!res.headersSent) return;
+  const settle = () => {
     // Your functions run after the response, outside any handler: what they throw is logged, not thrown.
     void Promise.resolve()
       .then(() => {
@@ -158,5 +165,21 @@ function settleOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, outcome
         (cost) => (cost === undefined ? undefined : outcome.settle(checkedCost(cost, "cost.response", counting.warnings, label))),
         (error: unknown) => log({ event: "count-failed", route: label, error: String(error) }),
       );
+  };
+  res.once("close", () => {
+    if (res.headersSent) return settle();
+    // The client left first: count the answer the handler still gives.
+    const end = res.end;
+    const giveUp = setTimeout(() => {
+      res.end = end;
+    }, LATE_ANSWER_MS);
+    giveUp.unref();
+    res.end = function lateEnd(this: ServerResponse, ...args: unknown[]) {
+      clearTimeout(giveUp);
+      res.end = end;
+      const result = (end as (...rest: unknown[]) => ServerResponse).apply(this, args);
+      settle();
+      return result;
+    } as ServerResponse["end"];
   });
 }

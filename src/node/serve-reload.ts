@@ -16,6 +16,8 @@ export interface Serving {
   limiter: Limiter;
   observer: SpillwayObserver | undefined;
   agents: OriginAgents;
+  /** Told of every config that takes effect (a reload's): what lives beside the server follows it. */
+  configured?: (config: SpillwayConfig) => void;
 }
 
 /** A config file's text as `serve` reads it, at start and on every reload: strictly, SPILLWAY_DRY_RUN applied. */
@@ -48,6 +50,7 @@ export function configReloader(path: string, startText: string, serving: Serving
       const before = inForce ?? configOf(startText, path).policies;
       observing?.configure(parts.config);
       const generation = server.reload(parts);
+      serving.configured?.(parts.config);
       inForce = parts.config.policies;
       return { generation, startFresh: policiesStartingFresh(before, inForce) };
     },

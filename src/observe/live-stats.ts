@@ -69,6 +69,8 @@ export class LiveStats implements SpillwayObserver {
   private latencyCount = 0;
   private readonly errors = { unavailable: 0, fault: 0 };
   private failedOpen = 0;
+  /** Decisions that carried a policy's near-limit warning (warnAt), per policy label. */
+  private readonly warningCounts = new Map<string, number>();
 
   constructor(policyNames: readonly string[] = [], sketchCapacity = 100) {
     this.deniedKeys = new HeavyHitters(sketchCapacity);
@@ -92,8 +94,13 @@ export class LiveStats implements SpillwayObserver {
     if (event.outcome === "failed_open") this.failedOpen++;
     // Per policy of the stack (no callback: this runs for every decision).
     const results = event.results;
-    if (results) for (let i = 0; i < results.length; i++) this.countsOf(results[i]!.policy)[resultOutcome(results[i]!)]++;
-    else for (let i = 0; i < event.policies.length; i++) this.countsOf(event.policies[i]!.name)[event.outcome]++;
+    if (results) {
+      for (let i = 0; i < results.length; i++) {
+        const result = results[i]!;
+        this.countsOf(result.policy)[resultOutcome(result)]++;
+        if (result.warning) this.countWarning(result.policy);
+      }
+    } else for (let i = 0; i < event.policies.length; i++) this.countsOf(event.policies[i]!.name)[event.outcome]++;
     if (event.outcome === "denied") {
       const nowMs = Date.now();
       if (!event.results) this.deniedKeys.add(event.key, this.policyLabel(event.policy), nowMs);
@@ -104,6 +111,16 @@ export class LiveStats implements SpillwayObserver {
   /** Decisions per policy and outcome so far (Prometheus's spillway_decisions_total reads these at scrape time). */
   get outcomeCounts(): ReadonlyMap<string, Readonly<OutcomeCounts>> {
     return this.counts;
+  }
+
+  /** Decisions that carried a policy's warning (warnAt) so far, per policy label (spillway_warnings_total). */
+  get warnings(): ReadonlyMap<string, number> {
+    return this.warningCounts;
+  }
+
+  private countWarning(policy: string): void {
+    const label = this.policyLabel(policy);
+    this.warningCounts.set(label, (this.warningCounts.get(label) ?? 0) + 1);
   }
 
   /** The name itself for a configured policy, else INLINE_POLICY_LABEL. */

@@ -122,6 +122,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
         return decision;
       }),
     reset: (key, policies) => watched("reset", key, limiter.reset(key, policies)),
+    credits: (key, policy, change) => watched("credits", key, limiter.credits(key, policy, change)),
     release: (key, policies, leaseId) => watched("release", key, limiter.release(key, policies, leaseId)),
     extend: (key, policies, leaseId, leaseMs) => watched("extend", key, limiter.extend(key, policies, leaseId, leaseMs)),
     health: () => limiter.health(),

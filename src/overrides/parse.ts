@@ -107,6 +107,9 @@ export function parseOverride(input: unknown, catalog: PolicyCatalog, field: str
   }
   const usesBurst = base.algorithm === "gcra" || base.algorithm === "token-bucket";
   if (raw.burst !== undefined && !usesBurst) throw new ValidationError(at("burst"), `is only used by gcra and token-bucket; "${base.name}" is ${base.algorithm}, got ${raw.burst}`);
+  if (raw.period !== undefined && (base.calendar || base.algorithm === "credits")) {
+    throw new ValidationError(at("period"), `is not used by "${base.name}" (${base.calendar ? "its windows are calendar windows" : "a balance has no period"}), got ${describeValue((input as { period?: unknown }).period)}`);
+  }
   if (raw.period !== undefined && base.algorithm === "concurrency") throw new ValidationError(at("period"), `is not used by concurrency ("${base.name}"), got ${describeValue((input as { period?: unknown }).period)}`);
   if (base.algorithm === "sliding-log" && raw.limit !== undefined && raw.limit > MAX_SLIDING_LOG_LIMIT) {
     throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log ("${base.name}"), got ${raw.limit}`);

@@ -1,4 +1,6 @@
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { assertClaimArgs } from "./notice-claims.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { assertCreditsChange } from "../core/credits.js";
 import { sleep } from "../core/sleep.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
@@ -20,6 +22,8 @@ export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult>;
   release(policies: Policy[], leaseId: string): ReleaseResult;
   extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult;
+  credits(policy: Policy, change: CreditsChange): CreditsResult;
+  claimNotice(notice: string, ttlMs: number): boolean;
 }
 
 /** The part of a Durable Object namespace binding the store uses: `env.LIMITER` fits it. */
@@ -158,6 +162,21 @@ export class DurableObjectStore implements Limiter {
   async extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs?: number): Promise<ExtendResult> {
     policies = storePolicies(policies);
     return this.call(key, (stub) => stub.extend([...policies], leaseId, leaseMs));
+  }
+
+  /** A notice (config `notify`) claimed in the key's object: every isolate sends it once between them. */
+  async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
+    assertClaimArgs(key, notice, ttlMs);
+    return this.call(key, (stub) => stub.claimNotice(notice, ttlMs));
+  }
+
+  async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    // Refused here: a ValidationError thrown in the object would reach us as a failed call.
+    const [checked] = storePolicies([policy]);
+    assertCreditsChange(checked!, change);
+    const plain: CreditsChange = "add" in change ? { add: change.add } : { set: change.set };
+    // A retried top-up may land twice if the first attempt did: only runtime-retryable errors are retried.
+    return this.call(key, (stub) => stub.credits(checked!, plain));
   }
 
   async health(): Promise<StoreHealth> {

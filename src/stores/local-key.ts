@@ -3,7 +3,7 @@ import { storedFreshAtMs } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { newLeaseId } from "../limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
 
@@ -77,6 +77,13 @@ export class LocalKey {
     const { decision, changes } = this.state.debit(policies, this.clockMs(), cost);
     this.persist(changes);
     return decision;
+  }
+
+  /** Raises or sets a credits balance (the change already validated). */
+  credits(policy: Policy, change: CreditsChange): CreditsResult {
+    const { remaining, changes } = this.state.credits(policy, this.clockMs(), change);
+    this.persist(changes);
+    return { remaining };
   }
 
   reset(policies: readonly Policy[]): void {

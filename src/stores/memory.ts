@@ -1,5 +1,6 @@
 import { stackLeaseMs } from "../core/concurrency.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { assertCreditsChange } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
 import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
@@ -8,6 +9,7 @@ import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey, NOTHING_TO_PERSIST } from "./local-key.js";
 import { MemoryOverrideTable } from "../overrides/table.js";
+import { NoticeClaims, assertClaimArgs } from "./notice-claims.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -63,6 +65,7 @@ export class MemoryStore implements Limiter {
   private evicted = 0;
   /** Until when new keys are refused without a look, after one found every key pinned. */
   private pinnedUntilMs = 0;
+  private readonly notices: NoticeClaims;
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys === undefined ? DEFAULT_MEMORY_MAX_KEYS : options.maxKeys;
@@ -70,6 +73,7 @@ export class MemoryStore implements Limiter {
     this.maxKeys = maxKeys;
     this.clockMs = options.clockMs ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
+    this.notices = new NoticeClaims(this.clockMs);
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -95,6 +99,22 @@ export class MemoryStore implements Limiter {
     assertDebitable(policies);
     assertDebitCost(cost);
     return this.entry(key, policies).debit(policies, cost);
+  }
+
+  /**
+   * Raises or sets a credits balance. The memory store is bounded (maxKeys): an evicted balance
+   * starts again at its limit, so balances that are money belong in Redis or the Worker.
+   */
+  async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    const [checked] = storePolicies([policy]);
+    assertCreditsChange(checked!, change);
+    return this.entry(key, [checked!]).credits(checked!, change);
+  }
+
+  /** Notices (config `notify`) are claimed in this process: it is the only one using this store. */
+  async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
+    assertClaimArgs(key, notice, ttlMs);
+    return this.notices.claim(key, notice, ttlMs);
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

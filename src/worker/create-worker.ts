@@ -8,6 +8,7 @@ import { parseGatewayConfig } from "../gateway/config.js";
 import { createGateway } from "../gateway/gateway.js";
 import { createApp } from "../http/app.js";
 import { SpillwayService } from "../service.js";
+import { notifyingStore } from "./notify.js";
 import { LocalCache } from "../local/local-cache.js";
 import { LiveStats } from "../observe/live-stats.js";
 import { logObserver } from "../observe/log-lines.js";
@@ -76,7 +77,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
       const raw = storeOf(env, config);
-      const store = new LocalCache(raw);
+      const store = notifyingStore(new LocalCache(raw), config);
       const stats = new LiveStats(config.policies.map((policy) => policy.name));
       const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
       if (env.SPILLWAY_ANALYTICS) observers.push(analyticsObserver(env.SPILLWAY_ANALYTICS, parseSampleRate(env.SPILLWAY_ANALYTICS_SAMPLE_RATE)));

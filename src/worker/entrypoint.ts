@@ -54,6 +54,11 @@ export abstract class SpillwayEntrypoint extends WorkerEntrypoint<Env> {
     return rpcAnswer(() => this.service().extend(request));
   }
 
+  /** `POST /v1/credits`: `{ key, policy, add | set }`; answers `{ key, policy, remaining }`. */
+  credits(request: unknown): Promise<{ key: string; policy: string; remaining: number }> {
+    return rpcAnswer(() => this.service().credits(request));
+  }
+
   /** `PUT /v1/overrides`: `{ policy, key, source?, limit?, burst?, period?, expiresAt? }`; answers the override as stored. */
   putOverride(request: unknown): Promise<OverrideView> {
     return rpcAnswer(() => this.service().overrideAdmin.put(request));

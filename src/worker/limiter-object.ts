@@ -1,7 +1,8 @@
 import { DurableObject } from "cloudflare:workers";
 import type { StoredState } from "../core/algorithms.js";
+import { NEVER_FRESH_MS } from "../core/credits.js";
 import type { StateChange } from "../core/decision.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
 import type { CarriedDebit, NextCall } from "../stores/debit-carry.js";
@@ -92,6 +93,28 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.extend(policies, leaseId, leaseMs);
   }
 
+  credits(policy: Policy, change: CreditsChange): CreditsResult {
+    return this.local.credits(policy, change);
+  }
+
+  /**
+   * A notice (config `notify`, Limiter.claimNotice) held for this key until ttlMs from now: one
+   * key-value row while held, dropped with the rest when the key's clean-up clears the object.
+   */
+  claimNotice(notice: string, ttlMs: number): boolean {
+    const kv = this.ctx.storage.kv;
+    const name = `~notice:${notice}`;
+    if (ttlMs === 0) {
+      kv.delete(name);
+      return true;
+    }
+    const nowMs = this.nowMs();
+    const heldUntilMs = kv.get<number>(name);
+    if (heldUntilMs !== undefined && heldUntilMs > nowMs) return false;
+    kv.put(name, nowMs + ttlMs);
+    return true;
+  }
+
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
     const nowMs = this.nowMs();
@@ -137,6 +160,8 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   }
 
   protected async scheduleAlarm(atMs: number): Promise<void> {
+    // A balance that must never expire (credits: NEVER_FRESH_MS) sets no alarm: nothing to clean.
+    if (atMs >= NEVER_FRESH_MS) return;
     this.alarmAtMs = Math.ceil(atMs);
     await this.storage.setAlarm(this.alarmAtMs);
   }

@@ -5,9 +5,9 @@ import { SCENARIOS, clockedAdapter, coreAdapter, runScenario, unmetExpectations 
 describe("conformance table on the pure core", () => {
   it("has scenarios for every algorithm and operation", () => {
     const algorithms = new Set(SCENARIOS.flatMap((scenario) => Object.values(scenario.policies).map((policy) => policy.algorithm)));
-    expect([...algorithms].sort()).toEqual(["concurrency", "fixed-window", "gcra", "sliding-log", "sliding-window", "token-bucket"]);
+    expect([...algorithms].sort()).toEqual(["concurrency", "credits", "fixed-window", "gcra", "sliding-log", "sliding-window", "token-bucket"]);
     const ops = new Set(SCENARIOS.flatMap((scenario) => scenario.steps.map((step) => step.op)));
-    expect([...ops].sort()).toEqual(["acquire", "check", "debit", "extend", "peek", "release", "reset"]);
+    expect([...ops].sort()).toEqual(["acquire", "check", "credits", "debit", "extend", "peek", "release", "reset"]);
   });
 
   for (const scenario of SCENARIOS) {

@@ -20,6 +20,7 @@ function durableObjectAdapter(): ConformanceAdapter {
     acquire: async (key, policies, options, nowMs) => (await (await at(key, nowMs)).acquire([...policies], options)) as Awaited<ReturnType<ConformanceAdapter["acquire"]>>,
     release: async (key, policies, leaseId, nowMs) => (await at(key, nowMs)).release([...policies], leaseId),
     extend: async (key, policies, leaseId, leaseMs, nowMs) => (await at(key, nowMs)).extend([...policies], leaseId, leaseMs),
+    credits: async (key, policy, change, nowMs) => (await at(key, nowMs)).credits(policy, change),
   };
 }
 

@@ -7,6 +7,7 @@ import { type GatewayDriver, uniqueIp, uniqueUser } from "./gateway-table.js";
 // against the routes of GATEWAY_TABLE_CONFIG marked "counting". No node:* imports: loads in workerd.
 
 const BUDGET: Policy = { name: "budget", algorithm: "fixed-window", limit: 100, periodMs: 3_600_000, burst: 100, leaseMs: 30_000, failMode: "closed" };
+const WALLET: Policy = { name: "wallet", algorithm: "credits", limit: 50, periodMs: 1000, burst: 50, leaseMs: 30_000, failMode: "closed" };
 const THREE: Policy = { name: "three", algorithm: "fixed-window", limit: 3, periodMs: 3_600_000, burst: 3, leaseMs: 30_000, failMode: "closed" };
 
 async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
@@ -149,6 +150,32 @@ export function gatewayCountingConformance(runtime: string, driverOf: () => Gate
         // Not a count: `missing` (2), logged.
         await waitFor(async () => (await remaining(user, BUDGET)) === 68);
         expect(gw.logs.some((entry) => entry.event === "usage-unusable" && entry.value === '"many"')).toBe(true);
+      } finally {
+        gw.origin.ok();
+      }
+    });
+
+    it("a prepaid balance (credits): spent by the tokens the origin reports, refused once spent (no Retry-After), open again after a top-up", async () => {
+      const gw = driverOf();
+      const user = uniqueUser();
+      const key = `header:x-user:${user}`;
+      gw.counting.answer(200, { "content-type": "application/json" }, JSON.stringify({ usage: { total_tokens: 30 } }));
+      try {
+        const first = await gw.send("/wallet/a", as(user));
+        expect(first.status).toBe(200);
+        expect(first.header("ratelimit-policy")).toBe('"wallet";q=50');
+        await first.text();
+        await waitFor(async () => (await remaining(user, WALLET)) === 20);
+        // 20 left passes the peek; its 30 tokens were used, so the balance goes 10 below zero.
+        await (await gw.send("/wallet/a", as(user))).text();
+        await waitFor(async () => (await gw.limiter.peek(key, [WALLET])).allowed === false);
+        const before = gw.origin.hits();
+        const refused = await gw.send("/wallet/a", as(user));
+        expect(refused.status).toBe(429);
+        expect(refused.header("retry-after")).toBeNull();
+        expect(gw.origin.hits()).toBe(before);
+        expect(await gw.limiter.credits(key, WALLET, { add: 15 })).toEqual({ remaining: 5 });
+        expect((await gw.send("/wallet/a", as(user))).status).toBe(200);
       } finally {
         gw.origin.ok();
       }

@@ -69,6 +69,7 @@ export const GATEWAY_TABLE_CONFIG = {
     // Counting what the origin answers (gateway-counting-table.ts).
     { name: "budget", algorithm: "fixed-window", limit: 100, period: "1h" },
     { name: "strikes", algorithm: "fixed-window", limit: 2, period: "1s", block: "1h" },
+    { name: "wallet", algorithm: "credits", limit: 50 },
     ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
   ],
   routes: [
@@ -87,6 +88,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/tokens-slot/*" }, key: "header:x-user", policies: ["budget", "slot"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     { match: { path: "/cost-request/*" }, key: "header:x-user", policies: ["budget"], cost: { requestHeader: "x-cost" } },
     { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
+    { match: { path: "/wallet/*" }, key: "header:x-user", policies: ["wallet"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
   ],
   overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)

@@ -9,7 +9,7 @@
 import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
-import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
 import type { Limiter } from "../../src/limiter.js";
 
 /** What a store must offer the runner: every call carries the (injected) time. */
@@ -22,6 +22,7 @@ export interface ConformanceAdapter {
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions, nowMs: number): Promise<AcquireResult>;
   release(key: string, policies: readonly Policy[], leaseId: string, nowMs: number): Promise<ReleaseResult>;
   extend(key: string, policies: readonly Policy[], leaseId: string, leaseMs: number | undefined, nowMs: number): Promise<ExtendResult>;
+  credits(key: string, policy: Policy, change: CreditsChange, nowMs: number): Promise<CreditsResult>;
 }
 
 interface StepBase {
@@ -40,13 +41,16 @@ export type Step =
   | (StepBase & { op: "reset" })
   | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
   | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
-  | (StepBase & { op: "extend"; lease: string; leaseMs?: number; expect?: Partial<ExtendResult> });
+  | (StepBase & { op: "extend"; lease: string; leaseMs?: number; expect?: Partial<ExtendResult> })
+  | (StepBase & { op: "credits"; change: CreditsChange; expect?: Partial<CreditsResult> });
 
 export interface Scenario {
   name: string;
   /** Policy inputs (JSON as README "Algorithms" writes them) by label; two labels may share a policy name (redefinition). */
   policies: Record<string, Record<string, unknown>>;
   steps: Step[];
+  /** The scenario's time 0 (default BASE_MS): calendar scenarios start before a month end or an offset change. */
+  baseMs?: number;
 }
 
 /** Scenario time 0: a day boundary, so aligned windows start there. */
@@ -84,7 +88,7 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
   for (const [index, step] of scenario.steps.entries()) {
     const key = `${keyPrefix}${step.key ?? "k"}`;
     const policies = policiesOf(scenario, step.use);
-    const nowMs = BASE_MS + step.atMs;
+    const nowMs = (scenario.baseMs ?? BASE_MS) + step.atMs;
     let result: unknown;
     switch (step.op) {
       case "check": {
@@ -114,6 +118,9 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
         break;
       case "extend":
         result = await adapter.extend(key, policies, leases.get(step.lease) ?? `unknown-${step.lease}`, step.leaseMs, nowMs);
+        break;
+      case "credits":
+        result = await adapter.credits(key, policies[0]!, step.change, nowMs);
         break;
     }
     outcomes.push({ step: index, op: step.op, result: normalize(result, names) });
@@ -178,11 +185,14 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
       const lengthMs = leaseMs ?? stackLeaseMs(policies);
       return { extended: stateOf(key).extend(policies, leaseId, nowMs, lengthMs).extended, leaseMs: lengthMs };
     },
+    async credits(key, policy, change, nowMs) {
+      return { remaining: stateOf(key).credits(policy, nowMs, change).remaining };
+    },
   };
 }
 
 /** The operations a store on an injected clock offers (MemoryStore, RedisStore). */
-export type ClockedStore = Pick<Limiter, "check" | "peek" | "debit" | "reset" | "acquire" | "release" | "extend">;
+export type ClockedStore = Pick<Limiter, "check" | "peek" | "debit" | "reset" | "acquire" | "release" | "extend" | "credits">;
 
 /**
  * Drives a store built on the clock it is handed: each call first sets that clock to the
@@ -204,11 +214,14 @@ export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () =
     acquire: (key, policies, options, timeMs) => at(timeMs, () => store.acquire(key, policies, options)),
     release: (key, policies, leaseId, timeMs) => at(timeMs, () => store.release(key, policies, leaseId)),
     extend: (key, policies, leaseId, leaseMs, timeMs) => at(timeMs, () => store.extend(key, policies, leaseId, leaseMs)),
+    credits: (key, policy, change, timeMs) => at(timeMs, () => store.credits(key, policy, change)),
   };
 }
 
 import { SCENARIOS as RATE_SCENARIOS } from "./scenario-table.js";
 import { BLOCK_SCENARIOS } from "./scenario-table-block.js";
 import { DEBIT_SCENARIOS } from "./scenario-table-debit.js";
+import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
+import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS];

@@ -6,7 +6,7 @@ import fc from "fast-check";
  * huge numbers, unknown fields, deep nesting), plus text that is not JSON at all.
  */
 
-const ROUTES = ["/v1/check", "/v1/peek", "/v1/reset", "/v1/acquire", "/v1/release", "/v1/extend"] as const;
+const ROUTES = ["/v1/check", "/v1/peek", "/v1/reset", "/v1/acquire", "/v1/release", "/v1/extend", "/v1/credits"] as const;
 export type ApiRoute = (typeof ROUTES)[number];
 
 /** A value nested `depth` levels deep in arrays or objects: the shape that once overflowed a stack. */
@@ -27,7 +27,7 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 const policyValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom("p", "conc", "per-minute", "missing", "", "P"),
   fc.record(
-    { name: fc.oneof(fc.constant("inline"), hostileValue), algorithm: fc.oneof(fc.constantFrom("gcra", "sliding-log", "concurrency", "leaky"), hostileValue), limit: fc.oneof(fc.integer({ min: 1, max: 10 }), hostileValue), period: fc.oneof(fc.constantFrom("1m", 1000, "soon", 0), hostileValue), burst: hostileValue, lease: hostileValue, failMode: hostileValue, limt: hostileValue },
+    { name: fc.oneof(fc.constant("inline"), hostileValue), algorithm: fc.oneof(fc.constantFrom("gcra", "sliding-log", "concurrency", "fixed-window", "credits", "leaky"), hostileValue), limit: fc.oneof(fc.integer({ min: 1, max: 10 }), hostileValue), period: fc.oneof(fc.constantFrom("1m", 1000, "soon", 0), hostileValue), burst: hostileValue, lease: hostileValue, failMode: hostileValue, limt: hostileValue, calendar: fc.oneof(fc.constantFrom("day", "week", "month", "year"), hostileValue), timezone: fc.oneof(fc.constantFrom("UTC", "Europe/Paris", "Mars/Base"), hostileValue), refill: fc.oneof(fc.record({ calendar: fc.constantFrom("day", "month", "x"), timezone: fc.constantFrom("UTC", "Nowhere"), to: fc.oneof(fc.integer({ min: 0, max: 10 }), hostileValue) }, { requiredKeys: [] }), hostileValue) },
     { requiredKeys: ["name"] },
   ),
   fc.array(fc.oneof(fc.constant("p"), hostileValue), { maxLength: 20 }),
@@ -37,7 +37,7 @@ const policyValue: fc.Arbitrary<unknown> = fc.oneof(
 /** A JSON object body: each field present or not, valid-looking or hostile. */
 const objectBody: fc.Arbitrary<string> = fc
   .record(
-    { key: fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), hostileValue), policy: policyValue, cost: hostileValue, mode: fc.oneof(fc.constantFrom("reject", "reserve"), hostileValue), maxWaitMs: hostileValue, leaseMs: hostileValue, leaseId: hostileValue, extra: hostileValue },
+    { key: fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), hostileValue), policy: policyValue, cost: hostileValue, mode: fc.oneof(fc.constantFrom("reject", "reserve"), hostileValue), maxWaitMs: hostileValue, leaseMs: hostileValue, leaseId: hostileValue, extra: hostileValue, add: fc.oneof(fc.integer({ min: 0, max: 10 }), hostileValue), set: hostileValue, source: fc.oneof(fc.constantFrom("ip", "header:x-api-key", "header:"), hostileValue) },
     { requiredKeys: [] },
   )
   .map((body) => JSON.stringify(body));

@@ -32,11 +32,22 @@ const policyInput = (name: string) =>
       block: blockInput,
     }),
     fc.record({ name: fc.constant(name), algorithm: fc.constant("concurrency"), limit: fc.integer({ min: 1, max: 3 }), lease: fc.constantFrom(50, 300, 1000) }),
+    // Calendar days of a zone whose midnight the traces cross (CALENDAR_BASE_MS), and balances.
+    fc.record({ name: fc.constant(name), algorithm: fc.constant("fixed-window"), limit: fc.integer({ min: 1, max: 5 }), calendar: fc.constant("day"), timezone: fc.constant("America/New_York"), block: blockInput }),
+    fc.record({
+      name: fc.constant(name),
+      algorithm: fc.constant("credits"),
+      limit: fc.integer({ min: 1, max: 8 }),
+      refill: fc.option(fc.record({ calendar: fc.constant("day"), timezone: fc.constant("America/New_York"), to: fc.option(fc.integer({ min: 0, max: 8 }), { nil: undefined }) }), { nil: undefined }),
+    }),
   );
+
+/** 10 s before New York's first midnight of daylight time (2026-03-09 04:00 UTC): traces run across it. */
+const CALENDAR_BASE_MS = Date.UTC(2026, 2, 9, 4) - 10_000;
 
 const stepInput = fc.record({
   gapMs: fc.constantFrom(0, 0, 1, 7, 99, 100, 250, 333, 1000, 2500),
-  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit"),
+  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit", "credits"),
   use: fc.option(fc.subarray(LABELS, { minLength: 1 }), { nil: undefined }),
   key: fc.constantFrom("k", "k", "k", "other"),
   cost: fc.integer({ min: 0, max: 4 }),
@@ -57,6 +68,7 @@ const scenarioInput = fc
     let atMs = 0;
     return {
       name: "random trace",
+      baseMs: CALENDAR_BASE_MS,
       policies: Object.fromEntries(labels.map((label, index) => [label, policies[index]!])),
       steps: steps.map((step): Step => {
         atMs += step.gapMs;
@@ -79,6 +91,12 @@ const scenarioInput = fc
             if (stacked.some((policy) => policy.algorithm === "concurrency")) return { ...base, op: "peek" };
             // Past the limit, often: the whole point of a debit.
             return { ...base, op: "debit", cost: step.cost * 3 };
+          }
+          case "credits": {
+            // A change to the first credits policy named (none: a peek).
+            const label = (base.use ?? labels).find((one) => policies[labels.indexOf(one)]!.algorithm === "credits");
+            if (label === undefined) return { ...base, op: "peek" };
+            return { ...base, use: [label], op: "credits", change: step.reserve ? { set: step.cost * 2 } : { add: step.cost } };
           }
           default: {
             // Extending needs a concurrency policy in the stack (see the report: the stores

@@ -135,6 +135,12 @@ describe("Lua scripts and functions", () => {
       expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 99 });
       expect(runnerFor(olderClient).mode).toBe("scripts");
       expect(await commandsOf(olderClient, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
+      // Calendar windows and credits (a change, and a stack decided in full) take the same way.
+      const monthly = parsePolicy({ name: "monthly", algorithm: "fixed-window", limit: 2, calendar: "month", timezone: "Asia/Kolkata" }, "policy");
+      const wallet = parsePolicy({ name: "wallet", algorithm: "credits", limit: 5, refill: { calendar: "week" } }, "policy");
+      expect(await store.credits("k", wallet, { add: 1 })).toEqual({ remaining: 6 });
+      expect(await store.check("k", [monthly, wallet], { cost: 2, mode: "reserve", maxWaitMs: 0 })).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await store.check("k", [wallet], { cost: 5, mode: "reject", maxWaitMs: 0 })).toMatchObject({ allowed: false, remaining: 4 });
     } finally {
       olderClient.disconnect();
       await older.stop();

@@ -34,6 +34,9 @@ describe("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, (
     ["a route naming a missing policy", { origin: "http://127.0.0.1:9", policies: [], routes: [{ match: { path: "/a" }, key: "ip", policies: ["nope"] }] }, 'routes.0.policies.0: no policy named "nope"'],
     ["a bad usage path", { origin: "http://127.0.0.1:9", policies: [{ name: "p", limit: 1, period: "1s" }], routes: [{ match: { path: "/a" }, key: "ip", policies: ["p"], cost: { responseJson: "usage." } }] }, "routes.0.cost.responseJson: must be a dotted path"],
     ["a bad status class", { origin: "http://127.0.0.1:9", policies: [{ name: "p", limit: 1, period: "1s" }], routes: [{ match: { path: "/a" }, key: "ip", policies: ["p"], count: { status: [401, "4XX"] } }] }, "routes.0.count.status.1: must be a status code"],
+    ["an unknown time zone", { policies: [{ name: "monthly", algorithm: "fixed-window", limit: 10000, calendar: "month", timezone: "Europe/Pariss" }] }, 'policies.monthly.timezone: must be an IANA time zone name such as "Europe/Paris" or "UTC", got "Europe/Pariss"'],
+    ["a calendar on gcra", { policies: [{ name: "daily", limit: 100, calendar: "day" }] }, "policies.daily.calendar: is only for fixed-window"],
+    ["period and calendar together", { policies: [{ name: "daily", algorithm: "fixed-window", limit: 100, period: "1d", calendar: "day" }] }, "policies.daily.calendar: replaces period"],
   ])("%s: exit 2 naming it", async (_label, config, message) => {
     const { status, output } = spillway("check", "--config", await configFile(config));
     expect(status).toBe(2);

@@ -47,7 +47,7 @@ function fakeBinding(service: SpillwayService): SpillwayBinding {
 /** A store whose every call fails with `error`. */
 function failingStore(error: () => Error): Limiter {
   const fail = () => Promise.reject(error());
-  return { kind: "failing", check: fail, peek: fail, debit: fail, reset: fail, acquire: fail, release: fail, extend: fail, health: async () => ({ ok: false, store: "failing" }) };
+  return { kind: "failing", check: fail, peek: fail, debit: fail, reset: fail, acquire: fail, release: fail, extend: fail, credits: fail, health: async () => ({ ok: false, store: "failing" }) };
 }
 
 const unavailable = () => new StoreUnavailableError("redis eval failed: connect ECONNREFUSED 127.0.0.1:6379");

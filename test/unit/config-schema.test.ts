@@ -45,6 +45,8 @@ const valid: Array<[string, unknown]> = [
   ["where Durable Objects live", { policies: [gcra], durableObjects: { locationHint: "weur", jurisdiction: "eu" } }],
   // Counting what the origin answers (count, cost).
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
+  // Calendar windows and credits (SPEC §1).
+  ["calendar windows and credits", { policies: [{ name: "m", algorithm: "fixed-window", limit: 10000, calendar: "month", timezone: "Europe/Paris" }, { name: "d", algorithm: "fixed-window", limit: 5, calendar: "day" }, { name: "c", algorithm: "credits", limit: 1000 }, { name: "r", algorithm: "credits", limit: 1000, refill: { calendar: "month", timezone: "America/New_York", to: 500 } }] }],
   ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }, { responseJson: "usage.total_tokens", maxReadBytes: 16777216, maxReadMs: 30000 }].map((cost) => ({ ...route, cost })) }],
 ];
 
@@ -66,6 +68,13 @@ const invalid: Array<[string, unknown]> = [
   ["token batches on gcra", { policies: [{ ...gcra, local: { share: 0.1 } }] }],
   ["a local share over 0.5", { policies: [{ name: "w", algorithm: "fixed-window", limit: 100, period: "1s", local: { share: 0.6 } }] }],
   ["local on concurrency", { policies: [{ name: "c", algorithm: "concurrency", limit: 3, local: { share: 0 } }] }],
+  ["a calendar on gcra", { policies: [{ ...gcra, period: undefined, calendar: "day" }] }],
+  ["period and calendar together", { policies: [{ name: "m", algorithm: "fixed-window", limit: 3, period: "30d", calendar: "month" }] }],
+  ["a calendar unit that is not one", { policies: [{ name: "m", algorithm: "fixed-window", limit: 3, calendar: "year" }] }],
+  ["a time zone without a calendar", { policies: [{ name: "m", algorithm: "fixed-window", limit: 3, period: "1d", timezone: "UTC" }] }],
+  ["credits with a period", { policies: [{ name: "c", algorithm: "credits", limit: 3, period: "1d" }] }],
+  ["a refill on a window", { policies: [{ name: "m", algorithm: "fixed-window", limit: 3, period: "1d", refill: { calendar: "day" } }] }],
+  ["a refill without a calendar", { policies: [{ name: "c", algorithm: "credits", limit: 3, refill: { to: 3 } }] }],
   ["a bad failMode", { policies: [{ ...gcra, failMode: "maybe" }] }],
   ["policies not an array", { policies: { gcra } }],
   ["legacyHeaders not a boolean", { legacyHeaders: "yes" }],

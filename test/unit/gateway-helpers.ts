@@ -45,6 +45,7 @@ export function ownStore(store: Limiter): Limiter {
     peek: (key, policies) => store.peek(key, policies),
     debit: (key, policies, cost) => store.debit(key, policies, cost),
     reset: (key, policies) => store.reset(key, policies),
+    credits: (key, policy, change) => store.credits(key, policy, change),
     release: (key, policies, leaseId) => store.release(key, policies, leaseId),
     extend: (key, policies, leaseId, leaseMs) => store.extend(key, policies, leaseId, leaseMs),
     health: () => store.health(),

@@ -5,13 +5,13 @@ import { describe, expect, it } from "vitest";
 /**
  * The dependency rule of the source tree: each layer imports only from layers below it, and
  * nothing imports in a circle. Layers, lowest first:
- *   core ← limiter/config ←  (and overrides/, beside config) api/stores (and the store decorators: local/, observe/) ← http ← gateway ← worker/node;
+ *   core ← limiter/config ←  (and overrides/ and notify/, beside config: the config names a webhook, a limiter decorator sends it) api/stores (and the store decorators: local/, observe/) ← http ← gateway ← worker/node;
  * client/ reaches only core, limiter/config and api. Package entry points (src/*.ts that
  * only re-export) sit on top.
  */
 const SRC = resolve(new URL("../../src", import.meta.url).pathname);
 
-const RANK: Record<string, number> = { core: 0, base: 1, overrides: 1, api: 2, stores: 2, local: 2, observe: 2, rls: 2, http: 3, gateway: 4, worker: 5, node: 5, client: 3, entry: 6 };
+const RANK: Record<string, number> = { core: 0, base: 1, overrides: 1, notify: 1, api: 2, stores: 2, local: 2, observe: 2, rls: 2, http: 3, gateway: 4, worker: 5, node: 5, client: 3, entry: 6 };
 const CLIENT_MAY_USE = new Set(["core", "base", "api", "client"]);
 
 /** The layer of a file under src/, by its folder (or its name, for the few top-level modules). */

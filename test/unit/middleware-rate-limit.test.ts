@@ -126,7 +126,7 @@ describe("rateLimit(): at request time", () => {
 });
 
 describe("rateLimit(): a store that cannot decide", () => {
-  const down = (error: Error) => ({ kind: "down", check: () => Promise.reject(error), peek: () => Promise.reject(error), debit: () => Promise.reject(error), reset: () => Promise.reject(error), acquire: () => Promise.reject(error), release: () => Promise.reject(error), extend: () => Promise.reject(error), health: () => Promise.reject(error) });
+  const down = (error: Error) => ({ kind: "down", check: () => Promise.reject(error), peek: () => Promise.reject(error), debit: () => Promise.reject(error), reset: () => Promise.reject(error), acquire: () => Promise.reject(error), release: () => Promise.reject(error), extend: () => Promise.reject(error), credits: () => Promise.reject(error), health: () => Promise.reject(error) });
 
   it("fails closed with the 503 store-unavailable problem, and the handler never runs", async () => {
     let handled = 0;

@@ -62,6 +62,25 @@ export function nodeMiddlewareCountingSuite(host: string, mount: MountMiddleware
       await vi.waitFor(async () => expect((await get(url, "bo")).status).toBe(429));
     });
 
+    it("a client that leaves before the handler answers is still charged what the answer costs", async () => {
+      let answered = 0;
+      const url = await serve({ policies: budget, cost: { response: (res) => Number(res.getHeader("x-tokens")) } }, (_req, res) => {
+        // An upstream call that outlives the client: the handler answers into the closed socket.
+        setTimeout(() => {
+          res.setHeader("x-tokens", "70");
+          res.end("late");
+          answered++;
+        }, 300);
+      });
+      const leaving = new AbortController();
+      const request = fetch(url, { headers: { "x-user": "cy" }, signal: leaving.signal }).catch(() => undefined);
+      await vi.waitFor(() => expect(hits).toBe(1));
+      leaving.abort();
+      await request;
+      await vi.waitFor(() => expect(answered).toBe(1));
+      await vi.waitFor(async () => expect(await remaining("cy", BUDGET)).toBe(30));
+    });
+
     it("cost.request and a constant are checked before the handler, at that cost", async () => {
       const url = await serve({ policies: budget, cost: { request: (req) => Number(req.headers["x-cost"]) } }, (_req, res) => void res.end("ok"));
       expect(remainingOf(await get(url, "cy", { "x-cost": "60" }))).toBe(40);

@@ -60,7 +60,7 @@ export function perTest(): { store: CountingStore; running: Listening | undefine
 /** A store whose every call rejects with `error`: an unreachable or faulty backend. */
 export function failingStore(error: Error): Limiter {
   const reject = () => Promise.reject(error);
-  return { kind: "failing", check: reject, peek: reject, debit: reject, reset: reject, acquire: reject, release: reject, extend: reject, health: reject };
+  return { kind: "failing", check: reject, peek: reject, debit: reject, reset: reject, acquire: reject, release: reject, extend: reject, credits: reject, health: reject };
 }
 
 /** A promise with its resolve function, to hold a handler busy until the test says so. */

@@ -142,5 +142,11 @@ export function boundViolation(policy: Policy, run: TraceRun): string | null {
         policy.limit,
         admissions.map(({ atMs, cost }) => ({ fromMs: atMs, untilMs: atMs + policy.leaseMs, cost })),
       );
+    case "credits": {
+      // Without a refill nothing raises a balance in a trace: all it ever admits is its limit.
+      if (policy.calendar) return null;
+      const spent = admissions.reduce((sum, { cost }) => sum + cost, 0);
+      return spent > policy.limit ? `credits spent ${spent} > limit ${policy.limit}` : null;
+    }
   }
 }

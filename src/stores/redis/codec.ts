@@ -98,6 +98,7 @@ const STATE_TAGS: Record<Policy["algorithm"], string> = {
   "sliding-window": "s:",
   "sliding-log": "l:",
   concurrency: "c:",
+  credits: "k:",
 };
 
 /**
@@ -205,7 +206,7 @@ function decodeEntries(body: string, raw: string): Entry[] {
 /**
  * The core's StoredState for a value the scripts stored ("g:<tatMs>", "t:<tokens>:<anchorMs>",
  * "f:<windowStartMs>:<count>", "s:<windowStartMs>:<prev>:<curr>", "l:<entries>",
- * "c:<entries>", entries being "<untilMs>,<cost>,<leaseId>;…"), with a block before it when one
+ * "c:<entries>", "k:<balance>:<windowStartMs>", entries being "<untilMs>,<cost>,<leaseId>;…"), with a block before it when one
  * was stored ("b:<blockedUntilMs>|<state>").
  *
  * @example decodeStoredState("g:1700000000250") // { algorithm: "gcra", state: { tatMs: 1700000000250 } }
@@ -237,6 +238,8 @@ export function decodeStoredState(raw: string): StoredState {
       return { algorithm: "sliding-log", state: { entries: decodeEntries(body, raw) } };
     case "c:":
       return { algorithm: "concurrency", state: { entries: decodeEntries(body, raw) } };
+    case "k:":
+      return { algorithm: "credits", state: { balance: numberIn(fields[0], raw), windowStartMs: numberIn(fields[1], raw) } };
     default:
       throw unexpected("Redis state", raw);
   }

@@ -6,7 +6,7 @@ import { ALGORITHMS, type AlgorithmName } from "../../core/types.js";
 /** A standalone ioredis client or a Cluster: both route FCALL and EVALSHA by the first key. */
 export type RedisClient = Redis | Cluster;
 
-export const SCRIPT_NAMES = ["single", "stack", "check", "debit", "acquire", "leave", "release", "extend", "reset"] as const;
+export const SCRIPT_NAMES = ["single", "stack", "check", "debit", "acquire", "leave", "release", "extend", "reset", "balance"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 /** Each algorithm (README "Algorithms") lives in its own file and mirrors its `src/core` twin. */
@@ -17,6 +17,7 @@ const ALGORITHM_FILES: Record<AlgorithmName, string> = {
   "sliding-window": "sliding-window.lua",
   "sliding-log": "sliding-log.lua",
   concurrency: "concurrency.lua",
+  credits: "credits.lua",
 };
 
 /** Which library parts an entry script needs besides common, its algorithms and context. */
@@ -30,6 +31,7 @@ const ENTRY_NEEDS: Record<ScriptName, { decide: boolean; waiters: "always" | "wi
   release: { decide: false, waiters: "always" },
   extend: { decide: false, waiters: "never" },
   reset: { decide: false, waiters: "always" },
+  balance: { decide: false, waiters: "never" },
 };
 
 export interface RedisScript {
@@ -84,7 +86,7 @@ const ALGORITHM_BITS = new Map<AlgorithmName, number>(ALGORITHMS.map((algorithm,
 
 /**
  * The `name` script for a stack of these algorithms, composed once and then cached (at most
- * 63 algorithm sets per script). Cheap enough to call on every decision.
+ * 127 algorithm sets per script). Cheap enough to call on every decision.
  *
  * @example scriptFor("check", ["gcra"]).sha
  */

@@ -1,3 +1,4 @@
+import { calendarBoundsAround } from "../../core/calendar.js";
 import type { AlgorithmName, Policy } from "../../core/types.js";
 
 /** What a stack sends on every call, encoded once per policies array (see stackOf). */
@@ -16,6 +17,10 @@ export interface Stack {
    * stack.lua decides a plain check (decodeStackDecision).
    */
   stepped: boolean;
+  /** Some policy has a calendar: its argument carries boundaries around the clock (argsAt). */
+  calendar: boolean;
+  /** argsAt's last answer, and the clock readings it holds for. */
+  calendarArgs?: { args: readonly string[]; validFromMs: number; validUntilMs: number };
 }
 
 /** The algorithms whose Lua has a fused `step` (see common.lua): what stack.lua can decide. */
@@ -50,9 +55,7 @@ function encodeStack(policies: readonly Policy[]): Stack {
     // policies that differ by name alone (an Envoy descriptor's counters, one per value) are
     // then one argument text, which the library parses once (context.lua's policy cache).
     const name = policy.algorithm === "concurrency" ? policy.name : "-";
-    const spec = `${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${name}`;
-    // A name has no spaces, so the block may follow it, only when there is one.
-    args.push(policy.blockMs === undefined ? spec : `${spec} ${policy.blockMs}`);
+    args.push(policySpec(policy, name, undefined));
   }
   const concurrency = policies.some((policy) => policy.algorithm === "concurrency");
   // A policy with a block writes state on a denial too, which check.lua does (single.lua only admits).
@@ -64,8 +67,50 @@ function encodeStack(policies: readonly Policy[]): Stack {
     args,
     concurrency,
     single: policies.length === 1 && !concurrency && !blocks,
-    stepped: policies.length > 1 && !blocks && policies.every((policy) => STEPPED.has(policy.algorithm)),
+    // A calendar window takes the long way (its window comes from the boundaries sent).
+    stepped: policies.length > 1 && !blocks && policies.every((policy) => STEPPED.has(policy.algorithm) && !policy.calendar),
+    calendar: policies.some((policy) => policy.calendar !== undefined),
   };
+}
+
+/**
+ * A policy's argument (context.lua): "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>",
+ * then " <blockMs>" when it has a block; a policy with a calendar or a refill amount adds
+ * " <blockMs or -> <boundaries or -> [<refillTo>]".
+ */
+function policySpec(policy: Policy, name: string, bounds: readonly number[] | undefined): string {
+  const spec = `${policy.algorithm} ${policy.limit} ${policy.periodMs} ${policy.burst} ${policy.leaseMs} ${name}`;
+  // A name has no spaces, so the block may follow it, only when there is one.
+  if (bounds === undefined && policy.refillTo === undefined) return policy.blockMs === undefined ? spec : `${spec} ${policy.blockMs}`;
+  const refill = policy.refillTo === undefined ? "" : ` ${policy.refillTo}`;
+  return `${spec} ${policy.blockMs ?? "-"} ${bounds ? bounds.join(",") : "-"}${refill}`;
+}
+
+/**
+ * The stack's arguments for a call made at the caller's clock reading aroundMs: a policy with
+ * a calendar carries the boundaries around it (calendarBoundsAround), among which the script
+ * picks by the store's own clock. The same text for as long as the boundaries are the same
+ * (once or twice per window), so the script's policy cache still parses it once.
+ */
+export function argsAt(stack: Stack, aroundMs: number): readonly string[] {
+  if (!stack.calendar) return stack.args;
+  const cached = stack.calendarArgs;
+  if (cached && cached.validFromMs <= aroundMs && aroundMs < cached.validUntilMs) return cached.args;
+  const args = [stack.args[0]!];
+  let validFromMs = Number.NEGATIVE_INFINITY;
+  let validUntilMs = Number.POSITIVE_INFINITY;
+  for (const policy of stack.members) {
+    if (!policy.calendar) {
+      args.push(policySpec(policy, policy.algorithm === "concurrency" ? policy.name : "-", undefined));
+      continue;
+    }
+    const around = calendarBoundsAround(policy.calendar, aroundMs);
+    validFromMs = Math.max(validFromMs, around.validFromMs);
+    validUntilMs = Math.min(validUntilMs, around.validUntilMs);
+    args.push(policySpec(policy, "-", around.bounds));
+  }
+  stack.calendarArgs = { args, validFromMs, validUntilMs };
+  return args;
 }
 
 function sameMembers(members: readonly Policy[], policies: readonly Policy[]): boolean {

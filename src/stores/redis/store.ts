@@ -1,6 +1,7 @@
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import { assertCreditsChange } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
@@ -15,7 +16,7 @@ import type { RedisClient, ScriptName } from "./scripts.js";
 import { Subscriptions } from "./client-events.js";
 import { CONNECTING, settledConnection } from "./connection.js";
 import { describeConnectionError, redactRedisUrl } from "./connection-errors.js";
-import { type Stack, stackOf } from "./stacks.js";
+import { type Stack, argsAt, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
 import { RedisOverrideTable } from "./overrides.js";
@@ -23,6 +24,7 @@ import { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, type RedisStoreOptions, c
 import { SentinelErrors, type SentinelStoreOptions, sentinelTarget } from "./sentinel.js";
 import { type DataLossGuard, dataLossGuardFor, fencedDecision } from "./data-loss.js";
 import { probeWrites } from "./nodes.js";
+import { assertClaimArgs } from "../notice-claims.js";
 
 export { DEFAULT_POLL_INTERVAL_MS, DEFAULT_TIMEOUT_MS, REDIS_CLIENT_OPTIONS, type RedisStoreOptions } from "./options.js";
 
@@ -289,6 +291,31 @@ export class RedisStore implements Limiter {
     return { extended: (await this.run("extend", key, stackOf(policies), [leaseId, lengthMs])) === 1, leaseMs: lengthMs };
   }
 
+  async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    const [checked] = storePolicies([policy]);
+    assertCreditsChange(checked!, change);
+    const [op, amount] = "add" in change ? ["add", change.add] : ["set", change.set];
+    const remaining = await this.run("balance", key, stackOf([checked!]), [op, amount]);
+    return { remaining: Number(remaining) };
+  }
+
+  /**
+   * A notice (config `notify`) claimed in Redis with SET NX PX beside the key's state (same hash
+   * tag, `~` so no policy name collides): every process sharing this Redis sends it once. Off
+   * the request path, so it takes no call slot; it still gives up after the store's timeout
+   * (at least a second), and the notifier then tries again on a later decision.
+   */
+  async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
+    assertClaimArgs(key, notice, ttlMs);
+    const redisKey = `${this.keyPrefix}{${escapeUserKey(key)}}:~notice:${notice}`;
+    const waitMs = Math.max(this.timeoutMs, 1000);
+    if (ttlMs === 0) {
+      await withTimeout(this.client.del(redisKey), waitMs, "notice release");
+      return true;
+    }
+    return (await withTimeout(this.client.set(redisKey, "1", "PX", ttlMs, "NX"), waitMs, "notice claim")) === "OK";
+  }
+
   /** Data losses detected since the store started (spillway_store_resets_total). */
   storeResets(): number {
     return this.dataLoss.resets;
@@ -354,7 +381,8 @@ export class RedisStore implements Limiter {
     const waiters = name !== "extend" && name !== "debit" && name !== "stack" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [clientNowMs === undefined ? "" : `${clientNowMs}:${this.expirySlackMs}`];
-    const policyArgs = stack.args;
+    // A calendar's boundaries around this process's clock; the script picks by the store's.
+    const policyArgs = stack.calendar ? argsAt(stack, clientNowMs ?? Date.now()) : stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);
     for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
@@ -368,7 +396,7 @@ export class RedisStore implements Limiter {
   private runSingle(key: string, stack: Stack, options: CheckOptions, clientNowMs: number | undefined): Promise<unknown> {
     const keys = [`${this.keyPrefix}{${escapeUserKey(key)}}:${stack.names[0]!}`];
     // stack.args is [N, the policy]: single.lua takes the policy alone.
-    const args: (string | number)[] = [stack.args[1]!];
+    const args: (string | number)[] = [(stack.calendar ? argsAt(stack, clientNowMs ?? Date.now()) : stack.args)[1]!];
     if (clientNowMs !== undefined) args.push(options.cost, options.mode, options.maxWaitMs, `${clientNowMs}:${this.expirySlackMs}`);
     else if (options.mode === "reserve") args.push(options.cost, options.mode, options.maxWaitMs);
     else if (options.cost !== 1) args.push(options.cost);

@@ -77,3 +77,36 @@ end
 local function int_arg(value)
   return format("%d", ceil(value))
 end
+
+-- When a state that must never expire becomes fresh (src/core/credits.ts NEVER_FRESH_MS): a
+-- spent balance without a refill. Its key is written without an expiry.
+local NEVER_FRESH_MS = 8640000000000000
+
+-- Calendar windows (src/core/calendar.ts): the caller sends the boundaries around its own
+-- clock (policy.bounds, ascending, from calendarBoundsAround); the window that holds a time is
+-- picked here, by the script's clock. This is the one fork between TypeScript and Lua for
+-- calendars: TypeScript knows the zones (Intl), the script knows the store's time.
+-- Answers the window [start, end) that holds time_ms; a time before the first boundary sent
+-- belongs to a window that ended by then (start nil, end the first boundary).
+local function calendar_window(policy, time_ms)
+  local bounds = policy.bounds
+  if time_ms < bounds[1] then return nil, bounds[1] end
+  for i = 2, #bounds do
+    if time_ms < bounds[i] then return bounds[i - 1], bounds[i] end
+  end
+  error("spillway: the store's clock is past the calendar boundaries sent (the client's and the store's clocks differ by more than an hour)")
+end
+
+-- The start of the calendar window that holds time_ms (a time the script decides at: never
+-- before the first boundary sent, or the clocks differ by more than the margin).
+local function calendar_start(policy, time_ms)
+  local start_ms = calendar_window(policy, time_ms)
+  if start_ms == nil then error("spillway: the store's clock is before the calendar boundaries sent (the client's and the store's clocks differ by more than an hour)") end
+  return start_ms
+end
+
+-- The end of the calendar window that starts at (or holds) start_ms.
+local function calendar_end(policy, start_ms)
+  local _, end_ms = calendar_window(policy, start_ms)
+  return end_ms
+end

@@ -6,7 +6,9 @@
 --   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
 --   ARGV[2] N, the number of policies
 --   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>", then
---             " <blockMs>" when the policy has a block (a name has no spaces); the name is
+--             " <blockMs>" when the policy has a block (a name has no spaces), and for a
+--             calendar (a calendar window, a credits refill) or a credits refill amount
+--             " <blockMs or -> <boundaries b0,b1,… or -> [<refillTo>]"; the name is
 --             "-" but for concurrency policies (only waiters read it), so policies that
 --             differ by name alone share one text and one parse
 --   ARGV[3+N] the pub/sub channel that wakes waiters, only when the waiter keys are passed
@@ -48,7 +50,7 @@ local POLICY_CACHE_MAX = 4096
 local function policy_of(spec)
   local policy = policy_cache[spec]
   if policy then return policy end
-  local algorithm, limit, period_ms, burst, lease_ms, name, block_ms = match(spec, "^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) ?(%S*)$")
+  local algorithm, limit, period_ms, burst, lease_ms, name, block_ms, bounds_text, refill_to = match(spec, "^(%S+) (%S+) (%S+) (%S+) (%S+) (%S+) ?(%S*) ?(%S*) ?(%S*)$")
   if not algorithm then error("spillway: unreadable policy argument " .. spec) end
   local impl = ALGORITHMS[algorithm]
   if not impl then error("spillway: this script was not built for " .. algorithm) end
@@ -63,7 +65,18 @@ local function policy_of(spec)
     blockMs = optional_number(block_ms),
     concurrency = algorithm == "concurrency",
     impl = impl,
+    -- nil: no calendar; else its boundaries around the caller's clock, ascending (common.lua).
+    bounds = nil,
+    -- credits: what each refill sets the balance to (src/core/types.ts Policy.refillTo).
+    refillTo = optional_number(refill_to),
   }
+  if bounds_text ~= nil and bounds_text ~= "" and bounds_text ~= "-" then
+    local bounds = {}
+    for bound in string.gmatch(bounds_text, "[^,]+") do bounds[#bounds + 1] = bound + 0 end
+    if #bounds < 2 then error("spillway: unreadable calendar boundaries " .. spec) end
+    policy.bounds = bounds
+  end
+  if algorithm == "credits" and policy.refillTo == nil then policy.refillTo = policy.limit end
   if policy_cache_size >= POLICY_CACHE_MAX then policy_cache, policy_cache_size = {}, 0 end
   policy_cache[spec] = policy
   policy_cache_size = policy_cache_size + 1
@@ -87,7 +100,7 @@ local function decode_stored(raw, policy, key)
   if sub(raw, 1, 2) == algorithm.tag then
     local state = algorithm.decode(raw)
     if state then return state, blocked_until_ms end
-  elseif find(raw, "^[gtfslc]:") then
+  elseif find(raw, "^[gtfslck]:") then
     return nil
   end
   error("spillway: unreadable state in " .. key)
@@ -141,7 +154,10 @@ end
 -- number argument costs Redis more (up to 7.0 it prints it with %.17g). at_text, when
 -- given, is that text of ceil(fresh_at_ms) already (see encode in common.lua).
 local function set_until_fresh(key, value, fresh_at_ms, now_ms, slack_ms, at_text)
-  if slack_ms == nil then
+  if fresh_at_ms >= NEVER_FRESH_MS then
+    -- Never equivalent to fresh (a spent balance): kept without an expiry.
+    redis.call("SET", key, value)
+  elseif slack_ms == nil then
     -- Server clock: the state's own times are Redis times, so expire exactly then.
     local at_ms = ceil(fresh_at_ms)
     if at_ms <= now_ms then

@@ -81,6 +81,18 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   local fits_reserved = not never and not blocked and mode == "reserve" and wait_ms <= max_wait_ms
   -- A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
   local admit = cost > 0 and (fits_now or fits_reserved)
+  if admit and slot_ms > now_ms then
+    -- An algorithm that is not monotone (credits: fits_at) may not fit at a later slot another
+    -- policy chose: then no slot fits both (fitsSlot in src/core/decision.ts).
+    for i = 1, count do
+      local fits_at = policies[i].impl.fits_at
+      if fits_at and not fits_at(states[i] or nil, policies[i], now_ms, slot_ms, cost) then
+        earliest[i] = false
+        never = true
+      end
+    end
+    if never then admit = false end
+  end
   local allowed = admit
   if cost == 0 then allowed = fits_now end
 

@@ -28,7 +28,7 @@ local cost, mode, max_wait_ms = 1, ARGV[3] or "reject", 0
 if ARGV[2] then cost = ARGV[2] + 0 end
 if ARGV[4] then max_wait_ms = ARGV[4] + 0 end
 local fresh_at_ms, value, at_text, same_fresh_at = nil, nil, nil, false
-if cost > 0 and impl.step and (not raw or sub(raw, 1, 2) == impl.tag) then
+if cost > 0 and impl.step and not policy.bounds and (not raw or sub(raw, 1, 2) == impl.tag) then
   -- The algorithm's own state or none: one call does it all (gcra.lua).
   fresh_at_ms, value, at_text, same_fresh_at = impl.step(raw, policy, now_ms, cost, mode, max_wait_ms)
 else

@@ -1,0 +1,52 @@
+import type { CheckOptions, CreditsChange, CreditsResult, Decision, Policy } from "../core/types.js";
+import { ForwardingLimiter, type Limiter } from "../limiter.js";
+import type { Notifier } from "./notifier.js";
+
+/**
+ * A Limiter that shows its notifier every decision of a check or debit, and every credits
+ * change, after the store answered: the answer itself passes through unchanged and is never
+ * held up by a notice (SPEC §2 "Notify").
+ *
+ * @example const limiter = new NotifyingLimiter(store, new Notifier({ config: () => config.notify, claim, send }))
+ */
+export class NotifyingLimiter extends ForwardingLimiter {
+  readonly notifier: Notifier;
+  readonly debitNow?: (key: string, policies: readonly Policy[], cost: number) => Decision;
+
+  constructor(store: Limiter, notifier: Notifier) {
+    super(store);
+    this.notifier = notifier;
+    if (store.debitNow) {
+      const debitNow = store.debitNow.bind(store);
+      this.debitNow = (key, policies, cost) => {
+        const decision = debitNow(key, policies, cost);
+        notifier.decided(key, decision, false);
+        return decision;
+      };
+    }
+  }
+
+  override check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+    const answer = this.store.check(key, policies, options);
+    // A peek decides nothing: nothing to tell.
+    if (options.cost === 0) return answer;
+    return answer.then((decision) => {
+      this.notifier.decided(key, decision, true);
+      return decision;
+    });
+  }
+
+  override debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    return this.store.debit(key, policies, cost).then((decision) => {
+      this.notifier.decided(key, decision, false);
+      return decision;
+    });
+  }
+
+  override credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
+    return this.store.credits(key, policy, change).then((result) => {
+      this.notifier.creditsChanged(key, policy.name);
+      return result;
+    });
+  }
+}

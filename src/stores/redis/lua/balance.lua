@@ -1,0 +1,23 @@
+-- balance.lua — raises or sets the balance of a credits policy (POST /v1/credits) in one
+-- atomic step: changeCredits in src/core/credits.ts.
+-- KEYS[i]    state of policy i, i = 1 = N (one credits policy)
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[2]    N = 1
+-- ARGV[2+i]  policy i: "credits <limit> <periodMs> <burst> <leaseMs> -[ <blockMs or -> <bounds or -> <refillTo>]"
+-- ARGV[4]    "add" or "set"
+-- ARGV[5]    the amount (an integer 0 … 1e9, checked by the caller)
+-- Returns the balance after the change as a decision reports `remaining` (never below 0).
+-- A balance equal to a fresh one is deleted.
+local ctx = read_context()
+local policy = ctx.policies[1]
+if policy.algorithm ~= "credits" then error("spillway: balance.lua changes only credits policies") end
+local arg = ctx.nextArg
+local state = change_credits(live_state(ctx, 1), policy, ctx.nowMs, ARGV[arg], ARGV[arg + 1] + 0)
+if ctx.blocks[1] == nil and policy.impl.fresh_at(state, policy) <= ctx.nowMs then
+  -- Equivalent to a key never seen (KeyState.credits drops it): deleted, on either clock.
+  redis.call("DEL", KEYS[1])
+else
+  write_state(ctx, 1, state)
+end
+local remaining = policy.impl.standing(state, policy, ctx.nowMs)
+return floor_count(remaining)

@@ -1,0 +1,31 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { TestProject } from "vitest/node";
+
+// workerd cannot listen on a port: the webhook that config `notify` POSTs to runs here, in
+// Node, for the worker project's run. It keeps every notice; GET /notices?key=K lists a key's.
+export default async function setup(project: TestProject) {
+  const notices: Array<{ key?: string }> = [];
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (req.method === "GET" && url.pathname === "/notices") {
+      const key = url.searchParams.get("key");
+      return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(notices.filter((notice) => notice.key === key)));
+    }
+    let body = "";
+    req.on("data", (chunk) => (body += chunk));
+    req.on("end", () => {
+      notices.push(JSON.parse(body) as { key?: string });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  project.provide("webhook", `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  return () => new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    webhook: string;
+  }
+}
