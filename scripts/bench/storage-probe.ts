@@ -1,6 +1,6 @@
 // The storage probe of bench:cost and of the Worker's cost tests: a LimiterObject whose storage
 // counts what the pricing page bills (rows read and written, alarms set) and what clean-up does.
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
 import type { CarriedDebit, NextCall } from "../../src/stores/debit-carry.js";
 import { LimiterObject } from "../../src/worker/limiter-object.js";
 import type { KeyStorage } from "../../src/worker/state-table.js";
@@ -137,6 +137,16 @@ export class MeteredLimiterObject extends LimiterObject {
   override extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult {
     this.counts.calls++;
     return super.extend(policies, leaseId, leaseMs);
+  }
+
+  override credits(policy: Policy, change: CreditsChange): CreditsResult {
+    this.counts.calls++;
+    return super.credits(policy, change);
+  }
+
+  override claimNotice(notice: string, ttlMs: number): boolean {
+    this.counts.calls++;
+    return super.claimNotice(notice, ttlMs);
   }
 
   protected override keyStorage(): KeyStorage {
