@@ -38,6 +38,7 @@ export const USAGE = `usage: spillway init DIR                 scaffold a Worker
                       [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
        spillway check --rls-config PATH   validate envoyproxy/ratelimit config files (exit 2 naming file and field)
+       spillway rls                       envoyproxy/ratelimit's service, configured by its environment (docs/envoy.md)
 
   --config FILE          spillway.config.json (policies, gateway routes); re-read on SIGHUP
   --watch                also re-read --config when the file changes

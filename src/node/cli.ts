@@ -31,6 +31,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (command === "check") return check(rest);
   if (command === "init") return init(rest);
+  if (command === "rls") return rls(rest);
   if (command !== "serve") {
     console.error(`spillway: unknown command ${JSON.stringify(command ?? "")}\n${USAGE}`);
     return 2;
@@ -126,6 +127,35 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
   } catch (error) {
     console.error(`spillway: ${(error as Error).message}`);
     return error instanceof ValidationError ? 2 : 1;
+  }
+}
+
+/**
+ * `spillway rls`: envoyproxy/ratelimit's service, configured by the reference's environment
+ * alone (docs/envoy.md, "spillway rls"). Exit 0 after a signal's clean shutdown, 2 for a bad
+ * variable or config file (the message names it), 1 for anything else. SIGHUP re-reads the files.
+ */
+async function rls(argv: string[]): Promise<number> {
+  if (argv.length > 0) {
+    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}`);
+    return 2;
+  }
+  const stopSignal = untilStopSignal();
+  const reloads: Array<() => Promise<unknown>> = [];
+  const offHangup = onHangup(reloads);
+  try {
+    // Loaded only for this command: it brings @grpc/grpc-js, proto-loader and prom-client.
+    const { startRlsCommand } = await import("./rls-command.js");
+    const running = await startRlsCommand(process.env);
+    reloads.push(() => running.reload());
+    await stopSignal;
+    await running.close();
+    return 0;
+  } catch (error) {
+    console.error(`spillway: ${(error as Error).message}`);
+    return error instanceof ValidationError ? 2 : 1;
+  } finally {
+    offHangup();
   }
 }
 

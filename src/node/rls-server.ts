@@ -4,7 +4,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { ValidationError } from "../core/validation.js";
 import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
 import type { WireRequest } from "../rls/request.js";
-import { type RlsAnswer, RlsService } from "../rls/service.js";
+import { type RlsAnswer, RlsService, type RlsServiceOptions } from "../rls/service.js";
 import type { RlsStats } from "../rls/stats.js";
 import type { RlsConfig } from "../rls/types.js";
 import { sha256Hex } from "./rls-digest.js";
@@ -42,6 +42,20 @@ export interface RlsServerOptions {
   stats?: RlsStats;
   /** Add Spillway's RateLimit fields to response_headers_to_add. */
   responseHeaders?: boolean;
+  /** The reference's global QUOTA_MODE, SHADOW_MODE, RESPONSE_DYNAMIC_METADATA, its headers and NEAR_LIMIT_RATIO (src/rls/service.ts). */
+  quotaMode?: boolean;
+  shadowMode?: boolean;
+  dynamicMetadata?: boolean;
+  referenceHeaders?: RlsServiceOptions["referenceHeaders"];
+  nearLimitRatio?: number;
+  /** Listen on this unix socket path instead of hostname:port (the reference's GRPC_UDS). */
+  unixSocket?: string;
+  /** PEM CA: clients must present a certificate it signed (mutual TLS). */
+  clientCa?: Buffer;
+  /** grpc-js server options to add (max connection age …). */
+  grpcOptions?: Record<string, number>;
+  /** More that health depends on (the reference's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED): false answers NOT_SERVING. */
+  healthy?: () => boolean;
   /** How long close() lets calls in flight finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Where unexpected errors are logged (default console.error). */
@@ -75,10 +89,21 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   let config = options.config;
   let serving = true;
   const log = options.log ?? ((line: string) => console.error(line));
-  const service = new RlsService({ limiter: options.limiter, config: () => config, digest: sha256Hex, stats: options.stats, responseHeaders: options.responseHeaders });
+  const service = new RlsService({
+    limiter: options.limiter,
+    config: () => config,
+    digest: sha256Hex,
+    stats: options.stats,
+    responseHeaders: options.responseHeaders,
+    quotaMode: options.quotaMode,
+    shadowMode: options.shadowMode,
+    dynamicMetadata: options.dynamicMetadata,
+    referenceHeaders: options.referenceHeaders,
+    nearLimitRatio: options.nearLimitRatio,
+  });
   const { RateLimitService, Health } = loadRlsProtos();
   // channelz off: Spillway serves no channelz service, and its per-call bookkeeping is CPU on every decision.
-  const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0 });
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0, ...options.grpcOptions });
   server.addService(RateLimitService.service, {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
       if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
@@ -92,7 +117,7 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
     Check: (call: grpc.ServerUnaryCall<{ service?: string }, { status: string }>, callback: grpc.sendUnaryData<{ status: string }>) => {
       const name = call.request.service ?? "";
       if (!HEALTH_SERVICES.has(name)) return callback({ code: grpc.status.NOT_FOUND, details: `unknown service ${JSON.stringify(name)}` });
-      if (!serving) return callback(null, { status: "NOT_SERVING" });
+      if (!serving || options.healthy?.() === false) return callback(null, { status: "NOT_SERVING" });
       options.limiter.health().then(
         (health) => callback(null, { status: health.ok ? "SERVING" : "NOT_SERVING" }),
         () => callback(null, { status: "NOT_SERVING" }),
@@ -100,12 +125,13 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
     },
   });
   const hostname = options.hostname ?? "127.0.0.1";
-  const credentials = options.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], false) : grpc.ServerCredentials.createInsecure();
+  const credentials = options.tls ? grpc.ServerCredentials.createSsl(options.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.clientCa !== undefined) : grpc.ServerCredentials.createInsecure();
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${options.port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound))));
+  const target = options.unixSocket ? `unix:${options.unixSocket}` : `${host}:${options.port}`;
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync(target, credentials, (error, bound) => (error ? reject(error) : resolve(bound))));
   return {
     port,
-    address: `${host}:${port}`,
+    address: options.unixSocket ? target : `${host}:${port}`,
     setConfig(next) {
       config = next;
     },

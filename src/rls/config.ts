@@ -29,12 +29,8 @@ const MAX_DOMAIN_LENGTH = 256;
 export const MAX_POLICIES_PER_DESCRIPTOR = 8;
 
 const ROOT_FIELDS = new Set(["domain", "descriptors", "atomic"]);
-const DESCRIPTOR_FIELDS = new Set(["key", "value", "rate_limit", "descriptors", "shadow_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata", "policies"]);
+const DESCRIPTOR_FIELDS = new Set(["key", "value", "rate_limit", "descriptors", "shadow_mode", "quota_mode", "detailed_metric", "value_to_metric", "share_threshold", "metadata", "policies"]);
 const RATE_LIMIT_FIELDS = new Set(["unit", "requests_per_unit", "unlimited", "name", "replaces", "algorithm", "period", "burst", "failMode"]);
-/** Reference fields with behaviour Spillway does not have: refused rather than silently ignored. */
-const UNSUPPORTED: Record<string, string> = {
-  quota_mode: "is not supported by Spillway (quota mode changes what OVER_LIMIT means; remove it or keep the reference service for this domain)",
-};
 
 /** Validates every file and joins them: one domain per file, each domain in one file only. */
 export function parseRlsConfig(files: readonly RlsFile[]): RlsConfig {
@@ -98,8 +94,9 @@ function parseNode(input: unknown, path: string, parentStatKey: string, at: (pat
   flag("value_to_metric");
   const statKey = `${parentStatKey}${parentStatKey ? "." : ""}${value === undefined ? key : `${key}_${value}`}`;
   const rule = parseRule(item.rate_limit, item.policies, path, statKey, at);
-  const node: RlsNode = { key, statKey, shadowMode: flag("shadow_mode"), detailedMetric: flag("detailed_metric") || flag("value_to_metric"), shareThreshold };
+  const node: RlsNode = { key, statKey, shadowMode: flag("shadow_mode"), quotaMode: flag("quota_mode"), detailedMetric: flag("detailed_metric") || flag("value_to_metric"), shareThreshold };
   if (value !== undefined) node.value = value;
+  if (item.metadata !== undefined && item.metadata !== null) node.metadata = parseMetadata(item.metadata, at(`${path}.metadata`));
   if (rule) node.rule = rule;
   if (item.descriptors !== undefined && item.descriptors !== null) node.children = parseLevel(item.descriptors, `${path}.descriptors`, statKey, at);
   return node;
@@ -212,9 +209,21 @@ function objectAt(input: unknown, field: string, what: string): Record<string, u
 
 function checkFields(input: Record<string, unknown>, known: ReadonlySet<string>, at: (field: string) => string): void {
   for (const field of Object.keys(input)) {
-    if (UNSUPPORTED[field]) throw new ValidationError(at(field), UNSUPPORTED[field]);
     if (!known.has(field)) throw new ValidationError(at(field), "is not a known field");
   }
+}
+
+/** A descriptor's `metadata`: a mapping of plain values (text, numbers, booleans, lists, mappings), as a protobuf Struct holds them. */
+function parseMetadata(input: unknown, field: string): Record<string, unknown> {
+  const mapping = objectAt(input, field, "a mapping");
+  const check = (value: unknown, at: string): void => {
+    if (value === null || typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) return;
+    if (Array.isArray(value)) return value.forEach((item, index) => check(item, `${at}.${index}`));
+    if (typeof value === "object" && !(value instanceof Date)) return Object.entries(value as Record<string, unknown>).forEach(([key, item]) => check(item, `${at}.${key}`));
+    throw new ValidationError(at, `must be text, a number, true/false, a list or a mapping, got ${describeValue(value)}`);
+  };
+  check(mapping, field);
+  return mapping;
 }
 
 function booleanAt(input: unknown, field: string): boolean {

@@ -11,7 +11,7 @@ export interface Match {
    * The entries that name the counter: the request's own values, except that an entry matched
    * by a `share_threshold` wildcard contributes the pattern, so all its values share one counter.
    */
-  counterEntries: Entry[];
+  counterEntries: readonly Entry[];
   /** The metrics' `key` label: the rule's stat key, or with the request's values for detailed_metric. */
   metricKey: string;
 }
@@ -53,7 +53,8 @@ export function matchDescriptor(domain: RlsDomain, entries: readonly Entry[]): M
 }
 
 function matched(node: RlsNode, rule: RlsRule, entries: readonly Entry[], shared: Map<number, string> | undefined): Match {
-  const counterEntries = shared ? entries.map(([key, value], i): Entry => [key, shared.get(i) ?? value]) : [...entries];
+  // The request's own entries when nothing is shared (read only, never kept past the request but by the planner's cache of names).
+  const counterEntries = shared ? entries.map(([key, value], i): Entry => [key, shared.get(i) ?? value]) : entries;
   const metricKey = node.detailedMetric ? counterEntries.map(([key, value]) => (value === "" ? key : `${key}_${value}`)).join(".") : node.statKey;
   return { node, rule, counterEntries, metricKey };
 }

@@ -1,7 +1,7 @@
 import type { Policy } from "../core/types.js";
 import { type Entry, matchDescriptor } from "./match.js";
 import type { RlsDescriptor, RlsRequest } from "./request.js";
-import { type RlsConfig, type RlsDomain, type RlsPolicy, type RlsRule, UNITS, UNIT_MS } from "./types.js";
+import { type RlsConfig, type RlsDomain, type RlsNode, type RlsPolicy, type RlsRule, UNITS, UNIT_MS } from "./types.js";
 
 /** A one-way hash of text, as lowercase hex (Node passes SHA-256): names counters in the store. */
 export type Digest = (text: string) => string;
@@ -13,6 +13,8 @@ export interface CounterLimit {
   /** The limit as written, its name the label headers show. */
   limit: RlsPolicy;
   ruleName?: string;
+  /** The status's current_limit for it, made once (read only). */
+  currentLimit: { name: string; requests_per_unit: number; unit: number };
 }
 
 /** What one descriptor of a request is held to. */
@@ -25,6 +27,10 @@ export type Planned =
 /** What a limited descriptor's metrics and cost are. */
 export interface Counted {
   shadow: boolean;
+  /** quota_mode on the matched descriptor (the global QUOTA_MODE is the service's). */
+  quota: boolean;
+  /** The matched descriptor's `metadata`, for dynamic_metadata when it passes. */
+  metadata?: Readonly<Record<string, unknown>>;
   /** The metrics' key: statKey, or with the request's values for detailed_metric. */
   metricKey: string;
   /** The rule's stat key (what a detailed key folds into past the series bound). */
@@ -51,32 +57,49 @@ export class Planner {
   }
 
   plan(config: RlsConfig, request: RlsRequest): { domain?: RlsDomain; planned: Planned[] } {
+    const descriptors = request.descriptors;
+    const planned: Planned[] = new Array(descriptors.length);
     const domain = config.domains.get(request.domain);
-    if (!domain) return { planned: request.descriptors.map(() => ({ kind: "none" })) };
-    const matches = request.descriptors.map((descriptor) => this.ruleOf(domain, descriptor));
+    if (!domain) {
+      for (let i = 0; i < descriptors.length; i++) planned[i] = NONE;
+      return { planned };
+    }
+    const matches: (Resolved | undefined)[] = new Array(descriptors.length);
     let replaced: Set<string> | undefined;
-    for (const match of matches) if (match) for (const name of match.rule.replaces) (replaced ??= new Set()).add(name);
-    const planned = request.descriptors.map((descriptor, index): Planned => {
-      const match = matches[index];
-      if (!match || (match.rule.name !== undefined && replaced?.has(match.rule.name))) return { kind: "none" };
-      const { rule, counterEntries, ...counted } = match;
-      if (rule.kind === "unlimited") return { kind: "unlimited" };
-      const ruleName = rule.name === undefined ? {} : { ruleName: rule.name };
-      if (rule.kind === "block") return { kind: "block", ...counted, cost: descriptor.cost, unit: rule.unit, ...ruleName };
-      return { kind: "limit", ...counted, cost: descriptor.cost, ...this.countersOf(domain, rule, counterEntries) };
-    });
+    for (let i = 0; i < descriptors.length; i++) {
+      const match = (matches[i] = this.ruleOf(domain, descriptors[i]!));
+      if (match && match.rule.replaces.length > 0) for (const name of match.rule.replaces) (replaced ??= new Set()).add(name);
+    }
+    for (let i = 0; i < descriptors.length; i++) {
+      const match = matches[i];
+      planned[i] = !match || (match.rule.name !== undefined && replaced?.has(match.rule.name)) ? NONE : this.planOf(domain, match, descriptors[i]!.cost);
+    }
     return { domain, planned };
   }
 
-  private ruleOf(domain: RlsDomain, descriptor: RlsDescriptor): { rule: RlsRule; shadow: boolean; metricKey: string; statKey: string; counterEntries: Entry[] } | undefined {
+  private planOf(domain: RlsDomain, match: Resolved, cost: number): Planned {
+    const { rule, node } = match;
+    if (rule.kind === "unlimited") return UNLIMITED;
+    const counted: Counted = { shadow: node?.shadowMode ?? false, quota: node?.quotaMode ?? false, metricKey: match.metricKey, statKey: match.statKey, cost };
+    if (node?.metadata) counted.metadata = node.metadata;
+    if (rule.kind === "block") return rule.name === undefined ? { kind: "block", ...counted, unit: rule.unit } : { kind: "block", ...counted, unit: rule.unit, ruleName: rule.name };
+    const counters = this.countersOf(domain, rule, match.counterEntries);
+    // The usual cost, 1: one plan per counter, kept with its names (it depends on nothing else).
+    if (cost === 1 && counters.costOne) return counters.costOne;
+    const plan: Planned = { kind: "limit", ...counted, counterId: counters.counterId, limits: counters.limits };
+    if (cost === 1) counters.costOne = plan;
+    return plan;
+  }
+
+  private ruleOf(domain: RlsDomain, descriptor: RlsDescriptor): Resolved | undefined {
     if (descriptor.override) {
       // The reference's override: the descriptor's own limit, never in shadow mode, counted
       // under its entries; its metrics under the keys alone (the values are the caller's).
       const statKey = descriptor.entries.map(([key]) => key).join(".");
-      return { rule: this.overrideRule(descriptor.override), shadow: false, metricKey: statKey, statKey, counterEntries: descriptor.entries };
+      return { rule: this.overrideRule(descriptor.override), metricKey: statKey, statKey, counterEntries: descriptor.entries };
     }
     const match = matchDescriptor(domain, descriptor.entries);
-    return match && { rule: match.rule, shadow: match.node.shadowMode, metricKey: match.metricKey, statKey: match.node.statKey, counterEntries: match.counterEntries };
+    return match && { rule: match.rule, node: match.node, metricKey: match.metricKey, statKey: match.node.statKey, counterEntries: match.counterEntries };
   }
 
   private overrideRule(override: NonNullable<RlsDescriptor["override"]>): RlsRule {
@@ -99,7 +122,7 @@ export class Planner {
     if (!root || root.count >= MAX_CACHED_COUNTERS) this.counters.set(rule, (root = { count: 0, next: new Map() }));
     // Found by walking the entries, a key then a value a level (no text built per request).
     let node: CounterNode = root;
-    for (const [key, value] of entries) node = childOf(childOf(node, key), value);
+    for (let i = 0; i < entries.length; i++) node = childOf(childOf(node, entries[i]![0]), entries[i]![1]);
     if (node.counters) return node.counters;
     // Length-prefixed, so no two different entry lists spell the same text.
     let text = `${domain.name.length}:${domain.name}`;
@@ -107,7 +130,8 @@ export class Planner {
     const counterId = this.digest(text).slice(0, 40);
     const limits = rule.policies.map((limit): CounterLimit => {
       const stored: Policy = { ...limit.policy, name: `r.${this.digest(`${counterId}/${limit.policy.name}`).slice(0, 40)}` };
-      return rule.name === undefined ? { stored, limit } : { stored, limit, ruleName: rule.name };
+      const currentLimit = { name: limit.policy.name, requests_per_unit: limit.requestsPerUnit, unit: limit.unit };
+      return rule.name === undefined ? { stored, limit, currentLimit } : { stored, limit, ruleName: rule.name, currentLimit };
     });
     root.count++;
     return (node.counters = { counterId, limits });
@@ -118,7 +142,21 @@ export class Planner {
 interface Counters {
   counterId: string;
   limits: CounterLimit[];
+  /** Its plan at cost 1, made once (Planner.planOf). */
+  costOne?: Planned;
 }
+
+/** What a descriptor matched: the rule, the config node (none for a `limit` override), and what it is counted and reported under. */
+interface Resolved {
+  rule: RlsRule;
+  node?: RlsNode;
+  counterEntries: readonly Entry[];
+  metricKey: string;
+  statKey: string;
+}
+
+const NONE: Planned = { kind: "none" };
+const UNLIMITED: Planned = { kind: "unlimited" };
 
 /** A level of Planner's counter cache: keys and values alternate; counters where an entry list ends. */
 interface CounterNode {

@@ -50,20 +50,27 @@ export function parseRlsRequest(wire: WireRequest): RlsRequest {
   if (descriptors.length > MAX_DESCRIPTORS) throw new ValidationError("descriptors", `must hold at most ${MAX_DESCRIPTORS} descriptors, got ${descriptors.length}`);
   const requestCost = wire.hits_addend ?? 0;
   if (requestCost > MAX_COST) throw new ValidationError("hits_addend", `must be at most ${MAX_COST}, got ${requestCost}`);
-  return { domain, descriptors: descriptors.map((descriptor, index) => parseDescriptor(descriptor, `descriptors.${index}`, Math.max(1, requestCost))) };
+  const parsed: RlsDescriptor[] = new Array(descriptors.length);
+  for (let i = 0; i < descriptors.length; i++) parsed[i] = parseDescriptor(descriptors[i]!, i, Math.max(1, requestCost));
+  return { domain, descriptors: parsed };
 }
 
-function parseDescriptor(wire: WireDescriptor, path: string, requestCost: number): RlsDescriptor {
+const pathOf = (index: number) => `descriptors.${index}`;
+
+/** One descriptor; `index` names it in errors (the path text is built only for one). */
+function parseDescriptor(wire: WireDescriptor, index: number, requestCost: number): RlsDescriptor {
   const entries = wire.entries ?? [];
-  if (entries.length === 0) throw new ValidationError(`${path}.entries`, "must hold at least one entry");
-  if (entries.length > MAX_ENTRIES) throw new ValidationError(`${path}.entries`, `must hold at most ${MAX_ENTRIES} entries, got ${entries.length}`);
-  const pairs = entries.map((entry, index): Entry => {
-    if (!entry.key) throw new ValidationError(`${path}.entries.${index}.key`, "must not be empty");
-    return [entry.key, entry.value ?? ""];
-  });
+  if (entries.length === 0) throw new ValidationError(`${pathOf(index)}.entries`, "must hold at least one entry");
+  if (entries.length > MAX_ENTRIES) throw new ValidationError(`${pathOf(index)}.entries`, `must hold at most ${MAX_ENTRIES} entries, got ${entries.length}`);
+  const pairs: Entry[] = new Array(entries.length);
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    if (!entry.key) throw new ValidationError(`${pathOf(index)}.entries.${i}.key`, "must not be empty");
+    pairs[i] = [entry.key, entry.value ?? ""];
+  }
   const descriptor: RlsDescriptor = { entries: pairs, cost: requestCost };
-  if (wire.hits_addend) descriptor.cost = parseCost(wire.hits_addend.value, `${path}.hits_addend`);
-  if (wire.limit) descriptor.override = parseOverride(wire.limit, `${path}.limit`);
+  if (wire.hits_addend) descriptor.cost = parseCost(wire.hits_addend.value, `${pathOf(index)}.hits_addend`);
+  if (wire.limit) descriptor.override = parseOverride(wire.limit, `${pathOf(index)}.limit`);
   return descriptor;
 }
 

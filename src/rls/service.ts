@@ -1,11 +1,15 @@
-import { rateLimitHeaders } from "../core/headers.js";
-import type { Decision, Policy, PolicyDecision } from "../core/types.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
+import type { Decision, Policy } from "../core/types.js";
+import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
+import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
 import { type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
-import { type DescriptorResult, type RlsAnswer, type RlsStatus, decidedFor, statusOf } from "./status.js";
+import { dynamicMetadataOf } from "./metadata.js";
+import { afterQuotaRefusal, hasQuota, overallOverLimit } from "./quota.js";
+import { type ReferenceHeaderNames, referenceHeadersOf } from "./reference-headers.js";
+import { headersOf } from "./spillway-headers.js";
+import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
 
@@ -20,6 +24,16 @@ export interface RlsServiceOptions {
   stats?: RlsStats;
   /** Add Spillway's RateLimit-Policy / RateLimit / Retry-After fields to response_headers_to_add. */
   responseHeaders?: boolean;
+  /** The reference's global QUOTA_MODE: every descriptor is a quota descriptor (quota.ts). */
+  quotaMode?: boolean;
+  /** The reference's global SHADOW_MODE: decided and counted as usual, answered OK (statuses as decided). */
+  shadowMode?: boolean;
+  /** The reference's RESPONSE_DYNAMIC_METADATA: dynamic_metadata on every answer (metadata.ts). */
+  dynamicMetadata?: boolean;
+  /** The reference's LIMIT_RESPONSE_HEADERS_ENABLED headers (reference-headers.ts), in place of Spillway's. */
+  referenceHeaders?: ReferenceHeaderNames;
+  /** The near_limit stat's threshold (default 0.8, the reference's NEAR_LIMIT_RATIO). */
+  nearLimitRatio?: number;
   clockMs?: () => number;
 }
 
@@ -40,19 +54,24 @@ export function domainKey(domain: string): string {
  * at a time, and once one group is denied the later ones are only peeked. `"atomic": false`
  * gives each descriptor its own key and call (the reference's independent counting, spread
  * over Cluster slots). shadow_mode descriptors are checked in calls of their own, so a
- * would-be denial never changes what the enforced ones decide.
+ * would-be denial never changes what the enforced ones decide. quota_mode descriptors
+ * (quota.ts) are in the stack like the others; a refusal the answer overrules is decided once
+ * more without the quota descriptors that are over, so an admitted request is counted.
  */
 export class RlsService {
   private readonly options: RlsServiceOptions;
   private readonly planner: Planner;
   private readonly clockMs: () => number;
+  private readonly quotaMode: boolean;
   private stacks = new Map<readonly CounterLimit[], StackNode>();
+  private readonly domainKeys = new WeakMap<RlsDomain, string>();
   private stackCount = 0;
 
   constructor(options: RlsServiceOptions) {
     this.options = options;
     this.planner = new Planner(options.digest);
     this.clockMs = options.clockMs ?? Date.now;
+    this.quotaMode = options.quotaMode ?? false;
   }
 
   async shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
@@ -66,40 +85,79 @@ export class RlsService {
       await shadows;
     }
     const nowMs = this.clockMs();
-    const outcomes = planned.map((plan, index) => statusOf(plan, results[index], nowMs));
-    if (domain) this.record(domain, planned, outcomes);
-    const statuses = outcomes.map((outcome) => outcome.status);
-    const overLimit = statuses.some((status) => status.code === "OVER_LIMIT");
-    const answer: RlsAnswer = { overall_code: overLimit ? "OVER_LIMIT" : "OK", statuses };
-    if (this.options.responseHeaders) {
-      const headers = headersOf(planned, results, !overLimit);
-      if (headers) answer.response_headers_to_add = headers;
+    const statuses: RlsStatus[] = new Array(planned.length);
+    const stats = domain && this.options.stats;
+    for (let i = 0; i < planned.length; i++) {
+      const outcome = statusOf(planned[i]!, results[i], nowMs);
+      statuses[i] = outcome.status;
+      if (stats) this.record(stats, domain, planned[i]!, outcome);
     }
+    // Global shadow mode: the decision as enforced (a refusal consumed nothing), answered OK.
+    const overLimit = overallOverLimit(planned, statuses, this.quotaMode) && !this.options.shadowMode;
+    const answer: RlsAnswer = { overall_code: overLimit ? "OVER_LIMIT" : "OK", statuses };
+    const headers = this.options.referenceHeaders
+      ? referenceHeadersOf(this.options.referenceHeaders, planned, statuses, this.quotaMode, nowMs)
+      : this.options.responseHeaders
+        ? headersOf(planned, results, !overLimit)
+        : undefined;
+    if (headers) answer.response_headers_to_add = headers;
+    if (this.options.dynamicMetadata) answer.dynamic_metadata = dynamicMetadataOf(wire, planned, statuses);
     return answer;
   }
 
-  /** The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. */
+  /**
+   * The enforced limits, one stacked call per cost (nearly always one), all-or-nothing. With
+   * quota descriptors (quota.ts), a refusal that the answer overrules (no plain descriptor over,
+   * some quota descriptor with room) is decided again without the quota descriptors that are
+   * over, so an admitted request is counted on every other limit it touches.
+   */
   private async checkTogether(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<void> {
-    // A requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
-    let denied = false;
+    // A plain requests_per_unit: 0 rule refuses the request: the others are only peeked, for their statuses.
+    let blocked = false;
     let cost: number | undefined;
     let oneCost = true;
     for (const plan of planned) {
-      if (plan.kind === "block" && !plan.shadow) denied = true;
+      if (plan.kind === "block" && !plan.shadow && !(this.quotaMode || plan.quota)) blocked = true;
       if (plan.kind !== "limit" || plan.shadow) continue;
       if (cost === undefined) cost = plan.cost;
       else if (plan.cost !== cost) oneCost = false;
     }
     if (cost === undefined) return;
-    // The usual request: every enforced descriptor at one cost, one stacked call.
-    const groups = oneCost ? [{ cost, indices: enforcedIndices(planned) }] : groupsByCost(planned);
-    for (const group of groups) {
-      const policies = this.stackOf(group.indices.map((index) => planned[index] as LimitPlan));
-      const decision = await this.check(domainKey(domain.name), policies, denied ? 0 : group.cost);
-      const result = { decision };
-      for (const index of group.indices) results[index] = result;
-      if (!decision.allowed) denied = true;
+    const key = this.keyOf(domain);
+    let pending = enforcedIndices(planned);
+    for (;;) {
+      let refused = false;
+      let consumed: ReadonlySet<number> = NONE;
+      if (oneCost) {
+        // The usual request: every enforced descriptor at one cost, one stacked call (all of it consumed, or none).
+        const decision = await this.check(key, this.stackOf(planned, pending), blocked ? 0 : cost);
+        const result = { decision };
+        for (let i = 0; i < pending.length; i++) results[pending[i]!] = result;
+        refused = !decision.allowed;
+      } else {
+        let denied = blocked;
+        const taken = new Set<number>();
+        for (const group of groupsByCost(planned, pending)) {
+          const decision = await this.check(key, this.stackOf(planned, group.indices), denied ? 0 : group.cost);
+          const result = { decision };
+          for (const index of group.indices) results[index] = result;
+          if (!decision.allowed) denied = refused = true;
+          else if (!denied && group.cost > 0) for (const index of group.indices) taken.add(index);
+        }
+        consumed = taken;
+      }
+      if (!refused || blocked || !hasQuota(planned, this.quotaMode)) return;
+      const next = afterQuotaRefusal(planned, results, pending, consumed, this.quotaMode, this.clockMs());
+      if (!next) return;
+      pending = next;
     }
+  }
+
+  /** A domain's store key, built once per domain object (a config load makes new ones). */
+  private keyOf(domain: RlsDomain): string {
+    let key = this.domainKeys.get(domain);
+    if (key === undefined) this.domainKeys.set(domain, (key = domainKey(domain.name)));
+    return key;
   }
 
   /** `"atomic": false`: each descriptor on its own key, in parallel calls. */
@@ -107,7 +165,7 @@ export class RlsService {
     await Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || plan.shadow) return;
-        const decision = await this.check(`${domainKey(domain.name)}/${plan.counterId}`, this.stackOf([plan]), plan.cost);
+        const decision = await this.check(`${this.keyOf(domain)}/${plan.counterId}`, this.stackOf(planned, [index]), plan.cost);
         results[index] = { decision };
       }),
     );
@@ -119,9 +177,9 @@ export class RlsService {
     return Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || !plan.shadow) return;
-        const key = domain.atomic ? domainKey(domain.name) : `${domainKey(domain.name)}/${plan.counterId}`;
+        const key = domain.atomic ? this.keyOf(domain) : `${this.keyOf(domain)}/${plan.counterId}`;
         try {
-          const decision = await this.check(key, this.stackOf([plan]), plan.cost);
+          const decision = await this.check(key, this.stackOf(planned, [index]), plan.cost);
           results[index] = { decision };
         } catch {
           // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
@@ -138,50 +196,55 @@ export class RlsService {
    * stacks), one Map level per descriptor: no key text per request. Bounded like the
    * planner's cache.
    */
-  private stackOf(plans: readonly LimitPlan[]): readonly Policy[] {
+  private stackOf(planned: readonly Planned[], indices: readonly number[]): readonly Policy[] {
     if (this.stackCount >= MAX_CACHED_STACKS) {
       this.stacks = new Map();
       this.stackCount = 0;
     }
     let level = this.stacks;
     let node: StackNode | undefined;
-    for (let i = 0; i < plans.length; i++) {
-      const limits = plans[i]!.limits;
+    for (let i = 0; i < indices.length; i++) {
+      const limits = (planned[indices[i]!] as LimitPlan).limits;
       node = level.get(limits);
       if (!node) level.set(limits, (node = {}));
-      if (i < plans.length - 1) level = node.next ??= new Map();
+      if (i < indices.length - 1) level = node.next ??= new Map();
     }
     if (node!.policies) return node!.policies;
     this.stackCount++;
-    return (node!.policies = uniquePolicies(plans.map((plan) => plan.limits)));
+    return (node!.policies = uniquePolicies(indices.map((index) => (planned[index] as LimitPlan).limits)));
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    return applyFailMode(policies, () => this.options.limiter.check(key, policies, { cost, mode: "reject", maxWaitMs: 0 }));
+    // applyFailMode's rule without its closure, and the usual options shared: this runs for every decision.
+    let running: Promise<Decision>;
+    try {
+      running = this.options.limiter.check(key, policies, cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost, mode: "reject", maxWaitMs: 0 });
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    return running.catch((error: unknown) => failOpenOrRethrow(policies, error));
   }
 
-  private record(domain: RlsDomain, planned: readonly Planned[], outcomes: readonly { status: RlsStatus; overLimit: boolean }[]): void {
-    const stats = this.options.stats;
-    if (!stats) return;
-    planned.forEach((plan, index) => {
-      if (plan.kind !== "limit" && plan.kind !== "block") return;
-      const { status, overLimit } = outcomes[index]!;
-      const limit = status.current_limit?.requests_per_unit ?? 0;
-      const used = limit - status.limit_remaining;
-      stats.record({
-        domain: domain.name,
-        metricKey: plan.metricKey,
-        statKey: plan.statKey,
-        cost: plan.cost,
-        overLimit,
-        nearLimit: limit > 0 && used > Math.floor(limit * NEAR_LIMIT_RATIO),
-        shadow: plan.shadow,
-      });
+  private record(stats: RlsStats, domain: RlsDomain, plan: Planned, { status, overLimit }: { status: RlsStatus; overLimit: boolean }): void {
+    if (plan.kind !== "limit" && plan.kind !== "block") return;
+    const limit = status.current_limit?.requests_per_unit ?? 0;
+    const used = limit - status.limit_remaining;
+    stats.record({
+      domain: domain.name,
+      metricKey: plan.metricKey,
+      statKey: plan.statKey,
+      cost: plan.cost,
+      overLimit,
+      nearLimit: limit > 0 && used > Math.floor(limit * (this.options.nearLimitRatio ?? NEAR_LIMIT_RATIO)),
+      shadow: plan.shadow,
     });
   }
 }
 
 type LimitPlan = Extract<Planned, { kind: "limit" }>;
+
+/** No descriptor consumed: a single stacked call that was refused. */
+const NONE: ReadonlySet<number> = new Set();
 
 /** A combination of counters in RlsService.stackOf: its policies, and longer combinations that start with it. */
 interface StackNode {
@@ -199,10 +262,10 @@ function enforcedIndices(planned: readonly Planned[]): number[] {
   return indices;
 }
 
-/** The enforced descriptors grouped by cost (a stack has one cost), in order of first appearance. */
-function groupsByCost(planned: readonly Planned[]): { cost: number; indices: number[] }[] {
+/** Descriptors grouped by cost (a stack has one cost), in order of first appearance. */
+function groupsByCost(planned: readonly Planned[], indices: readonly number[]): { cost: number; indices: number[] }[] {
   const groups = new Map<number, number[]>();
-  for (const index of enforcedIndices(planned)) {
+  for (const index of indices) {
     const { cost } = planned[index] as LimitPlan;
     const group = groups.get(cost);
     if (group) group.push(index);
@@ -223,27 +286,4 @@ function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Polic
     }
   }
   return policies;
-}
-
-/** Spillway's RateLimit fields over every enforced limit of the request, labelled as written. */
-function headersOf(planned: readonly Planned[], results: readonly DescriptorResult[], allowed: boolean): { key: string; value: string }[] | undefined {
-  const policies: Policy[] = [];
-  const decisions: PolicyDecision[] = [];
-  planned.forEach((plan, index) => {
-    const result = results[index];
-    if (plan.kind !== "limit" || plan.shadow || !result) return;
-    for (const { stored, limit } of plan.limits) {
-      const decided = decidedFor(result.decision, stored.name);
-      if (!decided) continue;
-      policies.push(limit.policy);
-      decisions.push({ ...decided, policy: limit.policy.name });
-    }
-  });
-  if (decisions.length === 0) return undefined;
-  let retryAfterMs: number | null = 0;
-  if (!allowed) for (const decided of decisions) if (!decided.allowed) retryAfterMs = decided.retryAfterMs === null || retryAfterMs === null ? null : Math.max(retryAfterMs, decided.retryAfterMs);
-  if (!allowed && retryAfterMs === 0) retryAfterMs = null; // refused by a requests_per_unit: 0 rule: no time helps
-  const top = decisions[0]!;
-  const view: Decision = { ...top, allowed, retryAfterMs, waitMs: 0, policies: decisions };
-  return Object.entries(rateLimitHeaders(view, policies)).map(([key, value]) => ({ key, value }));
 }

@@ -26,6 +26,8 @@ export interface RuleOutcome {
 export const NEAR_LIMIT_RATIO = 0.8;
 /** Series held at most for detailed_metric keys (values from requests); past it they count under the rule's key. */
 export const MAX_DETAILED_SERIES = 1000;
+/** Metric keys per domain RlsStats finds without building a text (rule keys, and detailed keys up to the bound). */
+const MAX_INDEXED_KEYS = 16_384;
 
 /**
  * Counts per (domain, key): the key is the rule's path in the config (`message_type_marketing.to_number`),
@@ -34,6 +36,8 @@ export const MAX_DETAILED_SERIES = 1000;
  */
 export class RlsStats {
   readonly counts = new Map<string, { domain: string; key: string; counts: RuleCounts }>();
+  /** The same entries by domain, then metric key: found without building a text per descriptor. */
+  private readonly byDomain = new Map<string, Map<string, { domain: string; key: string; counts: RuleCounts }>>();
   private detailedSeries = 0;
 
   record(outcome: RuleOutcome): void {
@@ -50,6 +54,17 @@ export class RlsStats {
   }
 
   private entryFor(outcome: RuleOutcome) {
+    let keys = this.byDomain.get(outcome.domain);
+    const known = keys?.get(outcome.metricKey);
+    if (known) return known;
+    const entry = this.newEntryFor(outcome);
+    if (!keys) this.byDomain.set(outcome.domain, (keys = new Map()));
+    // Request values (detailed_metric) are the caller's: the index is bounded, and keys past it take the slower path.
+    if (keys.size < MAX_INDEXED_KEYS) keys.set(outcome.metricKey, entry);
+    return entry;
+  }
+
+  private newEntryFor(outcome: RuleOutcome) {
     let key = outcome.metricKey;
     let id = `${outcome.domain}\u0000${key}`;
     let entry = this.counts.get(id);

@@ -1,4 +1,5 @@
 import type { Decision, PolicyDecision } from "../core/types.js";
+import type { ProtoStruct } from "./metadata.js";
 import type { CounterLimit, Planned } from "./plan.js";
 import { UNITS, UNIT_MS, type UnitName } from "./types.js";
 
@@ -15,6 +16,8 @@ export interface RlsAnswer {
   overall_code: "OK" | "OVER_LIMIT";
   statuses: RlsStatus[];
   response_headers_to_add?: { key: string; value: string }[];
+  /** RESPONSE_DYNAMIC_METADATA (src/rls/metadata.ts). */
+  dynamic_metadata?: ProtoStruct;
 }
 
 /** The store decision for the stack a descriptor was part of. */
@@ -84,8 +87,8 @@ function rank(decided: PolicyDecision): number {
   return decided.retryAfterMs === null ? Number.POSITIVE_INFINITY : decided.retryAfterMs;
 }
 
-function currentLimit({ limit }: CounterLimit): NonNullable<RlsStatus["current_limit"]> {
-  return { name: limit.policy.name, requests_per_unit: limit.requestsPerUnit, unit: limit.unit };
+function currentLimit(counter: CounterLimit): NonNullable<RlsStatus["current_limit"]> {
+  return counter.currentLimit;
 }
 
 function seconds(ms: number): { seconds: number; nanos: number } {

@@ -43,6 +43,10 @@ export interface RlsNode {
   statKey: string;
   rule?: RlsRule;
   shadowMode: boolean;
+  /** quota_mode: over its limit, this descriptor refuses the request only when every quota descriptor of it is over. */
+  quotaMode: boolean;
+  /** metadata: sent back in dynamic_metadata (merged) when this descriptor passes. */
+  metadata?: Readonly<Record<string, unknown>>;
   detailedMetric: boolean;
   /** share_threshold: every value this wildcard matches shares one counter. */
   shareThreshold: boolean;

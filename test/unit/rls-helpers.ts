@@ -152,6 +152,7 @@ export interface Answer {
   overall_code: string;
   statuses: Status[];
   response_headers_to_add?: { key: string; value: string }[];
+  dynamic_metadata?: unknown;
 }
 
 type Descriptor = { entries: { key: string; value: string }[]; hits_addend?: { value: number }; limit?: { requests_per_unit: number; unit: string } };
