@@ -33,6 +33,22 @@ const listSchema = z.strictObject({
   keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
 });
 
+/**
+ * Where Cloudflare places the Durable Objects Spillway opens (docs/worker.md, "Where keys
+ * live"): the values @cloudflare/workers-types lists, as the data-location page describes them.
+ */
+export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "apac-ne", "apac-se", "oc", "afr", "me"] as const;
+export const JURISDICTIONS = ["eu", "fedramp", "fedramp-high", "us"] as const;
+const quoted = (values: readonly string[]) => values.map((value) => `"${value}"`).join(", ");
+export const durableObjectsSchema = z.strictObject(
+  {
+    locationHint: z.optional(z.enum(LOCATION_HINTS, rule(`must be one of ${quoted(LOCATION_HINTS)}`))),
+    jurisdiction: z.optional(z.enum(JURISDICTIONS, rule(`must be one of ${quoted(JURISDICTIONS)}`))),
+  },
+  rule('must be an object like { "jurisdiction": "eu" } or { "locationHint": "weur" }'),
+);
+export type DurableObjectPlacement = z.infer<typeof durableObjectsSchema>;
+
 /** A composite key has at most this many parts. */
 export const MAX_KEY_PARTS = 8;
 /** A key source, or a composite key: a list of them, every one required. */
@@ -91,6 +107,8 @@ export const configFileSchema = z.strictObject(
     overridesTtl: z._default(durationSchema, DEFAULT_OVERRIDES_TTL_MS),
     // Every route in dry-run (also SPILLWAY_DRY_RUN=1): a first rollout in front of real traffic.
     dryRun: z._default(z.boolean(rule("must be true or false")), false),
+    // The Worker only: where its Durable Objects live (src/worker/placement.ts).
+    durableObjects: z._default(durableObjectsSchema, {}),
     // Near-limit and exhausted webhooks (src/notify/): the URL is checked by parseNotify.
     notify: z.optional(notifySchema),
   },
@@ -100,4 +118,4 @@ export const configFileSchema = z.strictObject(
 /** The config file's fields, parsed: the gateway part is read from here. */
 export type ConfigFile = z.infer<typeof configFileSchema>;
 /** The gateway fields of a config file, when it sets `origin`. */
-export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "notify"> & { origin: string };
+export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "notify" | "durableObjects"> & { origin: string };

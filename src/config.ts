@@ -1,4 +1,4 @@
-import { type GatewayFields, configFileSchema } from "./config-schema.js";
+import { type DurableObjectPlacement, type GatewayFields, configFileSchema } from "./config-schema.js";
 import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "./core/policy.js";
 import type { Policy } from "./core/types.js";
 import { ValidationError, describeValue, parseWith } from "./core/validation.js";
@@ -23,6 +23,8 @@ export interface SpillwayConfig {
   overridesTtlMs: number;
   /** Every gateway route in dry-run (also SPILLWAY_DRY_RUN=1, see withDryRunEnv). */
   dryRun: boolean;
+  /** The Worker only: the location hint and jurisdiction of every Durable Object it opens ({}: Cloudflare's choice). */
+  durableObjects: DurableObjectPlacement;
   /** Webhooks for `warning` (past a policy's warnAt) and `exhausted` (its first denial), once per window. */
   notify?: NotifyConfig;
 }
@@ -39,7 +41,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
   }
   const file = parseWith(configFileSchema, input, "");
   const policies = parsePolicyList(file.policies, "policies");
-  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, notify, ...gatewayFields } = file;
+  const { $schema: _schema, policies: _policies, legacyHeaders, origin, overrides, overridesTtl, dryRun, notify, durableObjects, ...gatewayFields } = file;
   if (origin === undefined && file.routes !== undefined) throw new ValidationError("origin", "is required when routes are set: the URL requests are forwarded to");
   const catalog = new Map(policies.map((policy) => [policy.name, policy]));
   return {
@@ -50,6 +52,7 @@ export function parseConfig(input: unknown): SpillwayConfig {
     overrides: parseOverrideList(overrides, catalog),
     overridesTtlMs: overridesTtl,
     dryRun,
+    durableObjects,
     ...(notify ? { notify: parseNotify(notify) } : {}),
   };
 }

@@ -34,6 +34,14 @@ export interface Limiter {
    * forward this one (it would go around the change).
    */
   debitNow?(key: string, policies: readonly Policy[], cost: number): Decision;
+  /**
+   * The same debit, for work nobody waits on (a cost read from an answer's body, after its head
+   * went out): the store may hold it briefly and send it with the key's next call from this
+   * process, so one request to the store carries both (the Durable Object store: within
+   * DEBIT_CARRY_MS, else alone). The key's next check, peek or debit through this store always
+   * sees it. Answers the state after it once it has landed; rejects as `debit` would.
+   */
+  debitLater?(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[]): Promise<void>;
   /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;

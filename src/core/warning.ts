@@ -12,7 +12,8 @@ export function warnFromUnits(warnAt: number, limit: number): number {
 /**
  * Marks a policy's part of a decision with the near-limit warning (SPEC §1 `warnAt`): the key
  * has used at least that share of `limit` in its window (for credits: of its balance's limit).
- * One rule for every store: the core's decisions, the Redis store's (decoded through the core)
+ * One rule for every store: the core's decisions, the Redis store's (decoded through the core, or
+ * rebuilt from check.lua's numbers in codec.ts)
  * and a local cache's batch admissions all pass here.
  */
 export function markWarning(policy: Policy, part: PolicyDecision): void {

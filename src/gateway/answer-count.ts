@@ -118,7 +118,8 @@ export class AnswerCount {
     // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
     const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
     const debit = (cost: number) => {
-      const settled = settle(cost);
+      // Nobody waits on a body's debit: it may ride with the key's next request (Limiter.debitLater).
+      const settled = settle(cost, true);
       if (settled instanceof Promise) defer(settled);
     };
     return { extra: before, tap: new UsageTap(reader, { bounds: source.bounds, path: source.path, limits: counting.read, field, warnings, debit }, decoding) };

@@ -28,10 +28,12 @@ export type CountedOutcome =
 
 /**
  * Debits `cost` (0 debits nothing) and answers the RateLimit fields after it: at once where the
- * store is in this process (Limiter.debitNow), else once the store answered. Never throws or
+ * store is in this process (Limiter.debitNow), else once the store answered. `later`: nobody
+ * waits on the answer (a cost in the body), so a store with debitLater may send it with the
+ * key's next call (one request to the store for two). Never throws or
  * rejects: a store that fails the debit is logged, and the fields before are answered.
  */
-export type Settle = (cost: number) => Fields | Promise<Fields>;
+export type Settle = (cost: number, later?: boolean) => Fields | Promise<Fields>;
 type Fields = Record<string, string>;
 
 /** What the debit is for, for its failure's log line. */
@@ -88,7 +90,7 @@ function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, lease
   return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
     if (!leasing.admitted) return leasing;
     const withLeaseFields = (after: Fields) => joinFields(after, leasing.headers);
-    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost) => whenSettled(settle(cost), withLeaseFields) };
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost, later) => whenSettled(settle(cost, later), withLeaseFields) };
   });
 }
 
@@ -133,8 +135,9 @@ function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: 
     context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
     return before;
   };
-  return (cost) => {
+  return (cost, later) => {
     if (cost === 0) return before;
+    if (later && limiter.debitLater && !limiter.debitNow) return limiter.debitLater(key, rated, cost).then(fieldsAfter, (error: unknown) => failed(cost, error));
     if (limiter.debitNow) {
       try {
         return fieldsAfter(limiter.debitNow(key, rated, cost));

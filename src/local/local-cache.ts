@@ -48,6 +48,14 @@ export class LocalCache extends ForwardingLimiter {
     this.clockMs = options.clockMs ?? Date.now;
     this.batchTargetMs = positive("batchTargetMs", options.batchTargetMs ?? 100);
     this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
+    if (store.debitLater) {
+      const debitLater = store.debitLater.bind(store);
+      this.debitLater = async (key, policies, cost) => {
+        policies = storePolicies(policies);
+        const sentAtMs = this.clockMs();
+        return this.learnFrom(key, policies, sentAtMs, await debitLater(key, policies, cost));
+      };
+    }
   }
 
   override check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -86,7 +94,13 @@ export class LocalCache extends ForwardingLimiter {
   override async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
     policies = storePolicies(policies);
     const sentAtMs = this.clockMs();
-    const decision = await this.store.debit(key, policies, cost);
+    return this.learnFrom(key, policies, sentAtMs, await this.store.debit(key, policies, cost));
+  }
+
+  /** The store's debitLater, where it has one; the deny cache learns from its answer as from a debit's. */
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
+
+  private learnFrom(key: string, policies: readonly Policy[], sentAtMs: number, decision: Decision): Decision {
     const receivedAtMs = this.clockMs();
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i]!;

@@ -145,5 +145,6 @@ const DESCRIPTIONS: Record<string, string> = {
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
   overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",
   dryRun: "Every route in dry-run: nothing is blocked, denials are reported in headers and logs.",
+  durableObjects: 'The Worker only: where every Durable Object it opens lives. "locationHint" (best effort, where it is created) and "jurisdiction" (where it runs and stores data, like "eu").',
   notify: "Webhooks: { url, events? } POSTs { event, key, policy, limit, remaining, resetMs, at } once per key, policy, window and event (warning: past warnAt; exhausted: the first denial).",
 };

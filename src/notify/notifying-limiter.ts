@@ -12,6 +12,7 @@ import type { Notifier } from "./notifier.js";
 export class NotifyingLimiter extends ForwardingLimiter {
   readonly notifier: Notifier;
   readonly debitNow?: (key: string, policies: readonly Policy[], cost: number) => Decision;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
 
   constructor(store: Limiter, notifier: Notifier) {
     super(store);
@@ -23,6 +24,15 @@ export class NotifyingLimiter extends ForwardingLimiter {
         notifier.decided(key, decision, false);
         return decision;
       };
+    }
+    // A debit that rides with the key's next call (the Durable Object store) is told when it lands.
+    if (store.debitLater) {
+      const debitLater = store.debitLater.bind(store);
+      this.debitLater = (key, policies, cost) =>
+        debitLater(key, policies, cost).then((decision) => {
+          notifier.decided(key, decision, false);
+          return decision;
+        });
     }
   }
 

@@ -140,6 +140,14 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       }
     };
   }
+  if (limiter.debitLater) {
+    const debitLater = limiter.debitLater.bind(limiter);
+    observed.debitLater = (key, policies, cost) =>
+      watched("debit", key, debitLater(key, policies, cost)).then((decision) => {
+        blocksStarted(key, policies, decision);
+        return decision;
+      });
+  }
   if (limiter.close) observed.close = () => limiter.close!();
   return observed;
 }

@@ -1,20 +1,9 @@
 import type { Planned } from "./plan.js";
 import type { WireRequest } from "./request.js";
 import type { RlsStatus } from "./status.js";
+import type { ProtoStruct, ProtoValue } from "./types.js";
 
-/** google.protobuf.Value as proto-loader encodes it: protobufjs defines the well-known types with camelCase field names, whatever keepCase says. */
-export type ProtoValue =
-  | { nullValue: "NULL_VALUE" }
-  | { numberValue: number }
-  | { stringValue: string }
-  | { boolValue: boolean }
-  | { structValue: ProtoStruct }
-  | { listValue: { values: ProtoValue[] } };
-
-/** google.protobuf.Struct as proto-loader encodes it. */
-export interface ProtoStruct {
-  fields: Record<string, ProtoValue>;
-}
+export type { ProtoStruct, ProtoValue };
 
 /** The proto's unit names by number (the gRPC edge decodes enums as names; a number is a direct caller's). */
 const UNIT_NAMES = ["UNKNOWN", "SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR", "WEEK"];

@@ -1,5 +1,5 @@
 import type { Decision, PolicyDecision } from "../core/types.js";
-import type { ProtoStruct } from "./metadata.js";
+import type { ProtoStruct } from "./types.js";
 import type { CounterLimit, Planned } from "./plan.js";
 import { UNITS, UNIT_MS, type UnitName } from "./types.js";
 

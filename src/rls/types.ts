@@ -88,3 +88,17 @@ export interface RlsPolicy {
   /** requests_per_unit reported in current_limit. */
   requestsPerUnit: number;
 }
+
+/** google.protobuf.Value as proto-loader encodes it: protobufjs defines the well-known types with camelCase field names, whatever keepCase says. */
+export type ProtoValue =
+  | { nullValue: "NULL_VALUE" }
+  | { numberValue: number }
+  | { stringValue: string }
+  | { boolValue: boolean }
+  | { structValue: ProtoStruct }
+  | { listValue: { values: ProtoValue[] } };
+
+/** google.protobuf.Struct as proto-loader encodes it. */
+export interface ProtoStruct {
+  fields: Record<string, ProtoValue>;
+}

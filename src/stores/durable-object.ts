@@ -6,6 +6,7 @@ import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../limiter.js";
+import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./debit-carry.js";
 
 /**
  * What one key's Durable Object answers over RPC: the store declares the surface it needs,
@@ -15,6 +16,8 @@ export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   check(policies: Policy[], options: CheckOptions): Decision;
   peek(policies: Policy[]): Decision;
   debit(policies: Policy[], cost: number): Decision;
+  /** Applies held debits in order, then answers `next` (if any): one request for both. */
+  debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision };
   reset(policies: Policy[]): void;
   acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult>;
   release(policies: Policy[], leaseId: string): ReleaseResult;
@@ -90,25 +93,31 @@ export class DurableObjectStore implements Limiter {
   private readonly namespace: KeyLimiterNamespace;
   private readonly retry: RetryOptions;
   private readonly releaseRetry: RetryOptions;
+  private readonly carry: DebitCarry;
   readonly kind = "durable-object";
 
-  /** `namespace`: the LIMITER binding of LimiterObject (or of any class with its RPC surface). */
-  constructor(namespace: KeyLimiterNamespace, retry: RetryOptions = DEFAULT_RETRY, releaseRetry: RetryOptions = RELEASE_RETRY) {
+  /**
+   * `namespace`: the LIMITER binding of LimiterObject (or of any class with its RPC surface).
+   * `carryMs`: how long a debitLater waits for its key's next call before it goes alone.
+   */
+  constructor(namespace: KeyLimiterNamespace, retry: RetryOptions = DEFAULT_RETRY, releaseRetry: RetryOptions = RELEASE_RETRY, carryMs = DEBIT_CARRY_MS) {
     this.namespace = namespace;
     this.retry = retry;
     this.releaseRetry = releaseRetry;
+    this.carry = new DebitCarry(carryMs, (key, debits) => this.call(key, async (stub) => (await stub.debitThen(debits)).debits));
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
     options = storeCheckOptions(options);
     // Checked here, not in the object: a TypeError must not become StoreUnavailableError (failMode).
     policies = storePolicies(policies);
-    return this.call(key, (stub) => stub.check([...policies], { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs }));
+    const checked: CheckOptions = { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs };
+    return this.carrying(key, { check: [...policies], options: checked }, (stub) => stub.check([...policies], checked));
   }
 
   async peek(key: string, policies: readonly Policy[]): Promise<Decision> {
     policies = storePolicies(policies);
-    return this.call(key, (stub) => stub.peek([...policies]));
+    return this.carrying(key, { peek: [...policies] }, (stub) => stub.peek([...policies]));
   }
 
   async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
@@ -117,11 +126,25 @@ export class DurableObjectStore implements Limiter {
     assertDebitable(policies);
     assertDebitCost(cost);
     // A retried debit may count twice if the first attempt landed: it errs on denying.
-    return this.call(key, (stub) => stub.debit([...policies], cost));
+    return this.carrying(key, { debit: [...policies], cost }, (stub) => stub.debit([...policies], cost));
+  }
+
+  /**
+   * A debit that rides with the key's next check, peek or debit from this store (one object
+   * request for both), or goes alone after carryMs: for a cost read from an answer's body,
+   * which nobody waits on. Every later call of the key through this store sees it first.
+   */
+  async debitLater(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    policies = storePolicies(policies);
+    assertDebitable(policies);
+    assertDebitCost(cost);
+    return this.carry.hold(key, { policies: [...policies], cost });
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {
     policies = storePolicies(policies);
+    // Debits held for the key happened before the reset: they land first, and are wiped by it.
+    await this.carry.flush(key);
     return this.call(key, (stub) => stub.reset([...policies]));
   }
 
@@ -158,6 +181,15 @@ export class DurableObjectStore implements Limiter {
 
   async health(): Promise<StoreHealth> {
     return { ok: true, store: this.kind };
+  }
+
+  /** `alone` when the key has no debits held; else one request carries them and then `next`. */
+  private carrying(key: string, next: NextCall, alone: (stub: DurableObjectStub<KeyLimiterObject>) => Promise<Decision>): Promise<Decision> {
+    const held = this.carry.take(key);
+    if (!held) return this.call(key, alone);
+    const answered = this.call(key, async (stub) => (await stub.debitThen(held.debits, next)) as { debits: Decision[]; next: Decision });
+    held.settle(answered.then((answer) => answer.debits));
+    return answered.then((answer) => answer.next);
   }
 
   private async call<T>(key: string, run: (stub: DurableObjectStub<KeyLimiterObject>) => Promise<T>, retry = this.retry, retryable = isRetryable): Promise<T> {

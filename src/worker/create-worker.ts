@@ -19,6 +19,7 @@ import { analyticsObserver, parseLogDenials, parseSampleRate } from "./analytics
 import { cloudflareClientIp } from "./client-ip.js";
 import { SpillwayEntrypoint } from "./entrypoint.js";
 import type { Env } from "./env.js";
+import { placedNamespace } from "./placement.js";
 
 /** What `createWorker` builds: the Worker's handler and its RPC entrypoint class. */
 export interface SpillwayWorker {
@@ -75,7 +76,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
     if (!found) {
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
-      const raw = storeOf(env);
+      const raw = storeOf(env, config);
       const store = notifyingStore(new LocalCache(raw), config);
       const stats = new LiveStats(config.policies.map((policy) => policy.name));
       const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
@@ -83,7 +84,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
       const observer = combineObservers(observers);
       // Runtime overrides live in the OVERRIDES Durable Object (or a store option's own table);
       // this isolate reads them once per overridesTtl, shared by the /v1 API and the gateway.
-      const table = env.OVERRIDES ? new DurableObjectOverrideTable(env.OVERRIDES) : options.store ? overrideTableOf(raw) : undefined;
+      const table = env.OVERRIDES ? new DurableObjectOverrideTable(placedNamespace(env.OVERRIDES, config.durableObjects)) : options.store ? overrideTableOf(raw) : undefined;
       const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs, shareReads: false });
       const service = new SpillwayService(observeLimiter(store, observer, "api"), config, overrides);
       const dryRun = withDryRunEnv(config, env.SPILLWAY_DRY_RUN).dryRun;
@@ -125,10 +126,10 @@ const WORKER_READ_ON_CAP_MS = 25_000;
 const LIMITER_METHODS = ["check", "peek", "reset", "acquire", "release", "extend", "health"] as const;
 
 /** The store each isolate decides with: the option's, checked once, or the LIMITER binding's Durable Objects. */
-function storeOption(options: CreateWorkerOptions): (env: Env) => Limiter {
+function storeOption(options: CreateWorkerOptions): (env: Env, config: SpillwayConfig) => Limiter {
   if (options === null || typeof options !== "object") throw new ValidationError("createWorker options", "must be an object");
   const { store } = options;
-  if (store === undefined) return (env) => new DurableObjectStore(env.LIMITER);
+  if (store === undefined) return (env, config) => new DurableObjectStore(placedNamespace(env.LIMITER, config.durableObjects));
   if (typeof store !== "function") throw new ValidationError("createWorker options.store", "must be a function (env) => Limiter");
   return (env) => {
     const limiter = store(env);

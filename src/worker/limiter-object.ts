@@ -5,27 +5,45 @@ import type { StateChange } from "../core/decision.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
-import { StateTable } from "./state-table.js";
+import type { CarriedDebit, NextCall } from "../stores/debit-carry.js";
+import { type KeyStorage, StateTable } from "./state-table.js";
+
+/**
+ * The clean-up alarm comes no sooner than this after it is set. A state is often fresh again
+ * within milliseconds (a GCRA key of 1000/s after one request): an alarm at that moment would
+ * cost a row (setAlarm), an object request and a deleteAll per decision for a key used every
+ * few seconds. A minute's wait keeps its row (bytes, at $0.20 per GB-month) and sets one alarm
+ * per minute of activity instead (docs/worker.md, "What it costs").
+ */
+export const CLEANUP_DELAY_MS = 60_000;
 
 /**
  * One rate-limit key. Its single thread is what an atomic Lua script is for Redis: every
  * decision reads and writes the in-memory state with no await in between, so concurrent
  * requests on one key can never over-admit. Every change is written to SQLite before the
  * answer leaves (the output gate holds it), so an evicted or restarted object remembers
- * what it admitted. An alarm deletes state once it is equivalent to a fresh key.
+ * what it admitted. The key's states are one row (state-table.ts; past 64 states, rows of
+ * 64): a decision writes one row whatever the stack, a denial writes none. One alarm at a time cleans up: it is set when
+ * none is pending and moves itself on while state is live; once every state is equivalent
+ * to a fresh key, one deleteAll() drops the whole database (no row deleted before it).
  */
 export class LimiterObject extends DurableObject<Record<string, unknown>> implements KeyLimiterObject {
   private local!: LocalKey;
   private table!: StateTable;
+  private storage!: KeyStorage;
+  /** Changes of a debitThen under way, written once at its end; undefined: write each at once. */
+  private batched: Map<string, StateChange> | undefined;
   /** The alarm time we know is set; undefined: none. */
   private alarmAtMs: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Record<string, unknown>) {
     super(ctx, env);
     void ctx.blockConcurrencyWhile(async () => {
-      this.table = new StateTable(ctx.storage.sql);
+      this.storage = this.keyStorage();
+      this.table = new StateTable(this.storage);
       this.local = new LocalKey(this.table.load(), (changes) => this.persist(changes), () => this.nowMs());
-      this.alarmAtMs = (await ctx.storage.getAlarm()) ?? undefined;
+      if (this.table.emptyLegacy) await this.storage.deleteAll();
+      this.alarmAtMs = (await this.storage.getAlarm()) ?? undefined;
     });
   }
 
@@ -39,6 +57,24 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
 
   debit(policies: Policy[], cost: number): Decision {
     return this.local.debit(policies, cost);
+  }
+
+  /**
+   * Debits a Worker held for this key (DurableObjectStore.debitLater), in order, then answers the
+   * call they rode with: one request for both, and one row written for all of it.
+   */
+  debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision } {
+    this.batched = new Map();
+    try {
+      const answers = debits.map((debit) => this.local.debit(debit.policies, debit.cost));
+      if (!next) return { debits: answers };
+      const answer = "peek" in next ? this.local.peek(next.peek) : "check" in next ? this.local.check(next.check, next.options) : this.local.debit(next.debit, next.cost);
+      return { debits: answers, next: answer };
+    } finally {
+      const changes = this.batched;
+      this.batched = undefined;
+      this.persist(changes);
+    }
   }
 
   reset(policies: Policy[]): void {
@@ -82,24 +118,40 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   override async alarm(): Promise<void> {
     this.alarmAtMs = undefined;
     const nowMs = this.nowMs();
-    for (const name of this.table.deleteFresh(nowMs)) this.local.state.states.delete(name);
+    const fresh = this.table.takeFresh(nowMs);
+    for (const name of fresh) this.local.state.states.delete(name);
     const nextMs = this.table.lastFreshAtMs();
-    if (nextMs !== undefined) {
-      await this.scheduleAlarm(nextMs);
-    } else if (this.local.queue.size === 0) {
-      // Nothing left: drop the whole database so an idle key costs no storage at all.
-      await this.ctx.storage.deleteAll();
-      this.table.forgetSchema();
+    if (nextMs === undefined && this.local.queue.size === 0) {
+      // Nothing left: drop the whole database in one step (no row deleted before it), so an
+      // idle key costs no storage at all.
+      await this.storage.deleteAll();
+      this.table.clear();
+      return;
     }
+    // Some states are fresh again, others live (or waiters hold the object): the row keeps
+    // only the live ones.
+    if (fresh.length > 0) this.table.rewrite(this.local.state.states);
+    if (nextMs !== undefined) await this.scheduleAlarm(Math.max(nextMs, nowMs + CLEANUP_DELAY_MS));
   }
 
   private persist(changes: Map<string, StateChange>): void {
     if (changes.size === 0) return;
-    this.table.write(changes);
-    let latestMs: number | undefined;
-    for (const change of changes.values()) if (change) latestMs = Math.max(latestMs ?? 0, change.freshAtMs);
-    // One alarm at a time: when it fires it reschedules itself for whatever is still live.
-    if (latestMs !== undefined && this.alarmAtMs === undefined) void this.scheduleAlarm(latestMs);
+    if (this.batched) {
+      // Inside debitThen: the row is written once, after every step (the last change of a policy wins).
+      for (const [name, change] of changes) this.batched.set(name, change);
+      return;
+    }
+    this.table.write(changes, this.local.state.states);
+    // One alarm at a time, set only when none is pending: when it fires it moves itself on
+    // to whatever is still live, so a busy key sets about one alarm per period, not one per decision.
+    if (this.alarmAtMs !== undefined) return;
+    const latestMs = this.table.lastFreshAtMs();
+    if (latestMs !== undefined) void this.scheduleAlarm(Math.max(latestMs, this.nowMs() + CLEANUP_DELAY_MS));
+  }
+
+  /** The storage the state row reads and writes (a probe subclass wraps it to count). */
+  protected keyStorage(): KeyStorage {
+    return this.ctx.storage;
   }
 
   /** The clock every decision reads (a test subclass sets its own). */
@@ -111,7 +163,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     // A balance that must never expire (credits: NEVER_FRESH_MS) sets no alarm: nothing to clean.
     if (atMs >= NEVER_FRESH_MS) return;
     this.alarmAtMs = Math.ceil(atMs);
-    await this.ctx.storage.setAlarm(this.alarmAtMs);
+    await this.storage.setAlarm(this.alarmAtMs);
   }
 }
 

@@ -19,6 +19,28 @@ const NEW_YEAR = Date.UTC(2026, 0, 1);
  */
 export const CALENDAR_SCENARIOS: Scenario[] = [
   {
+    name: "warnAt on a calendar month and a gcra stacked with it: the decision that reaches the share warns, and every one after, denials and peeks included, until the window ends",
+    baseMs: PARIS_MARCH,
+    policies: {
+      m: { name: "m", algorithm: "fixed-window", limit: 5, calendar: "month", timezone: "Europe/Paris", warnAt: 0.6 },
+      g: { name: "g", algorithm: "gcra", limit: 10, period: "1h", warnAt: 0.5 },
+    },
+    steps: [
+      check(0, { use: ["m"], expect: { allowed: true, remaining: 4 } }),
+      check(1, { use: ["m"], expect: { allowed: true, remaining: 3 } }),
+      // 3 of 5 used: 60 %.
+      check(2, { use: ["m"], expect: { allowed: true, remaining: 2, warning: true } }),
+      peek(3, { use: ["m"], expect: { remaining: 2, warning: true } }),
+      check(4, { use: ["m", "g"], cost: 2, expect: { allowed: true, remaining: 0, warning: true } }),
+      check(5, { use: ["m", "g"], expect: { allowed: false, warning: true } }),
+      // gcra alone: 4 of its burst of 10 used (2 by the stack), below its 50 %; the 5th warns.
+      check(6, { use: ["g"], cost: 2, expect: { allowed: true, remaining: 6 } }),
+      check(7, { use: ["g"], expect: { allowed: true, remaining: 5, warning: true } }),
+      // April: a fresh window, no warning.
+      check(3 * DAY + 10 * HOUR, { use: ["m"], expect: { allowed: true, remaining: 4 } }),
+    ],
+  },
+  {
     name: "calendar month in Europe/Paris: across the change to summer time and the month end",
     baseMs: PARIS_MARCH,
     policies: { m: { name: "m", algorithm: "fixed-window", limit: 3, calendar: "month", timezone: "Europe/Paris" } },

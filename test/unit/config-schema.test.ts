@@ -42,6 +42,7 @@ const valid: Array<[string, unknown]> = [
   ["a composite key", { ...gateway, routes: [{ ...route, key: ["header:x-api-key", "ip/56"], fallbackKey: ["ip", "cf:country"] }] }],
   ["overrides", { policies: [gcra], overrides: [{ policy: "per-minute", key: "acme-*", limit: 6000, burst: 600, period: "1m" }, { policy: "per-minute", key: "x", period: 1000, expiresAt: "2099-01-01T00:00:00Z" }, { policy: "per-minute", key: "x", source: "ip", limit: 5 }, { policy: "per-minute", key: "a|x", source: ["header:x-api-key", "ip/56"], limit: 5 }], overridesTtl: "2s" }],
   ["a global dryRun", { ...gateway, dryRun: true }],
+  ["where Durable Objects live", { policies: [gcra], durableObjects: { locationHint: "weur", jurisdiction: "eu" } }],
   // Counting what the origin answers (count, cost).
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
   // Calendar windows and credits (SPEC §1).
@@ -105,6 +106,9 @@ const invalid: Array<[string, unknown]> = [
   ["an override expiring on no date", { policies: [gcra], overrides: [{ policy: "per-minute", key: "a", limit: 5, expiresAt: "next week" }] }],
   ["an overridesTtl in words", { policies: [gcra], overridesTtl: "soon" }],
   ["dryRun not a boolean", { dryRun: "yes" }],
+  ["an unknown jurisdiction", { durableObjects: { jurisdiction: "mars" } }],
+  ["an unknown location hint", { durableObjects: { locationHint: "WEUR" } }],
+  ["a misspelled durableObjects field", { durableObjects: { jurisdictions: "eu" } }],
   ["a status class 6xx", { ...gateway, routes: [{ ...route, count: { status: ["6xx"] } }] }],
   ["an empty status list", { ...gateway, routes: [{ ...route, count: { status: [] } }] }],
   ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],

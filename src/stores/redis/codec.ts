@@ -1,5 +1,6 @@
 import { type StoredState, capacityOf } from "../../core/algorithms.js";
 import { decide, decideOne } from "../../core/decision.js";
+import { markTopWarning, markWarning } from "../../core/warning.js";
 import type { Entry } from "../../core/entries.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "../../core/types.js";
 import { StoreFaultError } from "../../limiter.js";
@@ -62,6 +63,7 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
       resetMs: numbers[base + 1]!,
       retryAfterMs: orNull(retryAfterMs),
     };
+    markWarning(policy, results[index]!);
   }
   for (let index = fixedFields; index < numbers.length; index += 2) {
     const blocked = results[numbers[index]! - 1];
@@ -82,6 +84,7 @@ export function decodeDecision(reply: string, policies: readonly Policy[], lease
     policies: results,
   };
   if (top.blockedMs !== undefined) decision.blockedMs = top.blockedMs;
+  markTopWarning(decision);
   const leaseMs = numbers[3]!;
   if (leaseMs !== -1) {
     decision.leaseId = leaseId;

@@ -1,0 +1,85 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { parsePolicy } from "../../src/core/policy.js";
+import { StoreUnavailableError } from "../../src/limiter.js";
+import { DurableObjectStore, type KeyLimiterNamespace } from "../../src/stores/durable-object.js";
+import { uniqueKey } from "./helpers.js";
+
+// DurableObjectStore.debitLater: a body's debit rides with the key's next call (one object
+// request for both), or goes alone after carryMs. The metered object counts the requests.
+const budget = parsePolicy({ name: "budget", algorithm: "fixed-window", limit: 100, period: "1h" }, "policy");
+const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+const namespace = env.METERED_LIMITER as unknown as KeyLimiterNamespace;
+const meterOf = (key: string) => env.METERED_LIMITER.getByName(key).meter();
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("DurableObjectStore.debitLater", () => {
+  it("rides with the key's next peek: one object request, and the peek sees the debit", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 10_000);
+    const key = uniqueKey("carry");
+    const landed = store.debitLater(key, [budget], 30);
+    const peeked = await store.peek(key, [budget]);
+    expect(peeked.remaining).toBe(70);
+    expect((await landed).remaining).toBe(70);
+    expect(await meterOf(key)).toMatchObject({ calls: 1, rowsWritten: 1 });
+  });
+
+  it("several held debits and a check: one request, one row, every debit counted", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 10_000);
+    const key = uniqueKey("carry-many");
+    const landed = [store.debitLater(key, [budget], 10), store.debitLater(key, [budget], 20)];
+    const checked = await store.check(key, [budget], reject);
+    expect(checked).toMatchObject({ allowed: true, remaining: 69 });
+    expect((await Promise.all(landed)).map((decision) => decision.remaining)).toEqual([90, 70]);
+    expect(await meterOf(key)).toMatchObject({ calls: 1, rowsWritten: 1 });
+  });
+
+  it("goes alone after carryMs when the key has no next call", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 20);
+    const key = uniqueKey("alone");
+    const startedMs = Date.now();
+    expect((await store.debitLater(key, [budget], 5)).remaining).toBe(95);
+    expect(Date.now() - startedMs).toBeGreaterThanOrEqual(20);
+    expect(await meterOf(key)).toMatchObject({ calls: 1 });
+    // Another store (another isolate) sees it.
+    expect((await new DurableObjectStore(namespace).peek(key, [budget])).remaining).toBe(95);
+  });
+
+  it("a debit held for one key never rides with another key's call", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 30);
+    const [key, other] = [uniqueKey("mine"), uniqueKey("other")];
+    const landed = store.debitLater(key, [budget], 7);
+    expect((await store.peek(other, [budget])).remaining).toBe(100);
+    expect((await landed).remaining).toBe(93);
+  });
+
+  it("lands before a reset of its key, which then wipes it", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 10_000);
+    const key = uniqueKey("reset");
+    const landed = store.debitLater(key, [budget], 40);
+    await store.reset(key, [budget]);
+    expect((await landed).remaining).toBe(60);
+    expect((await store.peek(key, [budget])).remaining).toBe(100);
+  });
+
+  it("refuses what debit refuses, at once", async () => {
+    const store = new DurableObjectStore(namespace);
+    const slot = parsePolicy({ name: "slot", algorithm: "concurrency", limit: 1 }, "policy");
+    await expect(store.debitLater(uniqueKey(), [slot], 1)).rejects.toThrow(/mode/);
+    await expect(store.debitLater(uniqueKey(), [budget], -1)).rejects.toThrow(/cost/);
+  });
+
+  it("rejects with StoreUnavailableError when the object cannot be reached, and so does the call it rode with", async () => {
+    const broken: KeyLimiterNamespace = {
+      getByName: () => {
+        throw new Error("no object");
+      },
+    };
+    const store = new DurableObjectStore(broken, { attempts: 1, baseDelayMs: 1, maxDelayMs: 1 }, undefined, 10_000);
+    const key = uniqueKey();
+    const landed = store.debitLater(key, [budget], 1);
+    await expect(store.peek(key, [budget])).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(landed).rejects.toBeInstanceOf(StoreUnavailableError);
+    await sleep(0);
+  });
+});
