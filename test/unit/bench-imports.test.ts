@@ -26,7 +26,6 @@ const NOT_YET: Record<string, string> = {
   "scripts/bench/storage-probe.ts": "wraps LimiterObject's storage to count rows written",
   "scripts/bench/cost-scenarios.bench-run.ts": "reads the storage probe's counts (its types)",
   "scripts/bench/cost-worker.ts": "binds the storage probe as the metered limiter object",
-  "scripts/bench/cost.ts": "reads the scenarios' results (the probe's types)",
 };
 
 function tsFiles(dir: string): string[] {
