@@ -56,6 +56,11 @@ export class Notifier {
     this.clockMs = options.clockMs ?? Date.now;
   }
 
+  /** Whether notices are on (a config with `notify`): off, a decision need not be shown at all. */
+  enabled(): boolean {
+    return this.options.config() !== undefined;
+  }
+
   /** A decision a check or debit answered (never a peek, never a failed-open one). */
   decided(key: string, decision: Decision, checked: boolean): void {
     const config = this.options.config();

@@ -38,8 +38,9 @@ export class NotifyingLimiter extends ForwardingLimiter {
 
   override check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
     const answer = this.store.check(key, policies, options);
-    // A peek decides nothing: nothing to tell.
-    if (options.cost === 0) return answer;
+    // A peek decides nothing: nothing to tell. Without `notify` (the usual server) the answer
+    // is the store's own promise: no extra turn on every decision.
+    if (options.cost === 0 || !this.notifier.enabled()) return answer;
     return answer.then((decision) => {
       this.notifier.decided(key, decision, true);
       return decision;
@@ -47,6 +48,7 @@ export class NotifyingLimiter extends ForwardingLimiter {
   }
 
   override debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    if (!this.notifier.enabled()) return this.store.debit(key, policies, cost);
     return this.store.debit(key, policies, cost).then((decision) => {
       this.notifier.decided(key, decision, false);
       return decision;
