@@ -318,10 +318,18 @@ export function gatewayCountingConformance(runtime: string, driverOf: () => Gate
       const user = uniqueUser();
       gw.counting.answer(401, {}, "wrong password");
       try {
-        expect([(await gw.send("/login-block/a", as(user))).status, (await gw.send("/login-block/a", as(user))).status]).toEqual([401, 401]);
-        const hits = gw.origin.hits();
-        const refused = await gw.send("/login-block/a", as(user));
+        // The window is one aligned second: on a loaded machine the failures can straddle its edge, so
+        // fail until refused (a few windows' worth at most) rather than assume the third request is refused.
+        let failures = 0;
+        let refused = await gw.send("/login-block/a", as(user));
+        while (refused.status === 401 && failures < 6) {
+          failures++;
+          refused = await gw.send("/login-block/a", as(user));
+        }
         expect(refused.status).toBe(429);
+        // Two failures a window are allowed: never refused before the second.
+        expect(failures).toBeGreaterThanOrEqual(2);
+        const hits = gw.origin.hits();
         // The block's hour, not the window's second.
         expect(Number(refused.header("retry-after"))).toBeGreaterThan(3000);
         await sleep(1100);
