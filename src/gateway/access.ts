@@ -62,11 +62,13 @@ export function parseAccessList(raw: AccessListFields, list: "allow" | "deny", r
   const read = new Set(routeSources.map(sourceName));
   const everySource = new Set<string>();
   const bySource = new Map<string, Set<string>>();
+  // The example an error gives names the routes' source when there is one to name.
+  const example = read.size === 1 ? JSON.stringify(sourceView([...read][0]!)) : '"header:x-api-key"';
   for (const [i, item] of raw.keys.entries()) {
     const field = `${list}.keys.${i}`;
     if (typeof item === "string") {
       if (list === "allow") {
-        throw new ValidationError(field, `must name the key source it is for, like { "key": ${describeValue(item)}, "source": "header:x-api-key" }: a bare key would be let through whatever source it came from (a client can send it in any header), got ${describeValue(item)}`);
+        throw new ValidationError(field, `must name the key source it is for, like { "key": ${describeValue(item)}, "source": ${example} }: a bare key would be let through whatever source it came from (a client can send it in any header), got ${describeValue(item)}`);
       }
       everySource.add(exactKey(item, field));
       continue;
