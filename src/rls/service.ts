@@ -173,7 +173,9 @@ export class RlsService {
 
   /** shadow_mode descriptors, each on its own: counted as usual, never deciding, and never failing the request. */
   private checkShadows(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<unknown> | undefined {
-    if (!planned.some((plan) => plan.kind === "limit" && plan.shadow)) return undefined;
+    let anyShadow = false;
+    for (let i = 0; i < planned.length && !anyShadow; i++) anyShadow = planned[i]!.kind === "limit" && (planned[i] as LimitPlan).shadow;
+    if (!anyShadow) return undefined;
     return Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || !plan.shadow) return;
@@ -201,17 +203,12 @@ export class RlsService {
       this.stacks = new Map();
       this.stackCount = 0;
     }
-    let level = this.stacks;
-    let node: StackNode | undefined;
-    for (let i = 0; i < indices.length; i++) {
-      const limits = (planned[indices[i]!] as LimitPlan).limits;
-      node = level.get(limits);
-      if (!node) level.set(limits, (node = {}));
-      if (i < indices.length - 1) level = node.next ??= new Map();
-    }
-    if (node!.policies) return node!.policies;
+    let node = this.stacks.get((planned[indices[0]!] as LimitPlan).limits);
+    if (!node) this.stacks.set((planned[indices[0]!] as LimitPlan).limits, (node = {}));
+    for (let i = 1; i < indices.length; i++) node = childStack(node, (planned[indices[i]!] as LimitPlan).limits);
+    if (node.policies) return node.policies;
     this.stackCount++;
-    return (node!.policies = uniquePolicies(indices.map((index) => (planned[index] as LimitPlan).limits)));
+    return (node.policies = uniquePolicies(planned, indices));
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
@@ -246,10 +243,28 @@ type LimitPlan = Extract<Planned, { kind: "limit" }>;
 /** No descriptor consumed: a single stacked call that was refused. */
 const NONE: ReadonlySet<number> = new Set();
 
-/** A combination of counters in RlsService.stackOf: its policies, and longer combinations that start with it. */
+/**
+ * A combination of counters in RlsService.stackOf: its policies, and longer combinations that
+ * start with it. Most combinations go on one way only (a client address's counter, then the
+ * route's): that one is held inline, and a Map is made only for a second way.
+ */
 interface StackNode {
   policies?: readonly Policy[];
+  onlyLimits?: readonly CounterLimit[];
+  only?: StackNode;
   next?: Map<readonly CounterLimit[], StackNode>;
+}
+
+function childStack(node: StackNode, limits: readonly CounterLimit[]): StackNode {
+  if (node.onlyLimits === limits) return node.only!;
+  if (node.onlyLimits === undefined) {
+    node.onlyLimits = limits;
+    return (node.only = {});
+  }
+  const next = (node.next ??= new Map());
+  let child = next.get(limits);
+  if (!child) next.set(limits, (child = {}));
+  return child;
 }
 
 /** The indices of the enforced (limited, not shadow) descriptors, in request order. */
@@ -275,14 +290,14 @@ function groupsByCost(planned: readonly Planned[], indices: readonly number[]): 
 }
 
 /** The stored policies of several descriptors as one stack: a counter two descriptors share is checked once. */
-function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Policy[] {
-  const seen = new Set<string>();
+function uniquePolicies(planned: readonly Planned[], indices: readonly number[]): Policy[] {
   const policies: Policy[] = [];
-  for (const limits of limitLists) {
-    for (const { stored } of limits) {
-      if (seen.has(stored.name)) continue;
-      seen.add(stored.name);
-      policies.push(stored);
+  for (let i = 0; i < indices.length; i++) {
+    const limits = (planned[indices[i]!] as LimitPlan).limits;
+    for (let j = 0; j < limits.length; j++) {
+      const stored = limits[j]!.stored;
+      // A handful per request: a scan beats a Set.
+      if (!policies.some((policy) => policy.name === stored.name)) policies.push(stored);
     }
   }
   return policies;
