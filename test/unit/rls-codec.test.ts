@@ -130,7 +130,7 @@ describe("ShouldRateLimit's codec (src/node/rls-codec.ts)", () => {
     };
     const withMetadata: RlsAnswer = { overall_code: "OK", statuses: [], dynamic_metadata: { fields: { domain: { stringValue: "d" } } } };
     const negative: RlsAnswer = { overall_code: "OK", statuses: [{ code: "OK", limit_remaining: -1 }] };
-    const rawHeader = { overall_code: "OK", statuses: [], response_headers_to_add: [{ key: "k", value: "v", raw_value: Buffer.from("x") }] } as RlsAnswer;
+    const rawHeader = { overall_code: "OK", statuses: [], response_headers_to_add: [{ key: "k", value: "v", raw_value: Buffer.from("x") }] } as unknown as RlsAnswer;
     for (const answer of [withMetadata, negative, rawHeader]) expect(encodeRlsAnswer(answer, fallback)).toEqual(referenceAnswer(answer));
     expect(used).toEqual([withMetadata, negative, rawHeader]);
 
