@@ -2,7 +2,7 @@ import type { Decision, Policy } from "../core/types.js";
 import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
-import { type WireRequest, parseRlsRequest } from "./request.js";
+import { type RlsRequest, type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
 import { dynamicMetadataOf } from "./metadata.js";
@@ -74,16 +74,64 @@ export class RlsService {
     this.quotaMode = options.quotaMode ?? false;
   }
 
-  async shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
-    const request = parseRlsRequest(wire);
-    const { domain, planned } = this.planner.plan(this.options.config(), request);
-    const results: DescriptorResult[] = new Array(planned.length);
-    if (domain) {
-      const shadows = this.checkShadows(domain, planned, results);
-      if (domain.atomic) await this.checkTogether(domain, planned, results);
-      else await this.checkEach(domain, planned, results);
-      await shadows;
+  shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
+    let request: RlsRequest;
+    let plan: { domain?: RlsDomain; planned: Planned[] };
+    try {
+      request = parseRlsRequest(wire);
+      plan = this.planner.plan(this.options.config(), request);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    const { domain, planned } = plan;
+    const results: DescriptorResult[] = new Array(planned.length);
+    if (!domain) return Promise.resolve(this.answerOf(wire, domain, planned, results));
+    const single = this.singleCall(domain, planned);
+    if (single === undefined) return this.decideAll(wire, domain, planned, results);
+    // The usual request: one stacked call, its answer built in the call's own callback (no
+    // async frames around it: a turn and a promise less per decision).
+    const policies = this.stackOf(planned, single.indices);
+    let running: Promise<Decision>;
+    try {
+      running = this.options.limiter.check(this.keyOf(domain), policies, single.cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost: single.cost, mode: "reject", maxWaitMs: 0 });
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    const answer = (decision: Decision) => {
+      const result = { decision };
+      for (let i = 0; i < single.indices.length; i++) results[single.indices[i]!] = result;
+      return this.answerOf(wire, domain, planned, results);
+    };
+    return running.then(answer, (error: unknown) => answer(failOpenOrRethrow(policies, error)));
+  }
+
+  /**
+   * The enforced descriptors and their cost when the request is decided by one stacked call
+   * and nothing more: an atomic domain, no shadow or quota descriptor, no block, one cost.
+   * Anything else (undefined) takes decideAll.
+   */
+  private singleCall(domain: RlsDomain, planned: readonly Planned[]): { indices: number[]; cost: number } | undefined {
+    if (!domain.atomic || this.quotaMode) return undefined;
+    let cost: number | undefined;
+    for (let i = 0; i < planned.length; i++) {
+      const plan = planned[i]!;
+      if (plan.kind === "block" || (plan.kind === "limit" && (plan.shadow || plan.quota || (cost !== undefined && plan.cost !== cost)))) return undefined;
+      if (plan.kind === "limit") cost = plan.cost;
+    }
+    return cost === undefined ? undefined : { indices: enforcedIndices(planned), cost };
+  }
+
+  /** Every other request: shadow descriptors, quota mode, several costs, `"atomic": false`. */
+  private async decideAll(wire: WireRequest, domain: RlsDomain, planned: Planned[], results: DescriptorResult[]): Promise<RlsAnswer> {
+    const shadows = this.checkShadows(domain, planned, results);
+    if (domain.atomic) await this.checkTogether(domain, planned, results);
+    else await this.checkEach(domain, planned, results);
+    await shadows;
+    return this.answerOf(wire, domain, planned, results);
+  }
+
+  /** The answer from the decisions made (`results`): statuses, the overall code, headers and metadata, and the stats. */
+  private answerOf(wire: WireRequest, domain: RlsDomain | undefined, planned: readonly Planned[], results: readonly DescriptorResult[]): RlsAnswer {
     const nowMs = this.clockMs();
     const statuses: RlsStatus[] = new Array(planned.length);
     const stats = domain && this.options.stats;
