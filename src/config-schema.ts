@@ -30,7 +30,9 @@ const rule = (text: string) => ({ error: text });
 const originTimeoutSchema = integerIn(1, MAX_ORIGIN_TIMEOUT_MS, "an integer number of ms");
 const listSchema = z.strictObject({
   ips: z._default(z.array(z.string(rule("must be an IP address or CIDR string")), rule("must be an array of IP addresses or CIDR ranges")), []),
-  keys: z._default(z.array(z.string(rule("must be a key string")).check(z.minLength(1, rule("must not be empty"))), rule("must be an array of keys")), []),
+  // Entries are a key with its source, or (deny only) a bare key: checked one by one by
+  // src/gateway/access.ts, so errors name the entry's field (`allow.keys.0.source`).
+  keys: z._default(z.array(z.unknown(), rule('must be an array of keys like [{ "key": "vip", "source": "header:x-api-key" }]')), []),
 });
 
 /**

@@ -46,6 +46,8 @@ export function decide(
   read: (policyName: string) => StoredState | undefined,
   nowMs: number,
   input: DecideInput,
+  /** false: a store that records the admission itself (Redis stack.lua) needs no changes (none are built). */
+  record = true,
 ): DecideOutput {
   const probeCost = input.cost === 0 ? 1 : input.cost;
   const evaluated: Evaluated[] = policies.map((policy) => {
@@ -79,7 +81,7 @@ export function decide(
     slot = slotOf(true, atMs, nowMs, input);
   }
 
-  const changes = new Map<string, StateChange>();
+  const changes = record ? new Map<string, StateChange>() : NO_CHANGES;
   const usesLease = slot.admit && policies.some((policy) => policy.algorithm === "concurrency");
   if (usesLease && !input.leaseId) throw new Error("a leaseId is needed to admit a concurrency policy");
   const results = evaluated.map((item): PolicyDecision => {
@@ -88,12 +90,12 @@ export function decide(
     if (slot.admit) {
       const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
       state = algorithm.admit(state, item.policy, nowMs, slot.atMs, input.cost, lease);
-      changes.set(item.policy.name, stateChange(item.policy, state, item.blockedUntilMs));
+      if (record) changes.set(item.policy.name, stateChange(item.policy, state, item.blockedUntilMs));
     } else if (!slot.allowed && !input.peek && startsBlock(item, state, nowMs)) {
       // This policy refused the request: its block starts now (a peek only reports).
       item.blockedUntilMs = nowMs + item.policy.blockMs!;
       item.earliestMs = blockedEarliestMs(item.earliestMs, item.blockedUntilMs);
-      changes.set(item.policy.name, stateChange(item.policy, state!, item.blockedUntilMs));
+      if (record) changes.set(item.policy.name, stateChange(item.policy, state!, item.blockedUntilMs));
     }
     return policyDecision(item, state, slot.admit, nowMs);
   });
@@ -111,6 +113,9 @@ export function decide(
   }
   return { decision, changes };
 }
+
+/** decide()'s changes when it records none (never written to). */
+const NO_CHANGES: Map<string, StateChange> = new Map();
 
 /**
  * decide() for a stack of one policy that takes no lease (any algorithm but concurrency),

@@ -41,6 +41,29 @@ export function storePolicies(policies: readonly Policy[]): readonly Policy[] {
   return changed ? result : policies;
 }
 
+/** Policies whose renamed copies (renamedPolicy) are valid once their name is. */
+const renamable = new WeakSet<Policy>();
+
+/**
+ * A policy under another name, checked (the rate limit service's per-counter copies,
+ * `r.<hash>`, one per client address): the first copy of a policy is checked whole, later
+ * ones only their name, so a store does not check every copy field by field again. (The
+ * policy's own name may be one a store would refuse, a config's label: only the copy's counts.)
+ *
+ * @example const stored = renamedPolicy(perSecond, "r.3f2a…");
+ */
+export function renamedPolicy(policy: Policy, name: string): Policy {
+  const renamed: Policy = { ...policy, name };
+  if (renamable.has(policy)) {
+    if (!POLICY_NAME_PATTERN.test(name)) throw new TypeError(`name: must match [a-z0-9][a-z0-9._-]{0,63}, got ${describeValue(name)}`);
+    checked.add(renamed);
+    return renamed;
+  }
+  const stored = storePolicy(renamed, "policy");
+  if (stored === renamed) renamable.add(policy);
+  return stored;
+}
+
 function storePolicy(value: unknown, field: string): Policy {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new TypeError(`${field}: must be a policy object, got ${describeValue(value)}`);

@@ -3,6 +3,7 @@ import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue, parseWith } from "../core/validation.js";
 import { routeSchema } from "../config-schema.js";
+import { type AccessList, parseAccessList } from "./access.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
@@ -38,11 +39,6 @@ export interface GatewayRoute {
   counting?: RouteCounting;
 }
 
-export interface AccessList {
-  ips: IpRange[];
-  keys: ReadonlySet<string>;
-}
-
 /** The validated gateway part of a config (docs/gateway.md). */
 export interface GatewayConfig {
   /** Base URL requests are forwarded to; its path (if any) prefixes the request's path. */
@@ -50,9 +46,9 @@ export interface GatewayConfig {
   routes: GatewayRoute[];
   /** Proxies whose X-Forwarded-For is believed; empty: the header is never read. */
   trustProxy: IpRange[];
-  /** Never limited. */
+  /** Never limited: addresses, and keys from the source each names (access.ts). */
   allow: AccessList;
-  /** Always refused (403). */
+  /** Always refused (403): addresses, and keys from the source each names or from every source. */
   deny: AccessList;
   /** An origin 429 with Retry-After pauses that key for every caller until then. */
   originFeedback: boolean;
@@ -148,12 +144,16 @@ const parseRanges = (items: readonly string[], field: string) => items.map((item
 export function parseGatewayConfig(config: SpillwayConfig): GatewayConfig | undefined {
   const raw = config.gateway;
   if (!raw) return undefined;
+  const origin = parseOrigin(raw.origin);
+  const routes = (raw.routes ?? []).map((route, index) => parseRoute(route, index, config, raw.originTimeoutMs));
+  // A route's fallbackKey is a source of its own (its keys see that source's entries).
+  const routeSources = routes.flatMap((route) => (route.fallbackKey ? [route.key, route.fallbackKey] : [route.key]));
   return {
-    origin: parseOrigin(raw.origin),
-    routes: (raw.routes ?? []).map((route, index) => parseRoute(route, index, config, raw.originTimeoutMs)),
+    origin,
+    routes,
     trustProxy: parseRanges(raw.trustProxy, "trustProxy"),
-    allow: { ips: parseRanges(raw.allow.ips, "allow.ips"), keys: new Set(raw.allow.keys) },
-    deny: { ips: parseRanges(raw.deny.ips, "deny.ips"), keys: new Set(raw.deny.keys) },
+    allow: parseAccessList(raw.allow, "allow", routeSources),
+    deny: parseAccessList(raw.deny, "deny", routeSources),
     originFeedback: raw.originFeedback,
     originTimeoutMs: raw.originTimeoutMs,
     legacyHeaders: config.legacyHeaders,

@@ -11,6 +11,7 @@ import { observeLimiter } from "../observe/observed-limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import { DRY_RUN_HEADER } from "../wire.js";
 import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
+import { listsKey } from "./access.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
 import { type CfProperties, type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
@@ -196,8 +197,9 @@ export class GatewayCore {
       const missing = describeKeySource(missingPart(route.key, keyFacts));
       return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}`)) };
     }
-    if (gateway.deny.keys.has(key.value)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
-    if (gateway.allow.keys.has(key.value)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
+    // Lists match a value with the source that read it (access.ts): `x-user: vip` is not the API key `vip`.
+    if (listsKey(gateway.deny.keys, key)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
+    if (listsKey(gateway.allow.keys, key)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
     if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, prepared, target, key, pausedMs));
     return this.#limit(facts, route, prepared, target, key, 0);
   }

@@ -13,6 +13,8 @@ export interface AppOptions {
   fallback?: Hono;
   /** /v1/top, /v1/stats, and on Node /metrics and /dashboard (absent: those paths are reserved, 404). */
   observability?: Observability;
+  /** Why /healthz must answer 503 whatever the store says (a worker of `spillway serve --workers` starting); undefined: ready. */
+  notReady?: () => string | undefined;
 }
 
 /**
@@ -71,12 +73,14 @@ async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
  *
  * @example export default { fetch: createApp({ service, tokenOf: (env) => env.SPILLWAY_TOKEN }).fetch }
  */
-export function createApp({ service, tokenOf, fallback, observability }: AppOptions): Hono {
+export function createApp({ service, tokenOf, fallback, observability, notReady }: AppOptions): Hono {
   const app = new Hono();
   app.onError(onError);
   // 503 while the store is unreachable or refuses writes (out of memory, a read-only replica,
   // auth): what every decision would meet. The store's probe decides (Limiter.health).
   app.get("/healthz", async (c) => {
+    const starting = notReady?.();
+    if (starting !== undefined) return c.json({ ok: false, store: service.limiter.kind, error: starting }, 503, { "cache-control": "no-store" });
     const health = await service.limiter.health().catch((error: unknown) => ({ ok: false, store: service.limiter.kind, detail: (error as Error).message }));
     if (health.ok) return c.json({ ok: true, store: health.store }, 200, { "cache-control": "no-store" });
     return c.json({ ok: false, store: health.store, error: health.detail ?? "the store is unhealthy" }, 503, { "cache-control": "no-store" });

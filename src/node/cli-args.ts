@@ -4,13 +4,32 @@ import { parseArgs } from "node:util";
 import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
 import { DEFAULT_MAX_IN_FLIGHT } from "../stores/call-queue.js";
+import { DEFAULT_TIMEOUT_MS } from "../stores/redis/options.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls-args.js";
 import { SENTINEL_FLAG_OPTIONS, SENTINEL_USAGE, type SentinelChoice, type SentinelFlagValues, parseSentinelChoice } from "./sentinel-args.js";
 
 export { parseSentinelList, type SentinelChoice } from "./sentinel-args.js";
 
-/** `maxInFlight`: --max-inflight, the Redis store calls in flight at most (docs/operations.md). */
-export type StoreChoice = { kind: "memory"; maxKeys?: number } | { kind: "redis"; url: string; maxInFlight?: number } | { kind: "redis-cluster"; urls: string[]; maxInFlight?: number } | SentinelChoice;
+/**
+ * `maxInFlight`: --max-inflight, the Redis store calls in flight at most (docs/operations.md).
+ * `timeoutMs`: --redis-timeout (or REDIS_TIMEOUT), the store's per-call timeout.
+ */
+export type StoreChoice = { kind: "memory"; maxKeys?: number } | ({ kind: "redis"; url: string } & RedisTuning) | ({ kind: "redis-cluster"; urls: string[] } & RedisTuning) | (SentinelChoice & RedisTuning);
+
+/** What every Redis store takes from the flags, whichever way it is reached. */
+export interface RedisTuning {
+  maxInFlight?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * --redis-timeout's bounds. 1 ms: the store's own minimum (0 would fail every call). 10 s: a
+ * decision that waits longer on Redis has outlived every caller's patience (Envoy's filter
+ * waits 20 ms unless told otherwise, load balancers a few seconds) and Spillway's own queue
+ * (a call waiting 10 s for a slot is shed): past that, a slow Redis is an outage, for failMode.
+ */
+export const MIN_REDIS_TIMEOUT_MS = 1;
+export const MAX_REDIS_TIMEOUT_MS = 10_000;
 
 export interface ServeArgs {
   /** Optional only with --rls-config (a rate limit service alone needs no spillway.config.json). */
@@ -32,7 +51,7 @@ export interface ServeArgs {
 
 export const SERVE_USAGE = `usage: spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME
-                       | --store memory [--memory-max-keys N]] [--max-inflight N]
+                       | --store memory [--memory-max-keys N]] [--max-inflight N] [--redis-timeout 50ms]
                       [--metrics-port N | --no-metrics] [--workers N|auto]
                       [--rls-port N --rls-config PATH [--rls-host ADDR] [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
 
@@ -56,10 +75,13 @@ ${SENTINEL_USAGE}
                          beyond it the least recently used key is evicted and starts fresh
   --max-inflight N       Redis calls in flight at most (default ${DEFAULT_MAX_IN_FLIGHT}); past it calls wait their turn,
                          and when too many wait, requests are shed with 503 (never admitted)
+  --redis-timeout D      how long a Redis call may take, from its write to the reply (default ${DEFAULT_TIMEOUT_MS}ms;
+                         250ms, 1s or a number of ms, 1ms to 10s; or REDIS_TIMEOUT); past it the call
+                         fails and each policy's failMode decides (gRPC: UNAVAILABLE)
 ${RLS_USAGE}
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL, REDIS_SENTINELS, REDIS_SENTINEL_NAME,
-             REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS
+             REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS, REDIS_TIMEOUT
 signals: SIGHUP reloads --config (and --rls-config); SIGTERM and SIGINT stop gracefully
 docs: node_modules/spillway/docs/serve.md`;
 
@@ -103,6 +125,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         store: { type: "string" },
         "memory-max-keys": { type: "string" },
         "max-inflight": { type: "string" },
+        "redis-timeout": { type: "string" },
         "metrics-port": { type: "string" },
         "no-metrics": { type: "boolean" },
         watch: { type: "boolean" },
@@ -155,14 +178,34 @@ function parseMetrics(values: { "metrics-port"?: string; "no-metrics"?: boolean 
   return port === undefined ? { metrics: true } : { metrics: true, metricsPort: parsePort(port, "--metrics-port") };
 }
 
-type StoreFlags = { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string; "max-inflight"?: string } & SentinelFlagValues;
+type StoreFlags = { redis?: string; "redis-cluster"?: string; store?: string; "memory-max-keys"?: string; "max-inflight"?: string; "redis-timeout"?: string } & SentinelFlagValues;
 
 function parseStore(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {
   const choice = parseStoreKind(values, env);
   const maxInFlight = values["max-inflight"];
-  if (maxInFlight === undefined) return choice;
-  if (choice.kind === "memory") throw new ValidationError("--max-inflight", "only applies to Redis (--redis, --redis-cluster, --redis-sentinel): the memory store answers in this process, with no calls in flight");
-  return { ...choice, maxInFlight: positiveInteger("--max-inflight", maxInFlight) };
+  const timeout = values["redis-timeout"];
+  if (choice.kind === "memory") {
+    if (maxInFlight !== undefined) throw new ValidationError("--max-inflight", "only applies to Redis (--redis, --redis-cluster, --redis-sentinel): the memory store answers in this process, with no calls in flight");
+    if (timeout !== undefined) throw new ValidationError("--redis-timeout", "only applies to Redis (--redis, --redis-cluster, --redis-sentinel): the memory store answers in this process, with no calls to time out");
+    // REDIS_TIMEOUT, like REDIS_URL, is the environment's and is not read for a store chosen by flag.
+    return choice;
+  }
+  // The flag wins over the environment, as --redis does over REDIS_URL.
+  const timeoutMs = timeout !== undefined ? parseRedisTimeout(timeout, "--redis-timeout") : env.REDIS_TIMEOUT ? parseRedisTimeout(env.REDIS_TIMEOUT, "REDIS_TIMEOUT") : undefined;
+  return { ...choice, ...(maxInFlight !== undefined ? { maxInFlight: positiveInteger("--max-inflight", maxInFlight) } : {}), ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
+}
+
+/**
+ * `--redis-timeout 250ms`, `1s`, `0.5s` or a number of milliseconds (`250`): a whole number of
+ * ms from MIN_REDIS_TIMEOUT_MS to MAX_REDIS_TIMEOUT_MS. `field` is the flag or REDIS_TIMEOUT.
+ */
+export function parseRedisTimeout(text: string, field: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(text.trim());
+  if (!match) throw new ValidationError(field, `must be a duration such as 250ms or 1s (or a number of milliseconds), got ${JSON.stringify(text)}`);
+  const ms = Number(match[1]) * (match[2] === "s" ? 1000 : 1);
+  if (!Number.isInteger(ms)) throw new ValidationError(field, `must be a whole number of milliseconds, got ${JSON.stringify(text)}`);
+  if (ms < MIN_REDIS_TIMEOUT_MS || ms > MAX_REDIS_TIMEOUT_MS) throw new ValidationError(field, `must be from 1ms to 10s (default ${DEFAULT_TIMEOUT_MS}ms): 0 would fail every call, and past 10s a slow Redis is an outage for failMode to decide; got ${JSON.stringify(text)}`);
+  return ms;
 }
 
 function parseStoreKind(values: StoreFlags, env: Record<string, string | undefined>): StoreChoice {

@@ -123,7 +123,9 @@ async function serve(argv: string[]): Promise<number> {
     // One set of origin connection pools for every generation of the gateway.
     const serving: Serving = { limiter, observer: observing?.observer, agents: originAgents(), configured: (next) => notices.configure(next) };
     const parts = runtimePartsOf(config, serving, gateway);
-    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes }), "--port", args.port, args.hostname);
+    // A worker's health says not ready until the primary says every worker listens (worker-link.ts).
+    const notReady = worker ? () => worker.notReady() : undefined;
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes, notReady }), "--port", args.port, args.hostname);
     // A worker's reloads are the primary's: it logs them once, and sends every worker the text it read.
     const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing, worker ? () => {} : undefined) : undefined;
     if (reloader && !worker) reloads.push(() => reloader.reload("signal"));
@@ -132,7 +134,7 @@ async function serve(argv: string[]): Promise<number> {
     const metricsServer = scraper && args.metricsPort !== undefined ? await listening(metrics!.observability.startMetricsServer(scraper, args.metricsPort, args.hostname), "--metrics-port", args.metricsPort, args.hostname) : undefined;
     if (metricsServer) say(`spillway: metrics on ${metricsServer.url}/metrics (no token)`);
     const rlsHost = args.rls?.hostname ?? args.hostname;
-    const rlsOptions = { limiter, hostname: rlsHost, registry: observing?.prometheus.registry, ...(worker ? { log: () => {} } : {}) };
+    const rlsOptions = { limiter, hostname: rlsHost, registry: observing?.prometheus.registry, ...(worker ? { log: () => {}, healthy: () => worker.notReady() === undefined } : {}) };
     const rls = args.rls && rlsPrepared && rlsModule ? await listening(rlsModule.serveRls(args.rls, rlsPrepared, rlsOptions), "--rls-port", args.rls.port, rlsHost, args.rls.hostname ? "--rls-host" : "--host") : undefined;
     if (rls && !worker) reloads.push(() => rls.reload());
     if (rls) say(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${counted(rlsPrepared!.config.domains.size, "domain")} from ${args.rls!.configPath}`);

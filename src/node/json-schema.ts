@@ -37,6 +37,9 @@ export function configJsonSchema(): Record<string, unknown> {
   overrideFields.expiresAt = { anyOf: [{ type: "integer" }, { type: "string", pattern: ISO_DATE.source }], description: "When the override stops applying: epoch ms or an ISO 8601 date (a real one), in the future and at most 100 years ahead." };
   overrideFields.source = { ...KEY_SOURCE, description: 'The key source it is for, as a route writes its key ("ip", "header:x-api-key", an array for a composite key): only routes keyed by that source see it. Without it, the override is for keys given to /v1/check, RPC and rateLimit().' };
   override.anyOf = [{ required: ["limit"] }, { required: ["burst"] }, { required: ["period"] }];
+  // allow/deny keys (src/gateway/access.ts): a key with its source; deny also takes a bare key (every source).
+  (((properties.allow!.properties as Record<string, JsonObject>).keys!) as JsonObject).items = SCOPED_KEY;
+  (((properties.deny!.properties as Record<string, JsonObject>).keys!) as JsonObject).items = { anyOf: [{ ...EXACT_KEY, description: "Refused whatever key source read it." }, SCOPED_KEY] };
   properties.overridesTtl = { ...DURATION, description: "How long each process or isolate uses a read of the runtime overrides: the rollout bound of a change (default 10s)." };
   for (const [name, description] of Object.entries(DESCRIPTIONS)) properties[name] = { ...properties[name], description };
   return {
@@ -65,6 +68,15 @@ const KEY_SOURCE = {
   ],
   description:
     '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" (Workers) or "const:VALUE"; an array of them is a composite key (every part required).',
+};
+
+/** allow/deny keys are exact: a trailing * (a wildcard in overrides) is refused. */
+const EXACT_KEY = { type: "string", minLength: 1, pattern: "[^*]$" };
+const SCOPED_KEY = {
+  type: "object",
+  properties: { key: EXACT_KEY, source: { ...KEY_SOURCE, description: 'The key source the key is for, as a route writes its key ("ip", "header:x-api-key", an array for a composite key): it matches only keys read from that source.' } },
+  required: ["key", "source"],
+  additionalProperties: false,
 };
 
 const STATUS = { anyOf: [{ type: "integer", minimum: 100, maximum: 599 }, { type: "string", pattern: "^[1-5]xx$" }] };
@@ -139,8 +151,8 @@ const DESCRIPTIONS: Record<string, string> = {
   origin: "The gateway's origin: requests that are not Spillway's own are forwarded here.",
   routes: "Gateway routes: which requests are limited, by which key and policies.",
   trustProxy: "Proxies whose X-Forwarded-For is believed (IP addresses or CIDR ranges).",
-  allow: "Addresses and keys that are never limited.",
-  deny: "Addresses and keys that are always refused (403).",
+  allow: 'Never limited: "ips" (addresses, CIDR ranges) and "keys", each { "key", "source" }: the key only when read from that source.',
+  deny: 'Always refused (403), checked before allow: "ips" and "keys", each { "key", "source" }, or a bare key refused from every source.',
   originFeedback: "An origin's 429 with Retry-After pauses that key for every caller.",
   originTimeoutMs: "How long the origin may stay silent before the client gets a 504 (default 30000).",
   overrides: "Per-key limits: { policy, key, source?, limit?, burst?, period?, expiresAt? }; a trailing * in key is a prefix wildcard; source scopes it to a route's key source (docs/overrides.md).",

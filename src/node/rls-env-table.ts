@@ -119,7 +119,7 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   ),
   honoured("REDIS_SENTINEL_AUTH", "the Sentinels' own password, or user:password (REDIS_TYPE=sentinel)"),
   ...ignored("health always asks the store (PING)", "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION"),
-  honoured("REDIS_TIMEOUT", "the store's per-call timeout (a Go duration); unset: Spillway's 50 ms, not the reference's 10 s, so an answer past it is UNAVAILABLE well inside Envoy's own timeout"),
+  honoured("REDIS_TIMEOUT", "the store's per-call timeout (a Go duration); unset: Spillway's 50 ms, not the reference's 10 s. Envoy's filter waits only its own `timeout` (20 ms unless set): set that above this one, e.g. 0.25s, so that Spillway's answer (UNAVAILABLE, or OK for failMode: open) is the one Envoy acts on"),
   refusedUnless("REDIS_POOL_ON_EMPTY_BEHAVIOR", "only WAIT (the reference itself refuses CREATE and ERROR)", "wait"),
   ...ignored(
     "Spillway serves at once and reconnects in the background: until Redis answers, calls are UNAVAILABLE (or admitted by failMode: open) and health says NOT_SERVING",

@@ -33,13 +33,13 @@ export async function prepareRls(args: RlsArgs): Promise<{ config: RlsConfig; tl
 export async function serveRls(
   args: RlsArgs,
   prepared: { config: RlsConfig; tls?: { cert: Buffer; key: Buffer } },
-  options: { limiter: Limiter; hostname: string; registry?: Registry; log?: (line: string) => void },
+  options: { limiter: Limiter; hostname: string; registry?: Registry; log?: (line: string) => void; healthy?: () => boolean },
 ): Promise<ServedRls> {
   const log = options.log ?? ((line: string) => console.log(line));
   const stats = new RlsStats();
   // Loaded here, not imported: prom-client is optional, and a registry means it is installed.
   if (options.registry) (await import("./rls-metrics.js")).registerRlsMetrics(options.registry, stats);
-  const server = await startRlsServer({ limiter: options.limiter, config: prepared.config, port: args.port, hostname: options.hostname, tls: prepared.tls, stats, responseHeaders: args.responseHeaders });
+  const server = await startRlsServer({ limiter: options.limiter, config: prepared.config, port: args.port, hostname: options.hostname, tls: prepared.tls, stats, responseHeaders: args.responseHeaders, healthy: options.healthy });
   const reload = async () => {
     try {
       const config = await loadRlsConfig(args.configPath);

@@ -7,6 +7,7 @@ import type { WireRequest } from "../rls/request.js";
 import { type RlsAnswer, RlsService, type RlsServiceOptions } from "../rls/service.js";
 import type { RlsStats } from "../rls/stats.js";
 import type { RlsConfig } from "../rls/types.js";
+import { decodeRlsRequest, encodeRlsAnswer } from "./rls-codec.js";
 import { sha256Hex } from "./rls-digest.js";
 
 /** The shipped .proto files (proto/ at the package root, beside src/ and dist/). */
@@ -104,7 +105,7 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   const { RateLimitService, Health } = loadRlsProtos();
   // channelz off: Spillway serves no channelz service, and its per-call bookkeeping is CPU on every decision.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0, ...options.grpcOptions });
-  server.addService(RateLimitService.service, {
+  server.addService(withOwnCodec(RateLimitService.service), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
       if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
       service.shouldRateLimit(call.request).then(
@@ -148,6 +149,16 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
         });
       });
     },
+  };
+}
+
+/** The service with ShouldRateLimit's request and answer in rls-codec.ts's codec (proto-loader's for answers it does not write). */
+function withOwnCodec(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
+  const method = service.ShouldRateLimit as grpc.MethodDefinition<WireRequest, RlsAnswer>;
+  const fallback = method.responseSerialize;
+  return {
+    ...service,
+    ShouldRateLimit: { ...method, requestDeserialize: decodeRlsRequest, responseSerialize: (answer: RlsAnswer) => encodeRlsAnswer(answer, fallback) },
   };
 }
 

@@ -12,7 +12,6 @@ export interface SentinelChoice {
   sentinelPassword?: string;
   /** TLS to the sentinels and to the master. */
   tls?: boolean;
-  maxInFlight?: number;
 }
 
 /** The flags, for node:util parseArgs. */

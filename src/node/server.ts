@@ -33,6 +33,11 @@ export interface ServerOptions {
    * Pass the gateway's own when `limiter` is a wrapper (observed) of the store the gateway uses.
    */
   overrides?: Overrides;
+  /**
+   * While this answers a reason, /healthz answers 503 with it, whatever the store says: a
+   * worker of `spillway serve --workers N` until every worker listens (worker-link.ts).
+   */
+  notReady?: () => string | undefined;
 }
 
 /** How long a client may take, on its connection to Spillway. */
@@ -96,7 +101,7 @@ export interface RunningServer {
  */
 export function startServer(options: ServerOptions): Promise<RunningServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  const fixture: RuntimeFixture = { limiter: options.limiter, tokenOf: () => options.token ?? process.env.SPILLWAY_TOKEN, observability: options.observability, hostname };
+  const fixture: RuntimeFixture = { limiter: options.limiter, tokenOf: () => options.token ?? process.env.SPILLWAY_TOKEN, observability: options.observability, hostname, notReady: options.notReady };
   const cell: RuntimeCell = { current: buildRuntime(options, fixture, 1) };
   // Upgrade edges with WebSockets still open, the retired ones included: close() cuts them all.
   const upgradeEdges = new Set<NodeUpgradeEdge>();

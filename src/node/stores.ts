@@ -1,7 +1,7 @@
 import type { Limiter } from "../limiter.js";
 import { LocalCache } from "../local/local-cache.js";
 import { MemoryStore } from "../stores/memory.js";
-import { RedisStore } from "../stores/redis/store.js";
+import { RedisStore, type RedisStoreOptions } from "../stores/redis/store.js";
 import { ValidationError } from "../core/validation.js";
 import type { StoreChoice } from "./cli-args.js";
 
@@ -41,9 +41,17 @@ export async function createStore(choice: StoreChoice, log: (line: string) => vo
 }
 
 function redisStoreFor(choice: Exclude<StoreChoice, { kind: "memory" }>, log: (line: string) => void): RedisStore {
-  const { maxInFlight } = choice;
-  if (choice.kind === "redis") return new RedisStore({ url: choice.url, log, maxInFlight });
-  if (choice.kind === "redis-cluster") return new RedisStore({ clusterNodes: choice.urls, log, maxInFlight });
+  return new RedisStore({ ...redisStoreOptions(choice), log });
+}
+
+/**
+ * The RedisStore options of a Redis choice: its connection, and the flags every kind takes
+ * alike (--max-inflight, --redis-timeout; unset, the store's defaults).
+ */
+export function redisStoreOptions(choice: Exclude<StoreChoice, { kind: "memory" }>): RedisStoreOptions {
+  const tuning = { ...(choice.maxInFlight !== undefined ? { maxInFlight: choice.maxInFlight } : {}), ...(choice.timeoutMs !== undefined ? { timeoutMs: choice.timeoutMs } : {}) };
+  if (choice.kind === "redis") return { url: choice.url, ...tuning };
+  if (choice.kind === "redis-cluster") return { clusterNodes: choice.urls, ...tuning };
   const { sentinels, name, password, sentinelPassword, tls } = choice;
-  return new RedisStore({ sentinels, name, password, sentinelPassword, tls, log, maxInFlight });
+  return { sentinels, name, password, sentinelPassword, tls, ...tuning };
 }

@@ -15,6 +15,12 @@ export interface WorkerLink {
   scrape(): Promise<{ contentType: string; body: string }>;
   /** Started: the lines the primary prints once for all workers. */
   ready(lines: string[]): void;
+  /**
+   * Why health must not say SERVING yet (undefined once the primary has said every worker
+   * listens). A health check that passes while only some workers listen sends a proxy's
+   * long-lived connections (Envoy's HTTP/2, keep-alive pools) all to those: they stay there.
+   */
+  notReady(): string | undefined;
   /** What this worker does on the primary's word; each call adds to (or replaces) the handlers given before. */
   handle(handlers: WorkerHandlers): void;
 }
@@ -29,6 +35,7 @@ export function linkToPrimary(): WorkerLink {
   const pending = new Map<number, (answer: { contentType: string; body: string } | Error) => void>();
   let handlers: WorkerHandlers = {};
   let stopAsked = false;
+  let everyWorkerListens = false;
   let nextId = 1;
   worker.on("message", (message: unknown) => {
     if (!isToWorker(message)) return;
@@ -42,6 +49,7 @@ export function linkToPrimary(): WorkerLink {
       );
     } else if (to.spillway === "reload-config") handlers.reloadConfig?.(to.text);
     else if (to.spillway === "reload-rls") handlers.reloadRls?.();
+    else if (to.spillway === "serving") everyWorkerListens = true;
     else if (to.spillway === "stop") {
       stopAsked = true;
       handlers.stop?.();
@@ -64,6 +72,9 @@ export function linkToPrimary(): WorkerLink {
     },
     ready(lines) {
       send({ spillway: "ready", lines });
+    },
+    notReady() {
+      return everyWorkerListens ? undefined : "starting: not every worker of --workers listens yet";
     },
     handle(next) {
       handlers = { ...handlers, ...next };

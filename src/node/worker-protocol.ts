@@ -22,7 +22,9 @@ export type ToWorker =
   /** SIGHUP: --rls-config passed the primary's check; re-read it. */
   | { spillway: "reload-rls" }
   /** SIGTERM or SIGINT reached the primary: drain and exit. */
-  | { spillway: "stop" };
+  | { spillway: "stop" }
+  /** Every worker is listening: health may say SERVING (until then, long-lived connections would all land on the first). */
+  | { spillway: "serving" };
 
 function isSpillwayMessage(message: unknown): boolean {
   return typeof message === "object" && message !== null && typeof (message as { spillway?: unknown }).spillway === "string";

@@ -26,7 +26,8 @@ interface Slot {
  * owns what must happen once for all of them:
  *
  * - startup: the first worker starts alone, so that a mistake (Redis unreachable is not one;
- *   an unknown Sentinel master name, a port in use are) is said once; the others follow;
+ *   an unknown Sentinel master name, a port in use are) is said once; the others follow. Health
+ *   (/healthz, gRPC Health/Check) says not ready in every worker until all of them listen;
  * - signals: SIGTERM/SIGINT drain every worker (a second one stops them at once); SIGHUP and
  *   --watch read --config once and send every worker the same text, so a file is taken by all
  *   or refused by all, and logged once;
@@ -81,7 +82,11 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
     return new Promise((resolve) => {
       worker.on("message", (message: unknown) => {
         if (!isToPrimary(message)) return;
-        if (message.spillway === "ready") return resolve({ ready: true, code: 0, lines: message.lines });
+        if (message.spillway === "ready") {
+          // A replacement joins workers that already serve: it may say so at once.
+          if (started) worker.send({ spillway: "serving" } satisfies ToWorker);
+          return resolve({ ready: true, code: 0, lines: message.lines });
+        }
         onMessage(worker, message);
       });
       worker.once("exit", (code, signal) => {
@@ -121,6 +126,8 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
     return failed.code || 1;
   }
   started = true;
+  // Only now may health say SERVING, in every worker: every one is in the port's rotation.
+  broadcast({ spillway: "serving" });
   for (const line of first.lines) log(line);
   log(`spillway: ${args.workers} workers (pids ${[...slots.values()].map((slot) => slot.worker.process.pid).join(", ")}): one /metrics for all; SIGHUP and SIGTERM reach every worker`);
 

@@ -40,7 +40,8 @@ const overrideKey = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes"
   }),
 );
 const expiresAtSchema = z.union([z.int(), z.string()], { error: 'must be a time: epoch milliseconds or an ISO 8601 date like "2026-12-31T00:00:00Z"' });
-const sourceSchema = z.union([z.string(), z.array(z.string()).check(z.minLength(1), z.maxLength(MAX_KEY_PARTS))], {
+/** A key source as an override (or an allow/deny entry) names it: a route's key spec, or an array for a composite key. */
+export const sourceSchema = z.union([z.string(), z.array(z.string()).check(z.minLength(1), z.maxLength(MAX_KEY_PARTS))], {
   error: `must be a route's key source like "ip" or "header:x-api-key", or an array of 1 to ${MAX_KEY_PARTS} of them for a composite key`,
 });
 /** An override as written in config or a PUT body. */

@@ -1,3 +1,4 @@
+import { renamedPolicy } from "../core/store-policies.js";
 import type { Policy } from "../core/types.js";
 import { type Entry, matchDescriptor } from "./match.js";
 import type { RlsDescriptor, RlsRequest } from "./request.js";
@@ -12,16 +13,23 @@ export interface CounterLimit {
   stored: Policy;
   /** The limit as written, its name the label headers show. */
   limit: RlsPolicy;
-  ruleName?: string;
-  /** The status's current_limit for it, made once (read only). */
-  currentLimit: { name: string; requests_per_unit: number; unit: number };
+  ruleName: string | undefined;
+  /** The status's current_limit for it, one object per rule limit (read only). */
+  currentLimit: CurrentLimit;
+}
+
+/** RateLimitResponse.RateLimit, as a status reports it. */
+export interface CurrentLimit {
+  name: string;
+  requests_per_unit: number;
+  unit: number;
 }
 
 /** What one descriptor of a request is held to. */
 export type Planned =
   | { kind: "none" }
   | { kind: "unlimited" }
-  | ({ kind: "block"; unit: number; ruleName?: string } & Counted)
+  | ({ kind: "block"; unit: number; ruleName: string | undefined } & Counted)
   | ({ kind: "limit"; counterId: string; limits: readonly CounterLimit[] } & Counted);
 
 /** What a limited descriptor's metrics and cost are. */
@@ -30,7 +38,7 @@ export interface Counted {
   /** quota_mode on the matched descriptor (the global QUOTA_MODE is the service's). */
   quota: boolean;
   /** The matched descriptor's `metadata`, for dynamic_metadata when it passes. */
-  metadata?: Readonly<Record<string, unknown>>;
+  metadata: Readonly<Record<string, unknown>> | undefined;
   /** The metrics' key: statKey, or with the request's values for detailed_metric. */
   metricKey: string;
   /** The rule's stat key (what a detailed key folds into past the series bound). */
@@ -51,6 +59,7 @@ export class Planner {
   /** Per rule (one object per config load): its counters by entries, bounded, started afresh when full. */
   private readonly counters = new WeakMap<RlsRule, CounterNode & { count: number }>();
   private readonly overrides = new Map<string, RlsRule>();
+  private readonly currentLimits = new WeakMap<RlsPolicy, CurrentLimit>();
 
   constructor(digest: Digest) {
     this.digest = digest;
@@ -80,13 +89,16 @@ export class Planner {
   private planOf(domain: RlsDomain, match: Resolved, cost: number): Planned {
     const { rule, node } = match;
     if (rule.kind === "unlimited") return UNLIMITED;
-    const counted: Counted = { shadow: node?.shadowMode ?? false, quota: node?.quotaMode ?? false, metricKey: match.metricKey, statKey: match.statKey, cost };
-    if (node?.metadata) counted.metadata = node.metadata;
-    if (rule.kind === "block") return rule.name === undefined ? { kind: "block", ...counted, unit: rule.unit } : { kind: "block", ...counted, unit: rule.unit, ruleName: rule.name };
+    // Plans are built field by field in one order (no spread): every limit plan, and every
+    // block plan, shares one shape, so the code that reads them stays monomorphic.
+    const shadow = node?.shadowMode ?? false;
+    const quota = node?.quotaMode ?? false;
+    const metadata = node?.metadata;
+    if (rule.kind === "block") return { kind: "block", shadow, quota, metadata, metricKey: match.metricKey, statKey: match.statKey, cost, unit: rule.unit, ruleName: rule.name };
     const counters = this.countersOf(domain, rule, match.counterEntries);
     // The usual cost, 1: one plan per counter, kept with its names (it depends on nothing else).
     if (cost === 1 && counters.costOne) return counters.costOne;
-    const plan: Planned = { kind: "limit", ...counted, counterId: counters.counterId, limits: counters.limits };
+    const plan: Planned = { kind: "limit", shadow, quota, metadata, metricKey: match.metricKey, statKey: match.statKey, cost, counterId: counters.counterId, limits: counters.limits };
     if (cost === 1) counters.costOne = plan;
     return plan;
   }
@@ -117,6 +129,14 @@ export class Planner {
     return rule;
   }
 
+  /** A rule limit's current_limit: one object for all its counters (a counter per address would otherwise hold its own). */
+  private currentLimitOf(limit: RlsPolicy): CurrentLimit {
+    let reported = this.currentLimits.get(limit);
+    // Frozen: shared by every counter of the limit, and the gRPC edge keeps its encoding by identity.
+    if (!reported) this.currentLimits.set(limit, (reported = Object.freeze({ name: limit.policy.name, requests_per_unit: limit.requestsPerUnit, unit: limit.unit })));
+    return reported;
+  }
+
   private countersOf(domain: RlsDomain, rule: Extract<RlsRule, { kind: "limit" }>, entries: readonly Entry[]): Counters {
     let root = this.counters.get(rule);
     if (!root || root.count >= MAX_CACHED_COUNTERS) this.counters.set(rule, (root = { count: 0, next: new Map() }));
@@ -129,9 +149,9 @@ export class Planner {
     for (const [key, value] of entries) text += `|${key.length}:${key}${value.length}:${value}`;
     const counterId = this.digest(text).slice(0, 40);
     const limits = rule.policies.map((limit): CounterLimit => {
-      const stored: Policy = { ...limit.policy, name: `r.${this.digest(`${counterId}/${limit.policy.name}`).slice(0, 40)}` };
-      const currentLimit = { name: limit.policy.name, requests_per_unit: limit.requestsPerUnit, unit: limit.unit };
-      return rule.name === undefined ? { stored, limit, currentLimit } : { stored, limit, ruleName: rule.name, currentLimit };
+      // A checked policy under the counter's name: the store need not check each copy again.
+      const stored = renamedPolicy(limit.policy, `r.${this.digest(`${counterId}/${limit.policy.name}`).slice(0, 40)}`);
+      return { stored, limit, ruleName: rule.name, currentLimit: this.currentLimitOf(limit) };
     });
     root.count++;
     return (node.counters = { counterId, limits });

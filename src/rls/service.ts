@@ -2,7 +2,7 @@ import type { Decision, Policy } from "../core/types.js";
 import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
 import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
-import { type WireRequest, parseRlsRequest } from "./request.js";
+import { type RlsRequest, type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
 import { dynamicMetadataOf } from "./metadata.js";
@@ -74,16 +74,64 @@ export class RlsService {
     this.quotaMode = options.quotaMode ?? false;
   }
 
-  async shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
-    const request = parseRlsRequest(wire);
-    const { domain, planned } = this.planner.plan(this.options.config(), request);
-    const results: DescriptorResult[] = new Array(planned.length);
-    if (domain) {
-      const shadows = this.checkShadows(domain, planned, results);
-      if (domain.atomic) await this.checkTogether(domain, planned, results);
-      else await this.checkEach(domain, planned, results);
-      await shadows;
+  shouldRateLimit(wire: WireRequest): Promise<RlsAnswer> {
+    let request: RlsRequest;
+    let plan: { domain?: RlsDomain; planned: Planned[] };
+    try {
+      request = parseRlsRequest(wire);
+      plan = this.planner.plan(this.options.config(), request);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    const { domain, planned } = plan;
+    const results: DescriptorResult[] = new Array(planned.length);
+    if (!domain) return Promise.resolve(this.answerOf(wire, domain, planned, results));
+    const single = this.singleCall(domain, planned);
+    if (single === undefined) return this.decideAll(wire, domain, planned, results);
+    // The usual request: one stacked call, its answer built in the call's own callback (no
+    // async frames around it: a turn and a promise less per decision).
+    const policies = this.stackOf(planned, single.indices);
+    let running: Promise<Decision>;
+    try {
+      running = this.options.limiter.check(this.keyOf(domain), policies, single.cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost: single.cost, mode: "reject", maxWaitMs: 0 });
+    } catch (error) {
+      running = Promise.reject(error);
+    }
+    const answer = (decision: Decision) => {
+      const result = { decision };
+      for (let i = 0; i < single.indices.length; i++) results[single.indices[i]!] = result;
+      return this.answerOf(wire, domain, planned, results);
+    };
+    return running.then(answer, (error: unknown) => answer(failOpenOrRethrow(policies, error)));
+  }
+
+  /**
+   * The enforced descriptors and their cost when the request is decided by one stacked call
+   * and nothing more: an atomic domain, no shadow or quota descriptor, no block, one cost.
+   * Anything else (undefined) takes decideAll.
+   */
+  private singleCall(domain: RlsDomain, planned: readonly Planned[]): { indices: number[]; cost: number } | undefined {
+    if (!domain.atomic || this.quotaMode) return undefined;
+    let cost: number | undefined;
+    for (let i = 0; i < planned.length; i++) {
+      const plan = planned[i]!;
+      if (plan.kind === "block" || (plan.kind === "limit" && (plan.shadow || plan.quota || (cost !== undefined && plan.cost !== cost)))) return undefined;
+      if (plan.kind === "limit") cost = plan.cost;
+    }
+    return cost === undefined ? undefined : { indices: enforcedIndices(planned), cost };
+  }
+
+  /** Every other request: shadow descriptors, quota mode, several costs, `"atomic": false`. */
+  private async decideAll(wire: WireRequest, domain: RlsDomain, planned: Planned[], results: DescriptorResult[]): Promise<RlsAnswer> {
+    const shadows = this.checkShadows(domain, planned, results);
+    if (domain.atomic) await this.checkTogether(domain, planned, results);
+    else await this.checkEach(domain, planned, results);
+    await shadows;
+    return this.answerOf(wire, domain, planned, results);
+  }
+
+  /** The answer from the decisions made (`results`): statuses, the overall code, headers and metadata, and the stats. */
+  private answerOf(wire: WireRequest, domain: RlsDomain | undefined, planned: readonly Planned[], results: readonly DescriptorResult[]): RlsAnswer {
     const nowMs = this.clockMs();
     const statuses: RlsStatus[] = new Array(planned.length);
     const stats = domain && this.options.stats;
@@ -173,7 +221,9 @@ export class RlsService {
 
   /** shadow_mode descriptors, each on its own: counted as usual, never deciding, and never failing the request. */
   private checkShadows(domain: RlsDomain, planned: readonly Planned[], results: DescriptorResult[]): Promise<unknown> | undefined {
-    if (!planned.some((plan) => plan.kind === "limit" && plan.shadow)) return undefined;
+    let anyShadow = false;
+    for (let i = 0; i < planned.length && !anyShadow; i++) anyShadow = planned[i]!.kind === "limit" && (planned[i] as LimitPlan).shadow;
+    if (!anyShadow) return undefined;
     return Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || !plan.shadow) return;
@@ -201,17 +251,12 @@ export class RlsService {
       this.stacks = new Map();
       this.stackCount = 0;
     }
-    let level = this.stacks;
-    let node: StackNode | undefined;
-    for (let i = 0; i < indices.length; i++) {
-      const limits = (planned[indices[i]!] as LimitPlan).limits;
-      node = level.get(limits);
-      if (!node) level.set(limits, (node = {}));
-      if (i < indices.length - 1) level = node.next ??= new Map();
-    }
-    if (node!.policies) return node!.policies;
+    let node = this.stacks.get((planned[indices[0]!] as LimitPlan).limits);
+    if (!node) this.stacks.set((planned[indices[0]!] as LimitPlan).limits, (node = {}));
+    for (let i = 1; i < indices.length; i++) node = childStack(node, (planned[indices[i]!] as LimitPlan).limits);
+    if (node.policies) return node.policies;
     this.stackCount++;
-    return (node!.policies = uniquePolicies(indices.map((index) => (planned[index] as LimitPlan).limits)));
+    return (node.policies = uniquePolicies(planned, indices));
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
@@ -246,10 +291,28 @@ type LimitPlan = Extract<Planned, { kind: "limit" }>;
 /** No descriptor consumed: a single stacked call that was refused. */
 const NONE: ReadonlySet<number> = new Set();
 
-/** A combination of counters in RlsService.stackOf: its policies, and longer combinations that start with it. */
+/**
+ * A combination of counters in RlsService.stackOf: its policies, and longer combinations that
+ * start with it. Most combinations go on one way only (a client address's counter, then the
+ * route's): that one is held inline, and a Map is made only for a second way.
+ */
 interface StackNode {
   policies?: readonly Policy[];
+  onlyLimits?: readonly CounterLimit[];
+  only?: StackNode;
   next?: Map<readonly CounterLimit[], StackNode>;
+}
+
+function childStack(node: StackNode, limits: readonly CounterLimit[]): StackNode {
+  if (node.onlyLimits === limits) return node.only!;
+  if (node.onlyLimits === undefined) {
+    node.onlyLimits = limits;
+    return (node.only = {});
+  }
+  const next = (node.next ??= new Map());
+  let child = next.get(limits);
+  if (!child) next.set(limits, (child = {}));
+  return child;
 }
 
 /** The indices of the enforced (limited, not shadow) descriptors, in request order. */
@@ -275,14 +338,14 @@ function groupsByCost(planned: readonly Planned[], indices: readonly number[]): 
 }
 
 /** The stored policies of several descriptors as one stack: a counter two descriptors share is checked once. */
-function uniquePolicies(limitLists: readonly (readonly CounterLimit[])[]): Policy[] {
-  const seen = new Set<string>();
+function uniquePolicies(planned: readonly Planned[], indices: readonly number[]): Policy[] {
   const policies: Policy[] = [];
-  for (const limits of limitLists) {
-    for (const { stored } of limits) {
-      if (seen.has(stored.name)) continue;
-      seen.add(stored.name);
-      policies.push(stored);
+  for (let i = 0; i < indices.length; i++) {
+    const limits = (planned[indices[i]!] as LimitPlan).limits;
+    for (let j = 0; j < limits.length; j++) {
+      const stored = limits[j]!.stored;
+      // A handful per request: a scan beats a Set.
+      if (!policies.some((policy) => policy.name === stored.name)) policies.push(stored);
     }
   }
   return policies;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Limiter } from "../../src/limiter.js";
+import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } from "./gateway-table-access.js";
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
@@ -71,6 +72,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "strikes", algorithm: "fixed-window", limit: 2, period: "1s", block: "1h" },
     { name: "wallet", algorithm: "credits", limit: 50 },
     ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
+    ...ACCESS_POLICIES, // h-keysrc (gateway-table-access.ts)
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -90,10 +92,12 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/login-block/*" }, key: "header:x-user", policies: ["strikes"], count: { status: [401] } },
     { match: { path: "/wallet/*" }, key: "header:x-user", policies: ["wallet"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
+    ...ACCESS_ROUTES, // h-keysrc (gateway-table-access.ts)
   ],
   overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)
-  deny: { ips: ["203.0.113.0/24"], keys: ["banned"] },
-  allow: { ips: ["198.51.100.7"], keys: ["vip"] },
+  // A bare deny key is refused from every source; an allowed key names its source (gateway-table-access.ts).
+  deny: { ips: ["203.0.113.0/24"], keys: ["banned", ...ACCESS_DENY_KEYS] },
+  allow: { ips: ["198.51.100.7"], keys: [{ key: "vip", source: "header:x-user" }, ...ACCESS_ALLOW_KEYS] },
   trustProxy: ["10.255.0.0/16"],
   originFeedback: true,
 };

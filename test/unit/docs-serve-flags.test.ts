@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseServeArgs } from "../../src/node/cli-args.js";
+import { SERVE_USAGE, parseServeArgs } from "../../src/node/cli-args.js";
 import { documentPaths, extractSnippets } from "../package/snippets.js";
 
 // Every `spillway serve …` command in a shell block of README.md and docs/*.md is one that
@@ -39,5 +39,17 @@ describe("the docs' spillway serve commands", () => {
 
   it.each(commands.map(({ where, args }) => [where, args] as const))("%s parses", (_where, args) => {
     expect(() => parseServeArgs(args, {})).not.toThrow();
+  });
+});
+
+// docs/serve.md's flag table has one row for each flag of `spillway serve --help`, and no other.
+describe("docs/serve.md's flag table", () => {
+  it("lists every flag of the usage text, and only those", () => {
+    const usageFlags = new Set([...SERVE_USAGE.matchAll(/^ {2}(--[a-z-]+)/gm)].map((match) => match[1]!));
+    const docs = readFileSync(join(root, "docs", "serve.md"), "utf8");
+    const rows = [...docs.matchAll(/^\| `(--[a-z-]+)[^`]*` \|/gm)].map((match) => match[1]!);
+    expect(usageFlags.size).toBeGreaterThan(20);
+    expect(new Set(rows).size, "a flag listed twice").toBe(rows.length);
+    expect([...rows].sort()).toEqual([...usageFlags].sort());
   });
 });

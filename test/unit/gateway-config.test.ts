@@ -89,6 +89,20 @@ describe("gateway config", () => {
     ["a CIDR prefix too long", { ...base, trustProxy: ["10.0.0.0/33"] }, "trustProxy.0", /0 to 32/],
     ["a bad allow-list address", { ...base, allow: { ips: ["localhost"] } }, "allow.ips.0", /"localhost"/],
     ["an empty deny-list key", { ...base, deny: { keys: [""] } }, "deny.keys.0", /must not be empty/],
+    // allow/deny keys name their key source as overrides do (src/gateway/access.ts).
+    ["keys that are not an array", { ...base, allow: { keys: "vip" } }, "allow.keys", /array of keys like \[\{ "key": "vip", "source": "header:x-api-key" \}\].*got "vip"/],
+    ["a bare allow-list key", { ...base, allow: { keys: ["vip"] } }, "allow.keys.0", /must name the key source it is for, like \{ "key": "vip", "source": "ip" \}.*any header\), got "vip"$/],
+    ["an allow-list key without its source", { ...base, allow: { keys: [{ key: "vip" }] } }, "allow.keys.0.source", /is required \(an allowed key is let through only from the source it names\)/],
+    ["a deny-list key object without its source", { ...base, deny: { keys: [{ key: "x" }] } }, "deny.keys.0.source", /is required \(a deny entry for every source is the bare key/],
+    ["an allow-list key from no key source", { ...base, allow: { keys: [{ key: "vip", source: "ipv4" }] } }, "allow.keys.0.source", /"ip", "ip\/N".*got "ipv4"/],
+    ["an allow-list source that is not a string", { ...base, allow: { keys: [{ key: "vip", source: 5 }] } }, "allow.keys.0.source", /route's key source like "ip".*got 5/],
+    ["a composite source naming a part twice", { ...base, allow: { keys: [{ key: "a|b", source: ["ip", "ip"] }] } }, "allow.keys.0.source", /names one key source twice/],
+    ["an allow-list source no route reads", { ...base, allow: { keys: [{ key: "vip", source: "ip" }, { key: "vip", source: "header:x-api-key" }] } }, "allow.keys.1.source", /no route reads keys from "header:x-api-key" \(the routes' key sources: "ip"\)/],
+    ["a deny-list composite in another order", { ...withRoute({ key: ["header:x-api-key", "ip"] }), deny: { keys: [{ key: "a|b", source: ["ip", "header:x-api-key"] }] } }, "deny.keys.0.source", /no route reads keys from \["ip","header:x-api-key"\] \(the routes' key sources: \["header:x-api-key","ip"\]\)/],
+    ["a misspelled allow-list entry field", { ...base, allow: { keys: [{ keys: ["vip"], source: "ip" }] } }, "allow.keys.0.keys", /is not a known field \(did you mean "key"\?\)/],
+    ["a wildcard allow-list key", { ...base, allow: { keys: [{ key: "acme-*", source: "ip" }] } }, "allow.keys.0.key", /exact key: allow and deny lists have no wildcards.*got "acme-\*"/],
+    ["a wildcard bare deny-list key", { ...base, deny: { keys: ["acme-*"] } }, "deny.keys.0", /exact key/],
+    ["a deny-list entry that is a number", { ...base, deny: { keys: [7] } }, "deny.keys.0", /must be a key \(refused from every source\) or an object like \{ "key": "vip", "source": "header:x-api-key" \}, got 7/],
     ["an unknown deny-list field", { ...base, deny: { cidrs: [] } }, "deny.cidrs", /is not a known field/],
     ["originFeedback that is not boolean", { ...base, originFeedback: 1 }, "originFeedback", /true or false.*got 1/],
     ["an originTimeoutMs of 0", { ...base, originTimeoutMs: 0 }, "originTimeoutMs", /integer number of ms from 1 to 3600000.*got 0/],
@@ -103,6 +117,20 @@ describe("gateway config", () => {
     expect(error.field).toBe(field);
     expect(error.message.startsWith(`${field}: `)).toBe(true);
     expect(error.message).toMatch(message);
+  });
+
+  it("reads allow/deny keys by the name of their source, as overrides name it; deny's bare keys are for every source", () => {
+    const gateway = load({
+      ...base,
+      routes: [{ ...route, key: "header:x-user", fallbackKey: "ip/56" }, { ...route, key: ["header:X-Api-Key", "ip/64"] }],
+      allow: { keys: [{ key: "vip", source: "header:X-User" }, { key: "2001:db8:1:200::/56", source: "ip/56" }, { key: "k|203.0.113.9", source: ["header:x-api-key", "ip"] }] },
+      deny: { keys: ["banned", { key: "bad", source: "header:x-user" }] },
+    })!;
+    const byName = (map: ReadonlyMap<string, ReadonlySet<string>>) => Object.fromEntries([...map].map(([name, keys]) => [name, [...keys]]));
+    expect(byName(gateway.allow.keys.bySource)).toEqual({ "header:x-user": ["vip"], ip: ["2001:db8:1:200::/56"], "[header:x-api-key|ip]": ["k|203.0.113.9"] });
+    expect([...gateway.allow.keys.everySource]).toEqual([]);
+    expect(byName(gateway.deny.keys.bySource)).toEqual({ "header:x-user": ["bad"] });
+    expect([...gateway.deny.keys.everySource]).toEqual(["banned"]);
   });
 
   it("fails when the Node gateway is built, i.e. at start", () => {

@@ -1,5 +1,6 @@
 import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { gatewayCountingConformance } from "../conformance/gateway-counting-table.js";
+import { gatewayAccessConformance } from "../conformance/gateway-table-access.js";
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
@@ -117,6 +118,7 @@ const driver: GatewayDriver = {
 gatewayConformance("Worker", () => driver);
 gatewayCountingConformance("Worker", () => driver);
 gatewayPlansConformance("Worker", () => driver);
+gatewayAccessConformance("Worker", () => driver);
 
 const webSockets = workerWebSocketDriver();
 gatewayWebSocketConformance("Worker", () => webSockets);

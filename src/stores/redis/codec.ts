@@ -164,7 +164,8 @@ export function decodeStackDecision(reply: string, policies: readonly Policy[], 
     for (let i = 0; i < policies.length; i++) if (policies[i]!.name === name) return stored[i];
     return undefined;
   };
-  const { decision } = decide(policies, stateOf, nowMs, options);
+  // stack.lua recorded the admission: no state changes to build.
+  const { decision } = decide(policies, stateOf, nowMs, options, false);
   const admitted = reply[0] === "1";
   if (admitted !== decision.allowed) {
     throw new StoreFaultError(`Redis ${admitted ? "admitted" : "refused"} a request its stored states ${JSON.stringify(raws)} say to ${admitted ? "refuse" : "admit"}`);

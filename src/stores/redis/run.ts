@@ -143,9 +143,12 @@ export class ScriptRunner {
     // A client that pipelines automatically keeps doing so through its own command method.
     if (options.enableAutoPipelining) return client.fcall(functionName, keys.length, ...keys, ...args);
     // Flat already: Command flattens its arguments (Array.prototype.flat), which walks nested arrays at a cost.
-    const flat: (string | number)[] = [functionName, keys.length];
-    for (let i = 0; i < keys.length; i++) flat.push(keys[i]!);
-    for (let i = 0; i < args.length; i++) flat.push(args[i]!);
+    // Sized once: pushes would grow (copy) it a few times per call.
+    const flat: (string | number)[] = new Array(2 + keys.length + args.length);
+    flat[0] = functionName;
+    flat[1] = keys.length;
+    for (let i = 0; i < keys.length; i++) flat[2 + i] = keys[i]!;
+    for (let i = 0; i < args.length; i++) flat[2 + keys.length + i] = args[i]!;
     const command = new this.Command("fcall", flat, { replyEncoding: "utf8", keyPrefix: options.keyPrefix });
     return client.sendCommand(command) as Promise<unknown>;
   }
