@@ -170,6 +170,8 @@ export interface BenchRedis {
   url: string;
   /** What the run used, for the report ("a fresh redis-server 7.0.15 on loopback (no persistence)"). */
   description: string;
+  /** The server's pid when the run started it (its CPU can be read); undefined for REDIS_URL's. */
+  pid?: number;
   stop(): Promise<void>;
 }
 
@@ -202,5 +204,5 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     return { url: existing, description: `redis-server ${version} at REDIS_URL (shared)`, stop: async () => {} };
   }
   const server = await startRedis();
-  return { url: server.url, description: `a fresh redis-server ${await server.version()} on loopback (no persistence)`, stop: () => server.stop() };
+  return { url: server.url, description: `a fresh redis-server ${await server.version()} on loopback (no persistence)`, pid: server.process.pid, stop: () => server.stop() };
 }

@@ -1,6 +1,6 @@
-import { notifySchema } from "./notify/config.js";
+import { type NotifyInput, notifySchema } from "./notify/config.js";
 import * as z from "zod/mini";
-import { integerIn } from "./core/validation.js";
+import { type Assert, type Same, integerIn } from "./core/validation.js";
 import { durationSchema } from "./core/policy.js";
 
 /**
@@ -42,6 +42,7 @@ const listSchema = z.strictObject({
 export const LOCATION_HINTS = ["wnam", "enam", "sam", "weur", "eeur", "apac", "apac-ne", "apac-se", "oc", "afr", "me"] as const;
 export const JURISDICTIONS = ["eu", "fedramp", "fedramp-high", "us"] as const;
 const quoted = (values: readonly string[]) => values.map((value) => `"${value}"`).join(", ");
+/** @internal (zod's types stay out of the published declarations: src/core/validation.ts, Same) */
 export const durableObjectsSchema = z.strictObject(
   {
     locationHint: z.optional(z.enum(LOCATION_HINTS, rule(`must be one of ${quoted(LOCATION_HINTS)}`))),
@@ -49,7 +50,12 @@ export const durableObjectsSchema = z.strictObject(
   },
   rule('must be an object like { "jurisdiction": "eu" } or { "locationHint": "weur" }'),
 );
-export type DurableObjectPlacement = z.infer<typeof durableObjectsSchema>;
+/** The config's `durableObjects`: where the Worker's Durable Objects are placed. */
+export interface DurableObjectPlacement {
+  locationHint?: (typeof LOCATION_HINTS)[number] | undefined;
+  jurisdiction?: (typeof JURISDICTIONS)[number] | undefined;
+}
+type PlacementMatches = Assert<Same<DurableObjectPlacement, z.output<typeof durableObjectsSchema>>>;
 
 /** A composite key has at most this many parts. */
 export const MAX_KEY_PARTS = 8;
@@ -61,7 +67,10 @@ const keySchema = z.union(
 /** `match.headers` values: one value, a list of values, or `true` for "present". */
 const headerMatchSchema = z.union([z.string(), z.array(z.string()).check(z.minLength(1, rule("must list at least one value"))), z.literal(true)], rule("must be a value, a list of values, or true (present)"));
 
-/** One route of the gateway, as written. */
+/**
+ * One route of the gateway, as written.
+ * @internal
+ */
 export const routeSchema = z.strictObject({
   match: z.strictObject(
     {
@@ -91,6 +100,7 @@ export const routeSchema = z.strictObject({
 /**
  * Every top-level field. `policies` and `routes` items are parsed one by one afterwards (their
  * errors then name a policy by its name: `policies.per-minute.limit`).
+ * @internal
  */
 export const configFileSchema = z.strictObject(
   {
@@ -117,7 +127,30 @@ export const configFileSchema = z.strictObject(
   rule("must be a JSON object"),
 );
 
+/** An allow or deny list as written (its keys are checked one by one: src/gateway/access.ts). */
+interface AccessListInput {
+  ips: string[];
+  keys: unknown[];
+}
+
 /** The config file's fields, parsed: the gateway part is read from here. */
-export type ConfigFile = z.infer<typeof configFileSchema>;
+export interface ConfigFile {
+  $schema?: string | undefined;
+  policies: unknown[];
+  legacyHeaders: boolean;
+  origin?: string | undefined;
+  routes?: unknown[] | undefined;
+  trustProxy: string[];
+  allow: AccessListInput;
+  deny: AccessListInput;
+  originFeedback: boolean;
+  originTimeoutMs: number;
+  overrides: unknown[];
+  overridesTtl: number;
+  dryRun: boolean;
+  durableObjects: DurableObjectPlacement;
+  notify?: NotifyInput | undefined;
+}
+type ConfigFileMatches = Assert<Same<ConfigFile, z.output<typeof configFileSchema>>>;
 /** The gateway fields of a config file, when it sets `origin`. */
 export type GatewayFields = Omit<ConfigFile, "$schema" | "policies" | "legacyHeaders" | "overrides" | "overridesTtl" | "dryRun" | "notify" | "durableObjects"> & { origin: string };

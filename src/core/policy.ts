@@ -13,7 +13,10 @@ export const DEFAULT_LEASE_MS = 30_000;
 export const MIN_BLOCK_MS = 1000;
 export const MAX_BLOCK_MS = 86_400_000;
 
-/** A duration as written (`"10s"` or ms), resolved to ms. */
+/**
+ * A duration as written (`"10s"` or ms), resolved to ms.
+ * @internal (zod's types stay out of the published declarations: src/core/validation.ts, Same)
+ */
 export const durationSchema = z.pipe(
   z.union([z.string(), z.number()], { error: 'must be a duration like "10s" or a number of ms' }),
   z.transform((value: string | number, ctx) => {
@@ -48,7 +51,10 @@ const refillSchema = z.strictObject(
   { error: 'must be an object like { "calendar": "month" }' },
 );
 
-/** The shape of one policy object (spillway.schema.json is generated from it). */
+/**
+ * The shape of one policy object (spillway.schema.json is generated from it).
+ * @internal
+ */
 export const policySchema = z.strictObject(
   {
     name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),

@@ -15,6 +15,16 @@ export class ValidationError extends Error {
   }
 }
 
+/**
+ * `true` when A and B are the same type (to the compiler, not only assignable both ways, which
+ * a missing optional field passes). The published declarations name no zod type (zod is bundled
+ * into dist/, not installed), so a type that stands for a schema's output there is written out
+ * and held to the schema with `type … = Assert<Same<Written, z.output<typeof schema>>>`.
+ */
+export type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+/** Compiles only when T is `true`. */
+export type Assert<T extends true> = T;
+
 /** Joins a field prefix and a sub-path: `joinPath("policy", ["limit"])` → `policy.limit`. */
 export function joinPath(prefix: string, path: readonly PropertyKey[]): string {
   return [prefix, ...path.map(String)].filter((part) => part !== "").join(".");
@@ -23,6 +33,7 @@ export function joinPath(prefix: string, path: readonly PropertyKey[]): string {
 /**
  * Parses `value` with a zod schema and throws a ValidationError naming the first bad field,
  * with the rule and the value that broke it.
+ * @internal (as every export that names a zod type: the published declarations name none)
  */
 export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, prefix: string): zc.output<S> {
   const result = z.safeParse(schema, value, { reportInput: true });
@@ -114,7 +125,10 @@ function objectKeysAt(schema: zc.$ZodType, path: readonly PropertyKey[]): string
 
 const EXPECTED: Record<string, string> = { object: "a JSON object", array: "an array", string: "a string", number: "a number", boolean: "true or false" };
 
-/** An integer in [min, max], with a message that states the rule. */
+/**
+ * An integer in [min, max], with a message that states the rule.
+ * @internal
+ */
 export function integerIn(min: number, max: number, what = "an integer") {
   const rule = `must be ${what} from ${min} to ${max}`;
   return z.int({ error: rule }).check(z.minimum(min, { error: rule }), z.maximum(max, { error: rule }));

@@ -33,7 +33,10 @@ export function listsKey(keys: AccessKeys, key: Pick<RequestKey, "value" | "sour
 
 const EXAMPLE = '{ "key": "vip", "source": "header:x-api-key" }';
 
-/** A scoped entry as written: the override's `key` and `source`. */
+/**
+ * A scoped entry as written: the override's `key` and `source`.
+ * @internal (zod's types stay out of the published declarations: src/core/validation.ts, Same)
+ */
 export const accessKeySchema = z.strictObject(
   {
     key: z.string({ error: "must be a key string" }),

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { ValidationError, describeValue } from "../core/validation.js";
+import { type Assert, type Same, ValidationError, describeValue } from "../core/validation.js";
 
 /** What a webhook is told of (SPEC §2 "Notify"). */
 export const NOTICE_EVENTS = ["warning", "exhausted"] as const;
@@ -15,7 +15,16 @@ export interface NotifyConfig {
 
 const eventRule = `must be an array of ${NOTICE_EVENTS.map((event) => `"${event}"`).join(" and ")}, each at most once`;
 
-/** The shape of the config's `notify` (spillway.schema.json is generated from it). */
+/** The config's `notify` as written (before parseNotify's checks). */
+export interface NotifyInput {
+  url: string;
+  events?: NoticeEvent[] | undefined;
+}
+
+/**
+ * The shape of the config's `notify` (spillway.schema.json is generated from it).
+ * @internal zod's types stay out of the published declarations (zod is bundled, not installed).
+ */
 export const notifySchema = z.strictObject(
   {
     url: z.string({ error: 'must be an http(s) URL like "https://billing.example.com/hooks/spillway"' }),
@@ -23,12 +32,14 @@ export const notifySchema = z.strictObject(
   },
   { error: 'must be an object like { "url": "https://billing.example.com/hooks/spillway" }' },
 );
+/** NotifyInput is the schema's output, field for field: tsc fails here when one changes alone. */
+type NotifyInputMatches = Assert<Same<NotifyInput, z.output<typeof notifySchema>>>;
 
 /**
  * Checks what the schema cannot: the URL is absolute http(s) (a notice never goes to a file or
  * a relative path), and `events` is a non-empty set.
  */
-export function parseNotify(raw: z.infer<typeof notifySchema>, field = "notify"): NotifyConfig {
+export function parseNotify(raw: NotifyInput, field = "notify"): NotifyConfig {
   let url: URL;
   try {
     url = new URL(raw.url);

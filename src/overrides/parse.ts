@@ -40,11 +40,17 @@ const overrideKey = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes"
   }),
 );
 const expiresAtSchema = z.union([z.int(), z.string()], { error: 'must be a time: epoch milliseconds or an ISO 8601 date like "2026-12-31T00:00:00Z"' });
-/** A key source as an override (or an allow/deny entry) names it: a route's key spec, or an array for a composite key. */
+/**
+ * A key source as an override (or an allow/deny entry) names it: a route's key spec, or an array for a composite key.
+ * @internal (zod's types stay out of the published declarations: src/core/validation.ts, Same)
+ */
 export const sourceSchema = z.union([z.string(), z.array(z.string()).check(z.minLength(1), z.maxLength(MAX_KEY_PARTS))], {
   error: `must be a route's key source like "ip" or "header:x-api-key", or an array of 1 to ${MAX_KEY_PARTS} of them for a composite key`,
 });
-/** An override as written in config or a PUT body. */
+/**
+ * An override as written in config or a PUT body.
+ * @internal
+ */
 export const overrideSchema = z.strictObject(
   {
     policy: z.string({ error: "must be a policy name from the config" }),

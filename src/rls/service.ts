@@ -85,7 +85,13 @@ export class RlsService {
     }
     const { domain, planned } = plan;
     const results: DescriptorResult[] = new Array(planned.length);
-    if (!domain) return Promise.resolve(this.answerOf(wire, domain, planned, results));
+    if (!domain) {
+      try {
+        return Promise.resolve(this.answerOf(wire, domain, planned, results));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
     const single = this.singleCall(domain, planned);
     if (single === undefined) return this.decideAll(wire, domain, planned, results);
     // The usual request: one stacked call, its answer built in the call's own callback (no

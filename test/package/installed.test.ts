@@ -81,9 +81,9 @@ function installedPackages(dir: string): string[] {
 }
 
 describe("npm install spillway hono", () => {
-  it("adds at most 5 packages besides hono, and npm prints no install-script warning", () => {
+  it("adds at most 3 packages besides hono (spillway, @hono/node-server, yaml), and npm prints no install-script warning", () => {
     const packages = installedPackages(light).filter((name) => name !== "hono");
-    expect(packages.length, packages.join(" ")).toBeLessThanOrEqual(5);
+    expect(packages.length, packages.join(" ")).toBeLessThanOrEqual(3);
     expect(packages).toContain("spillway");
     expect(installOutput.split("\n").filter((line) => /install-scripts|install script/i.test(line))).toEqual([]);
   });
@@ -93,6 +93,26 @@ describe("npm install spillway hono", () => {
     for (const name of [...OPTIONAL, "protobufjs"]) expect(existsSync(join(light, "node_modules", name)), name).toBe(false);
     writeFileSync(join(light, "entries.mjs"), `${nodeEntries.map((entry) => `await import(${JSON.stringify(entry)});`).join("\n")}\nconsole.log("ok");\n`);
     expect(await node(["entries.mjs"])).toMatchObject({ code: 0, stdout: "ok\n" });
+  });
+
+  // zod is 8 MB installed; what Spillway uses of it is bundled into dist/vendor/zod.js by the build.
+  it("installs no zod: no shipped module or declaration imports it, and the vendored copy validates", async () => {
+    expect(existsSync(join(light, "node_modules", "zod")), "node_modules/zod").toBe(false);
+    const installed = join(light, "node_modules", "spillway");
+    const manifest = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as Record<string, Record<string, string> | undefined>;
+    for (const field of ["dependencies", "peerDependencies", "optionalDependencies"]) expect(manifest[field]?.zod, field).toBeUndefined();
+    expect(readFileSync(join(installed, "dist", "vendor", "zod.LICENSE"), "utf8")).toMatch(/^MIT License/);
+    const importsZod = readdirSync(join(installed, "dist"), { recursive: true, encoding: "utf8" })
+      .filter((file) => /\.(js|d\.ts)$/.test(file) && file !== join("vendor", "zod.js"))
+      .filter((file) => /(?:\bfrom\s*|\bimport\s*\(?\s*)["']zod(?:\/[^"']*)?["']/.test(readFileSync(join(installed, "dist", file), "utf8")));
+    expect(importsZod).toEqual([]);
+    // A config check runs every schema: the vendored zod, with Spillway's words on its findings.
+    writeFileSync(join(light, "typo.json"), JSON.stringify({ policies: [{ name: "per-minute", limt: 60, period: "1m" }] }));
+    const check = await node([spillwayBin(), "check", "--config", "typo.json"]);
+    expect(check.code).toBe(2);
+    expect(check.stderr).toContain('policies.per-minute.limt: is not a known field (did you mean "limit"?)');
+    writeFileSync(join(light, "good.json"), JSON.stringify({ policies: [{ name: "per-minute", limit: 60, period: "1m" }] }));
+    expect(await node([spillwayBin(), "check", "--config", "good.json"])).toMatchObject({ code: 0 });
   });
 
   it("a feature whose package is missing says which to install, in one line", async () => {
