@@ -21,7 +21,8 @@ const pathOf = (relative: string) => fileURLToPath(new URL(relative, import.meta
 const PROTO_DIR = pathOf("../../proto");
 const SPILLWAY_BIN = pathOf("../../bin/spillway.mjs");
 const THIS_FILE = pathOf("./rls.ts");
-const STREAMS = [1, 16, 64];
+// BENCH_STREAMS="16" (a comma list) measures only those stream counts: a quicker look at one row.
+const STREAMS = (process.env.BENCH_STREAMS ?? "1,16,64").split(",").map(Number);
 const TURNS = 3;
 const TURN_MS = Number(process.env.BENCH_TURN_MS ?? 3000);
 const WARM_UP_MS = 1500;
