@@ -7,7 +7,8 @@ import type { WireRequest } from "../rls/request.js";
 import { type RlsAnswer, RlsService, type RlsServiceOptions } from "../rls/service.js";
 import type { RlsStats } from "../rls/stats.js";
 import type { RlsConfig } from "../rls/types.js";
-import { decodeRlsRequest, encodeRlsAnswer } from "./rls-codec.js";
+import { decodeRlsRequest } from "./rls-decode.js";
+import { encodeRlsAnswer } from "./rls-encode.js";
 import { sha256Hex } from "./rls-digest.js";
 
 /** The shipped .proto files (proto/ at the package root, beside src/ and dist/). */
@@ -152,7 +153,7 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   };
 }
 
-/** The service with ShouldRateLimit's request and answer in rls-codec.ts's codec (proto-loader's for answers it does not write). */
+/** The service with ShouldRateLimit's request and answer read by rls-decode.ts and written by rls-encode.ts (proto-loader's for answers it does not write). */
 function withOwnCodec(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const method = service.ShouldRateLimit as grpc.MethodDefinition<WireRequest, RlsAnswer>;
   const fallback = method.responseSerialize;

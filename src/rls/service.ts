@@ -1,7 +1,8 @@
-import type { Decision, Policy } from "../core/types.js";
+import type { CheckOptions, Decision, Policy } from "../core/types.js";
 import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
 import { type Limiter, failOpenOrRethrow } from "../limiter.js";
-import { type CounterLimit, type Digest, type Planned, Planner } from "./plan.js";
+import { type Digest, type Planned, Planner } from "./plan.js";
+import { StackCache } from "./stacks.js";
 import { type RlsRequest, type WireRequest, parseRlsRequest } from "./request.js";
 import { NEAR_LIMIT_RATIO, type RlsStats } from "./stats.js";
 import type { RlsConfig, RlsDomain } from "./types.js";
@@ -12,9 +13,6 @@ import { headersOf } from "./spillway-headers.js";
 import { type DescriptorResult, type RlsAnswer, type RlsStatus, statusOf } from "./status.js";
 
 export type { RlsAnswer, RlsStatus } from "./status.js";
-
-/** Stacks kept (see RlsService.stackOf): bounded, cleared when full. */
-const MAX_CACHED_STACKS = 16_384;
 
 export interface RlsServiceOptions {
   limiter: Limiter;
@@ -63,9 +61,8 @@ export class RlsService {
   private readonly planner: Planner;
   private readonly clockMs: () => number;
   private readonly quotaMode: boolean;
-  private stacks = new Map<readonly CounterLimit[], StackNode>();
+  private readonly stacks = new StackCache();
   private readonly domainKeys = new WeakMap<RlsDomain, string>();
-  private stackCount = 0;
 
   constructor(options: RlsServiceOptions) {
     this.options = options;
@@ -96,10 +93,10 @@ export class RlsService {
     if (single === undefined) return this.decideAll(wire, domain, planned, results);
     // The usual request: one stacked call, its answer built in the call's own callback (no
     // async frames around it: a turn and a promise less per decision).
-    const policies = this.stackOf(planned, single.indices);
+    const policies = this.stacks.of(planned, single.indices);
     let running: Promise<Decision>;
     try {
-      running = this.options.limiter.check(this.keyOf(domain), policies, single.cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost: single.cost, mode: "reject", maxWaitMs: 0 });
+      running = this.options.limiter.check(this.keyOf(domain), policies, checkOptions(single.cost));
     } catch (error) {
       running = Promise.reject(error);
     }
@@ -184,7 +181,7 @@ export class RlsService {
       let consumed: ReadonlySet<number> = NONE;
       if (oneCost) {
         // The usual request: every enforced descriptor at one cost, one stacked call (all of it consumed, or none).
-        const decision = await this.check(key, this.stackOf(planned, pending), blocked ? 0 : cost);
+        const decision = await this.check(key, this.stacks.of(planned, pending), blocked ? 0 : cost);
         const result = { decision };
         for (let i = 0; i < pending.length; i++) results[pending[i]!] = result;
         refused = !decision.allowed;
@@ -192,7 +189,7 @@ export class RlsService {
         let denied = blocked;
         const taken = new Set<number>();
         for (const group of groupsByCost(planned, pending)) {
-          const decision = await this.check(key, this.stackOf(planned, group.indices), denied ? 0 : group.cost);
+          const decision = await this.check(key, this.stacks.of(planned, group.indices), denied ? 0 : group.cost);
           const result = { decision };
           for (const index of group.indices) results[index] = result;
           if (!decision.allowed) denied = refused = true;
@@ -219,7 +216,7 @@ export class RlsService {
     await Promise.all(
       planned.map(async (plan, index) => {
         if (plan.kind !== "limit" || plan.shadow) return;
-        const decision = await this.check(`${this.keyOf(domain)}/${plan.counterId}`, this.stackOf(planned, [index]), plan.cost);
+        const decision = await this.check(`${this.keyOf(domain)}/${plan.counterId}`, this.stacks.of(planned, [index]), plan.cost);
         results[index] = { decision };
       }),
     );
@@ -235,7 +232,7 @@ export class RlsService {
         if (plan.kind !== "limit" || !plan.shadow) return;
         const key = domain.atomic ? this.keyOf(domain) : `${this.keyOf(domain)}/${plan.counterId}`;
         try {
-          const decision = await this.check(key, this.stackOf(planned, [index]), plan.cost);
+          const decision = await this.check(key, this.stacks.of(planned, [index]), plan.cost);
           results[index] = { decision };
         } catch {
           // A shadow rule answers OK whatever happens; an unreachable store shows in its own metrics.
@@ -244,32 +241,11 @@ export class RlsService {
     );
   }
 
-  /**
-   * The one policies array of a combination of counters, kept: the store caches a stack's
-   * encoding by the array's identity, so a new array per request would be encoded (and
-   * weakly mapped) again on every call. Found by the identity of each counter's limits (the
-   * planner's, one array per counter and config load, so a reload's new rules build new
-   * stacks), one Map level per descriptor: no key text per request. Bounded like the
-   * planner's cache.
-   */
-  private stackOf(planned: readonly Planned[], indices: readonly number[]): readonly Policy[] {
-    if (this.stackCount >= MAX_CACHED_STACKS) {
-      this.stacks = new Map();
-      this.stackCount = 0;
-    }
-    let node = this.stacks.get((planned[indices[0]!] as LimitPlan).limits);
-    if (!node) this.stacks.set((planned[indices[0]!] as LimitPlan).limits, (node = {}));
-    for (let i = 1; i < indices.length; i++) node = childStack(node, (planned[indices[i]!] as LimitPlan).limits);
-    if (node.policies) return node.policies;
-    this.stackCount++;
-    return (node.policies = uniquePolicies(planned, indices));
-  }
-
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
     // applyFailMode's rule without its closure, and the usual options shared: this runs for every decision.
     let running: Promise<Decision>;
     try {
-      running = this.options.limiter.check(key, policies, cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost, mode: "reject", maxWaitMs: 0 });
+      running = this.options.limiter.check(key, policies, checkOptions(cost));
     } catch (error) {
       running = Promise.reject(error);
     }
@@ -294,32 +270,13 @@ export class RlsService {
 
 type LimitPlan = Extract<Planned, { kind: "limit" }>;
 
+/** A check at `cost`: the usual options object shared (this runs for every decision). */
+function checkOptions(cost: number): CheckOptions {
+  return cost === 1 ? DEFAULT_CHECK_OPTIONS : { cost, mode: "reject", maxWaitMs: 0 };
+}
+
 /** No descriptor consumed: a single stacked call that was refused. */
 const NONE: ReadonlySet<number> = new Set();
-
-/**
- * A combination of counters in RlsService.stackOf: its policies, and longer combinations that
- * start with it. Most combinations go on one way only (a client address's counter, then the
- * route's): that one is held inline, and a Map is made only for a second way.
- */
-interface StackNode {
-  policies?: readonly Policy[];
-  onlyLimits?: readonly CounterLimit[];
-  only?: StackNode;
-  next?: Map<readonly CounterLimit[], StackNode>;
-}
-
-function childStack(node: StackNode, limits: readonly CounterLimit[]): StackNode {
-  if (node.onlyLimits === limits) return node.only!;
-  if (node.onlyLimits === undefined) {
-    node.onlyLimits = limits;
-    return (node.only = {});
-  }
-  const next = (node.next ??= new Map());
-  let child = next.get(limits);
-  if (!child) next.set(limits, (child = {}));
-  return child;
-}
 
 /** The indices of the enforced (limited, not shadow) descriptors, in request order. */
 function enforcedIndices(planned: readonly Planned[]): number[] {
@@ -341,18 +298,4 @@ function groupsByCost(planned: readonly Planned[], indices: readonly number[]): 
     else groups.set(cost, [index]);
   }
   return [...groups].map(([cost, indices]) => ({ cost, indices }));
-}
-
-/** The stored policies of several descriptors as one stack: a counter two descriptors share is checked once. */
-function uniquePolicies(planned: readonly Planned[], indices: readonly number[]): Policy[] {
-  const policies: Policy[] = [];
-  for (let i = 0; i < indices.length; i++) {
-    const limits = (planned[indices[i]!] as LimitPlan).limits;
-    for (let j = 0; j < limits.length; j++) {
-      const stored = limits[j]!.stored;
-      // A handful per request: a scan beats a Set.
-      if (!policies.some((policy) => policy.name === stored.name)) policies.push(stored);
-    }
-  }
-  return policies;
 }
