@@ -169,12 +169,15 @@ describe("Redis faults", () => {
     expect((await store.check("alone", [one], reject)).allowed).toBe(true);
     const pid = server.process.pid!;
     process.kill(pid, "SIGSTOP");
-    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 1000);
+    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 3000);
     const begin = performance.now();
     try {
       const error = await store.check("alone", [one], reject).catch((thrown: unknown) => thrown);
       expect(error).toBeInstanceOf(StoreUnavailableError);
-      expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 150);
+      // Failed on its own clock, long before Redis came back (a call whose clock waited for
+      // another call or for the reply would end at the resume, 3 s): the slack is a loaded
+      // machine's late timers, not part of the timeout.
+      expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 750);
     } finally {
       clearTimeout(resume);
       process.kill(pid, "SIGCONT");
