@@ -9,6 +9,7 @@ import { registerRlsMetrics } from "./rls-metrics.js";
 import { createRlsRedis } from "./rls-redis.js";
 import { loadRuntimeConfig, runtimeConfigDir, watchRuntime } from "./rls-runtime.js";
 import { startRlsServer } from "./rls-server.js";
+import { closeHttpServer } from "./close-http.js";
 
 /** `spillway rls` while it runs. */
 export interface RunningRlsCommand {
@@ -138,8 +139,5 @@ function listen(server: Server, address: { host: string; port: number }, variabl
 }
 
 function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
+  return closeHttpServer(server, 10_000);
 }

@@ -10,6 +10,7 @@ import { runtimeListener } from "./dispatch.js";
 import type { NodeGateway } from "./gateway.js";
 import { type RuntimeCell, type RuntimeFixture, type RuntimeParts, type ServerRuntime, buildRuntime } from "./runtime.js";
 import { type NodeUpgradeEdge, serveUpgrades } from "./upgrade-edge.js";
+import { closeHttpServer } from "./close-http.js";
 
 export interface ServerOptions {
   config: SpillwayConfig;
@@ -139,14 +140,10 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
 type NodeServer = ReturnType<typeof createServer>;
 
 async function closeServer(server: NodeServer, options: ServerOptions, upgradeEdges: ReadonlySet<NodeUpgradeEdge>): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const closed = closeHttpServer(server, options.drainTimeoutMs ?? 10_000);
   // A proxied WebSocket has no end to wait for: cut now, its lease released before the store closes.
   const switchedClosed = Promise.all([...upgradeEdges].map((edge) => edge.closeAll()));
-  // Idle keep-alive sockets would hold close() open forever; busy ones finish their request.
-  (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-  const timer = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), options.drainTimeoutMs ?? 10_000);
   await closed;
-  clearTimeout(timer);
   await switchedClosed;
   await options.limiter.close?.();
 }
