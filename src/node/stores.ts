@@ -26,7 +26,6 @@ export async function createStore(choice: StoreChoice, log: (line: string) => vo
   const ready = await store.ready(STARTUP_WAIT_MS);
   const startupLines = held;
   held = undefined;
-  // Sentinels that answer but know no such master: no retry fixes a misspelt name.
   // Sentinels that answer but know no such master: no retry fixes a misspelt name. No sentinel
   // answering at all (or each refusing the credentials) is a startup mistake too (issue 33): a
   // list of addresses that reaches nothing is a typo far more often than an outage of them all.

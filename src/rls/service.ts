@@ -94,18 +94,12 @@ export class RlsService {
     // The usual request: one stacked call, its answer built in the call's own callback (no
     // async frames around it: a turn and a promise less per decision).
     const policies = this.stacks.of(planned, single.indices);
-    let running: Promise<Decision>;
-    try {
-      running = this.options.limiter.check(this.keyOf(domain), policies, checkOptions(single.cost));
-    } catch (error) {
-      running = Promise.reject(error);
-    }
     const answer = (decision: Decision) => {
       const result = { decision };
       for (let i = 0; i < single.indices.length; i++) results[single.indices[i]!] = result;
       return this.answerOf(wire, domain, planned, results);
     };
-    return running.then(answer, (error: unknown) => answer(failOpenOrRethrow(policies, error)));
+    return this.startCheck(this.keyOf(domain), policies, single.cost).then(answer, (error: unknown) => answer(failOpenOrRethrow(policies, error)));
   }
 
   /**
@@ -242,15 +236,19 @@ export class RlsService {
   }
 
   private check(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    // applyFailMode's rule without its closure, and the usual options shared: this runs for every decision.
-    let running: Promise<Decision>;
-    try {
-      running = this.options.limiter.check(key, policies, checkOptions(cost));
-    } catch (error) {
-      running = Promise.reject(error);
-    }
-    return running.catch((error: unknown) => failOpenOrRethrow(policies, error));
+    // applyFailMode's rule without its closure: this runs for every decision.
+    return this.startCheck(key, policies, cost).catch((error: unknown) => failOpenOrRethrow(policies, error));
   }
+
+  /** The store's check at `cost`, a synchronous throw as a rejection (failMode is the caller's). */
+  private startCheck(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+    try {
+      return this.options.limiter.check(key, policies, checkOptions(cost));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
 
   private record(stats: RlsStats, domain: RlsDomain, plan: Planned, { status, overLimit }: { status: RlsStatus; overLimit: boolean }): void {
     if (plan.kind !== "limit" && plan.kind !== "block") return;
