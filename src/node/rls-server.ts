@@ -107,7 +107,8 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   // channelz off: Spillway serves no channelz service, and its per-call bookkeeping is CPU on every decision.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0, ...options.grpcOptions });
   server.addService(withOwnCodec(RateLimitService.service), {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest | MalformedRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
+      if (call.request instanceof MalformedRequest) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `request: not a RateLimitRequest (${call.request.problem})` });
       if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
       service.shouldRateLimit(call.request).then(
         (answer) => callback(null, answer),
@@ -153,13 +154,32 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   };
 }
 
+/**
+ * Bytes that are no RateLimitRequest (cut short, a length past the end): the caller's mistake,
+ * answered INVALID_ARGUMENT by the handler. A deserializer that throws gets grpc-js's INTERNAL.
+ */
+class MalformedRequest {
+  readonly problem: string;
+
+  constructor(problem: string) {
+    this.problem = problem;
+  }
+}
+
 /** The service with ShouldRateLimit's request and answer read by rls-decode.ts and written by rls-encode.ts (proto-loader's for answers it does not write). */
 function withOwnCodec(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
-  const method = service.ShouldRateLimit as grpc.MethodDefinition<WireRequest, RlsAnswer>;
+  const method = service.ShouldRateLimit as grpc.MethodDefinition<WireRequest | MalformedRequest, RlsAnswer>;
   const fallback = method.responseSerialize;
+  const requestDeserialize = (bytes: Buffer) => {
+    try {
+      return decodeRlsRequest(bytes);
+    } catch (error) {
+      return new MalformedRequest((error as Error).message);
+    }
+  };
   return {
     ...service,
-    ShouldRateLimit: { ...method, requestDeserialize: decodeRlsRequest, responseSerialize: (answer: RlsAnswer) => encodeRlsAnswer(answer, fallback) },
+    ShouldRateLimit: { ...method, requestDeserialize, responseSerialize: (answer: RlsAnswer) => encodeRlsAnswer(answer, fallback) },
   };
 }
 

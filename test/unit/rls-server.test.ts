@@ -39,6 +39,36 @@ afterEach(async () => {
 });
 
 describe("the RLS gRPC server", () => {
+  it("answers bytes that are no RateLimitRequest INVALID_ARGUMENT, naming the problem, and counts nothing; a burst of them beside good requests", async () => {
+    const store = new MemoryStore();
+    const server = await startRlsServer({ limiter: store, config, port: 0 });
+    const client = rlsClient(server.address);
+    // A client that sends raw bytes: `domain` says 14 bytes and holds 2.
+    const raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
+    opened.push({ server, client });
+    const sendRaw = (bytes: Buffer) =>
+      new Promise<grpc.ServiceError | null>((resolve) =>
+        raw.makeUnaryRequest("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit", (value: Buffer) => value, (value: Buffer) => value, bytes, (error) => resolve(error)),
+      );
+    try {
+      const error = await sendRaw(Buffer.from([0x0a, 0x0e, 0x73, 0x6c]));
+      expect(error).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: "request: not a RateLimitRequest (index out of range)" });
+      // 200 malformed and 150 good requests at once: every malformed one refused by name, the
+      // good ones decided as usual (100 a minute for one user: exactly 100 admitted).
+      const answers = await Promise.all([
+        ...Array.from({ length: 200 }, () => sendRaw(Buffer.from([0x12, 0x05, 0x0a, 0x01]))),
+        ...Array.from({ length: 150 }, () => client.ask("slow", [d(["user", "burst"])])),
+      ]);
+      const refused = answers.slice(0, 200) as (grpc.ServiceError | null)[];
+      expect(refused.every((answer) => answer?.code === grpc.status.INVALID_ARGUMENT)).toBe(true);
+      const decided = answers.slice(200) as { overall_code: string }[];
+      expect(decided.filter((answer) => answer.overall_code === "OK")).toHaveLength(100);
+      expect(decided.filter((answer) => answer.overall_code === "OVER_LIMIT")).toHaveLength(50);
+    } finally {
+      raw.close();
+    }
+  });
+
   it("honours the caller's deadline when the store stalls", async () => {
     const server = await startRlsServer({ limiter: new DelayedStore(20_000), config, port: 0, drainTimeoutMs: 100 });
     const client = rlsClient(server.address);
