@@ -183,8 +183,16 @@ function cpuSeconds(pid: number): number {
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
 
-function start(args: string[]): ChildProcess {
-  const child = spawn(process.execPath, args, { stdio: ["ignore", "ignore", "inherit"] });
+// BENCH_PROFILE_DIR=/tmp/x: the anchor and the one-process server write V8 CPU profiles there
+// (--cpu-prof, on their exit): where each one's CPU per decision goes, side by side.
+// BENCH_NODE_FLAGS="--flag …": Node flags for those two alike (a GC setting tried on both).
+const PROFILE_FLAGS = [
+  ...(process.env.BENCH_PROFILE_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.BENCH_PROFILE_DIR] : []),
+  ...(process.env.BENCH_NODE_FLAGS?.split(" ").filter(Boolean) ?? []),
+];
+
+function start(args: string[], profiled = false): ChildProcess {
+  const child = spawn(process.execPath, profiled ? [...PROFILE_FLAGS, ...args] : args, { stdio: ["ignore", "ignore", "inherit"] });
   process.once("exit", () => child.exitCode === null && child.kill("SIGTERM"));
   return child;
 }
@@ -212,8 +220,8 @@ async function main(): Promise<void> {
     await writeFile(join(dir, "bench.yaml"), CONFIG);
     const [minimalPort, anchorPort, httpPort, rlsPort, workersHttpPort, workersRlsPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
     children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal", String(minimalPort)]));
-    children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal-redis", String(anchorPort), redis.url]));
-    children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(httpPort), "--no-metrics", "--rls-port", String(rlsPort), "--rls-config", dir]));
+    children.push(start(["--import", "./bin/ts-hooks.mjs", THIS_FILE, "--minimal-redis", String(anchorPort), redis.url], true));
+    children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(httpPort), "--no-metrics", "--rls-port", String(rlsPort), "--rls-config", dir], true));
     children.push(start([SPILLWAY_BIN, "serve", "--redis", redis.url, "--port", String(workersHttpPort), "--no-metrics", "--rls-port", String(workersRlsPort), "--rls-config", dir, "--workers", "2"]));
     const { RateLimitService, Health } = loadProtos();
     const targets = [

@@ -5,6 +5,7 @@ import { ValidationError } from "../core/validation.js";
 import { DEFAULT_MEMORY_MAX_KEYS } from "../stores/memory.js";
 import { DEFAULT_MAX_IN_FLIGHT } from "../stores/call-queue.js";
 import { DEFAULT_TIMEOUT_MS } from "../stores/redis/options.js";
+import { goDurationMs } from "./go-duration.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls-args.js";
 import { SENTINEL_FLAG_OPTIONS, SENTINEL_USAGE, type SentinelChoice, type SentinelFlagValues, parseSentinelChoice } from "./sentinel-args.js";
 
@@ -76,7 +77,7 @@ ${SENTINEL_USAGE}
   --max-inflight N       Redis calls in flight at most (default ${DEFAULT_MAX_IN_FLIGHT}); past it calls wait their turn,
                          and when too many wait, requests are shed with 503 (never admitted)
   --redis-timeout D      how long a Redis call may take, from its write to the reply (default ${DEFAULT_TIMEOUT_MS}ms;
-                         250ms, 1s or a number of ms, 1ms to 10s; or REDIS_TIMEOUT); past it the call
+                         250ms, 1s, 1s500ms or a number of ms, 1ms to 10s; or REDIS_TIMEOUT); past it the call
                          fails and each policy's failMode decides (gRPC: UNAVAILABLE)
 ${RLS_USAGE}
 
@@ -196,13 +197,16 @@ function parseStore(values: StoreFlags, env: Record<string, string | undefined>)
 }
 
 /**
- * `--redis-timeout 250ms`, `1s`, `0.5s` or a number of milliseconds (`250`): a whole number of
- * ms from MIN_REDIS_TIMEOUT_MS to MAX_REDIS_TIMEOUT_MS. `field` is the flag or REDIS_TIMEOUT.
+ * `--redis-timeout 250ms`, `1s`, `0.5s`, `1s500ms` (any Go duration, as `spillway rls` reads
+ * REDIS_TIMEOUT) or a number of milliseconds (`250`): a whole number of ms from
+ * MIN_REDIS_TIMEOUT_MS to MAX_REDIS_TIMEOUT_MS. `field` is the flag or REDIS_TIMEOUT.
  */
 export function parseRedisTimeout(text: string, field: string): number {
-  const match = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(text.trim());
-  if (!match) throw new ValidationError(field, `must be a duration such as 250ms or 1s (or a number of milliseconds), got ${JSON.stringify(text)}`);
-  const ms = Number(match[1]) * (match[2] === "s" ? 1000 : 1);
+  const trimmed = text.trim();
+  const exact = /^\d+(?:\.\d+)?$/.test(trimmed) ? Number(trimmed) : goDurationMs(trimmed);
+  if (exact === undefined) throw new ValidationError(field, `must be a duration such as 250ms, 1s or 1s500ms (or a number of milliseconds), got ${JSON.stringify(text)}`);
+  // 1.005s is 1004.9999999999999 ms in floats: rounded at a nanosecond, as Go would hold it.
+  const ms = Math.round(exact * 1e6) / 1e6;
   if (!Number.isInteger(ms)) throw new ValidationError(field, `must be a whole number of milliseconds, got ${JSON.stringify(text)}`);
   if (ms < MIN_REDIS_TIMEOUT_MS || ms > MAX_REDIS_TIMEOUT_MS) throw new ValidationError(field, `must be from 1ms to 10s (default ${DEFAULT_TIMEOUT_MS}ms): 0 would fail every call, and past 10s a slow Redis is an outage for failMode to decide; got ${JSON.stringify(text)}`);
   return ms;

@@ -1,4 +1,5 @@
 import { ValidationError } from "../core/validation.js";
+import { goDurationMs } from "./go-duration.js";
 import { RLS_ENV_ROWS } from "./rls-env-table.js";
 
 /** `spillway rls`'s settings, read from envoyproxy/ratelimit's variables (rls-env-table.ts lists every one). */
@@ -198,12 +199,9 @@ function parseInteger(name: string, text: string | undefined, fallback: number, 
   return number;
 }
 
-const GO_UNITS_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
 /** Go's time.ParseDuration (`24h`, `1h30m`, `250ms`, `0`), in whole milliseconds. */
 export function parseGoDurationMs(name: string, text: string): number {
-  if (text === "0") return 0;
-  const parts = [...text.matchAll(/(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/g)];
-  if (parts.length === 0 || parts.map((part) => part[0]).join("") !== text) throw new ValidationError(name, `must be a Go duration such as 30s, 24h or 1h30m, got ${JSON.stringify(text)}`);
-  return Math.round(parts.reduce((total, part) => total + Number(part[1]) * GO_UNITS_MS[part[2]!]!, 0));
+  const ms = goDurationMs(text);
+  if (ms === undefined) throw new ValidationError(name, `must be a Go duration such as 30s, 24h or 1h30m, got ${JSON.stringify(text)}`);
+  return Math.round(ms);
 }

@@ -45,7 +45,9 @@ const READ_PAGE = MAX_CHANGES_PER_READ;
  * Cost of a change: a refresh asks the table for each policy's version (one round trip); a
  * policy whose version moved is asked for its changes since the version held, which are
  * applied to the index in place. Only the first read of a policy (or one whose change log no
- * longer reaches back to the version held) reads it whole, in pages.
+ * longer reaches back to the version held) reads it whole, in pages; a first read of a policy
+ * at version 0 reads nothing more where the table says that means empty (versionZeroIsEmpty).
+ * On the Worker, a first read is one object call, and one more per policy holding overrides.
  */
 export class Overrides {
   readonly ttlMs: number;
@@ -135,7 +137,15 @@ export class Overrides {
   async #read(): Promise<void> {
     const table = this.table!;
     const versions = await table.versions(this.#names);
-    await Promise.all(this.#names.map((name, i) => (versions[i] === this.#versions.get(name) ? undefined : this.#catchUp(table, name))));
+    await Promise.all(
+      this.#names.map((name, i) => {
+        const held = this.#versions.get(name);
+        if (versions[i] === held) return undefined;
+        // Never an override in this table: nothing to read (the policy's runtime part is empty, as it starts).
+        if (versions[i] === 0 && held === undefined && table.versionZeroIsEmpty) return void this.#versions.set(name, 0);
+        return this.#catchUp(table, name);
+      }),
+    );
   }
 
   /** Brings one policy up to the table's version: its changes since the version held, or the policy whole. */
@@ -143,17 +153,26 @@ export class Overrides {
     const held = this.#versions.get(policy);
     const changes = held === undefined ? undefined : await table.changes(policy, held);
     if (changes) return this.#apply(policy, changes);
-    // Read whole: the version first, then every page, then what changed meanwhile (an override
-    // changed during the walk may be missed by its pages, never by the changes after `before`).
-    const [before] = await table.versions([policy]);
-    const overrides: Override[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await table.page(policy, cursor, table.wholeReadPageSize ?? READ_PAGE);
+    // Read whole: the version as of the first page, every page, then what changed meanwhile (an
+    // override changed during the walk may be missed by its pages, never by the changes after
+    // `before`). With versionedPages the version comes with the first page, and a policy that
+    // fits in it is exactly that page: one call, no changes to ask for.
+    const size = table.wholeReadPageSize ?? READ_PAGE;
+    let before = table.versionedPages ? undefined : (await table.versions([policy]))[0]!;
+    let page = await table.page(policy, undefined, size);
+    const exact = before === undefined && page.version !== undefined && page.cursor === undefined;
+    before ??= page.version;
+    if (before === undefined) {
+      // A table that should have said its version did not (an object of an earlier release, mid-deploy): the version first, as above.
+      [before] = await table.versions([policy]);
+      page = await table.page(policy, undefined, size);
+    }
+    const overrides = [...page.overrides];
+    while (page.cursor !== undefined) {
+      page = await table.page(policy, page.cursor, size);
       overrides.push(...page.overrides);
-      cursor = page.cursor;
-    } while (cursor !== undefined);
-    const after = await table.changes(policy, before!);
+    }
+    const after = exact ? undefined : await table.changes(policy, before!);
     const version = after?.version ?? before!;
     // Two reads may overlap (a Worker's requests each read their own): the newer one stands.
     if (version < (this.#versions.get(policy) ?? -1)) return;

@@ -17,6 +17,11 @@ export interface OverrideChanges {
 export interface OverridePage {
   overrides: Override[];
   cursor?: string;
+  /**
+   * On a first page of a table with `versionedPages`: the policy's version, read with the page
+   * in one step, so the page is the policy exactly as it was at that version.
+   */
+  version?: number;
 }
 
 /**
@@ -47,6 +52,20 @@ export interface OverrideTable {
   delete(policy: string, source: string | undefined, key: string): Promise<boolean>;
   /** How many overrides a page of a whole read asks for (default MAX_CHANGES_PER_READ): a table whose every call is a round trip to one object asks for more. */
   readonly wholeReadPageSize?: number;
+  /**
+   * Whether version 0 means the policy has never held an override, so a first read skips it
+   * (no pages, no changes: the common policy costs nothing past `versions`). True where no
+   * override is stored without bumping its policy's version: the memory table, the Worker's
+   * object. Not Redis: an evicted or lost `~version` key reads as 0 while its hash may still
+   * hold overrides (a whole read finds them).
+   */
+  readonly versionZeroIsEmpty?: boolean;
+  /**
+   * Whether a first page carries its policy's version, read with it in one step (the memory
+   * table, the Worker's object): a whole read then needs no `versions` call before its pages,
+   * and none of the changes after them when the first page is the last: one call, not three.
+   */
+  readonly versionedPages?: boolean;
 }
 
 /** The refusal of one override too many, in one place for every table. */
@@ -92,6 +111,8 @@ class MemoryPolicyTable {
 
 /** The memory store's own table: one process, nothing shared (tests, a single `spillway serve`). */
 export class MemoryOverrideTable implements OverrideTable {
+  readonly versionZeroIsEmpty = true;
+  readonly versionedPages = true;
   readonly #policies = new Map<string, MemoryPolicyTable>();
 
   #policy(name: string): MemoryPolicyTable {
@@ -135,7 +156,9 @@ export class MemoryOverrideTable implements OverrideTable {
     }
     const slice = fields.slice(start, start + count);
     const overrides = slice.map((field) => ({ ...table.byField.get(field)! }));
-    return start + count < fields.length ? { overrides, cursor: slice[slice.length - 1]! } : { overrides };
+    const page: OverridePage = start + count < fields.length ? { overrides, cursor: slice[slice.length - 1]! } : { overrides };
+    if (cursor === undefined) page.version = table.version;
+    return page;
   }
 
   async put(override: Override): Promise<void> {

@@ -24,10 +24,11 @@ export interface StoredChanges {
   deleted: string[];
 }
 
-/** A page as the object stores it: the JSON of each override; `cursor` null on the last. */
+/** A page as the object stores it: the JSON of each override; `cursor` null on the last; on a first page, the policy's version (absent from an object of an earlier release). */
 export interface StoredPage {
   bodies: string[];
   cursor: string | null;
+  version?: number;
 }
 
 /** The part of a Durable Object namespace binding the table uses: `env.OVERRIDES` fits it. */
@@ -48,6 +49,15 @@ export class DurableObjectOverrideTable implements OverrideTable {
   readonly #namespace: OverridesNamespace;
   /** An isolate's first read of 100,000 overrides: 10 calls to the one object, not 100. */
   readonly wholeReadPageSize = 10_000;
+  /**
+   * A policy's version lives in the object's `versions` table, bumped in the same synchronous
+   * write as every row put or deleted since the first release (rows from before per-row
+   * versions have row version 0, but their policy's version is above 0): a policy at 0 never
+   * held an override. So an isolate's first read of a config without overrides is one call.
+   */
+  readonly versionZeroIsEmpty = true;
+  /** A first page and its policy's version are read in one call of the single-threaded object. */
+  readonly versionedPages = true;
 
   constructor(namespace: OverridesNamespace) {
     this.#namespace = namespace;
@@ -73,7 +83,9 @@ export class DurableObjectOverrideTable implements OverrideTable {
 
   async page(policy: string, cursor: string | undefined, count: number): Promise<OverridePage> {
     const stored = await this.#call((stub) => stub.page(policy, cursor ?? null, count));
-    return stored.cursor === null ? { overrides: decodeAll(stored.bodies) } : { overrides: decodeAll(stored.bodies), cursor: stored.cursor };
+    const page: OverridePage = stored.cursor === null ? { overrides: decodeAll(stored.bodies) } : { overrides: decodeAll(stored.bodies), cursor: stored.cursor };
+    if (typeof stored.version === "number") page.version = stored.version;
+    return page;
   }
 
   async put(override: Override): Promise<void> {

@@ -61,7 +61,10 @@ export class OverridesObject extends DurableObject<Record<string, unknown>> impl
     const rows = this.sql.exec<{ key: string; body: string }>("SELECT key, body FROM overrides WHERE policy = ? AND key > ? ORDER BY key LIMIT ?", policy, cursor ?? "", count + 1).toArray();
     const more = rows.length > count;
     const page = more ? rows.slice(0, count) : rows;
-    return { bodies: page.map((row) => row.body), cursor: more ? page[page.length - 1]!.key : null };
+    const stored: StoredPage = { bodies: page.map((row) => row.body), cursor: more ? page[page.length - 1]!.key : null };
+    // A first page is the policy as of this version (one call, one thread): a reader needs no other.
+    if (cursor === null) stored.version = this.#version(policy).version;
+    return stored;
   }
 
   put(override: Override, field: string, maxPerPolicy: number, keep: number): boolean {

@@ -115,6 +115,22 @@ describe("npm install spillway hono", () => {
     expect(await node([spillwayBin(), "check", "--config", "good.json"])).toMatchObject({ code: 0 });
   });
 
+  // The maps carry no sources (they were 60 % of dist/): a stack under --enable-source-maps still
+  // names the TypeScript file and line of Spillway's frames.
+  it("ships source maps without their sources: dist/ stays under 2.5 MB and a stack names Spillway's TypeScript lines", async () => {
+    const dist = join(light, "node_modules", "spillway", "dist");
+    const files = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((file) => /\.(js|map|ts)$/.test(file));
+    const bytes = (suffix: string) => files.filter((file) => file.endsWith(suffix)).reduce((sum, file) => sum + readFileSync(join(dist, file)).length, 0);
+    expect(bytes(".js.map")).toBeGreaterThan(0);
+    expect(bytes(".js") + bytes(".js.map") + bytes(".d.ts")).toBeLessThan(2.5 * 1024 * 1024);
+    const map = JSON.parse(readFileSync(join(dist, "core", "policy.js.map"), "utf8")) as { sources: string[]; sourcesContent?: unknown };
+    expect(map.sourcesContent).toBeUndefined();
+    expect(map.sources).toEqual(["../../src/core/policy.ts"]);
+    writeFileSync(join(light, "stack.mjs"), `import { parsePolicy } from "spillway/core";\ntry { parsePolicy({ name: "p", limit: -1, period: "1m" }, "policy"); } catch (error) { console.log(error.stack); }\n`);
+    const traced = await node(["--enable-source-maps", "stack.mjs"]);
+    expect(traced.stdout).toMatch(/\/node_modules\/spillway\/src\/core\/[a-z-]+\.ts:\d+:\d+/);
+  });
+
   it("a feature whose package is missing says which to install, in one line", async () => {
     writeFileSync(
       join(light, "redis.mjs"),

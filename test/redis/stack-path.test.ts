@@ -121,6 +121,20 @@ describe("stack.lua: several plain limits in one call", () => {
     }
   });
 
+  it("a shorter stack after a longer one answers only its own states (the library reuses its working lists between calls)", async () => {
+    const refusedFour = await watched(async () => {
+      await store.check("e4", STEPPED, { ...reject, cost: 2 });
+      return store.check("e4", STEPPED, reject);
+    });
+    expect(refusedFour.result).toMatchObject({ allowed: false, policy: "f" });
+    // Fresh keys, two policies: the four texts of the call before must not follow in the reply
+    // (the caller refuses a reply whose state count is not its stack's).
+    const two = await watched(() => store.check("e2", STEPPED.slice(0, 2), reject));
+    expect(two.calls).toEqual(["stack"]);
+    expect(two.result).toMatchObject({ allowed: true, remaining: 1, policy: "f" });
+    expect(two.sets).toHaveLength(2);
+  });
+
   it("a state another algorithm wrote (the policy was redefined) goes to check.lua, which decides it as before", async () => {
     const asGcra = [policy({ name: "x", algorithm: "gcra", limit: 3, period: "10s" }), STEPPED[1]!];
     const asWindow = [policy({ name: "x", algorithm: "fixed-window", limit: 3, period: "10s" }), STEPPED[1]!];

@@ -18,6 +18,10 @@ describe("--redis-timeout", () => {
     ["1ms", 1],
     ["10s", 10_000],
     ["10000", 10_000],
+    // Go's forms too, as `spillway rls` reads REDIS_TIMEOUT: one variable, one meaning.
+    ["1s500ms", 1500],
+    ["1.005s", 1005],
+    ["250000us", 250],
   ])("takes %j as %i ms", (value, ms) => {
     expect(timeoutOf([...redis, "--redis-timeout", value])).toBe(ms);
   });
@@ -41,22 +45,25 @@ describe("--redis-timeout", () => {
     expect(timeoutOf(redis, { REDIS_TIMEOUT: "300ms" })).toBe(300);
     expect(timeoutOf([...config], { REDIS_URL: "redis://h:1", REDIS_TIMEOUT: "2s" })).toBe(2000);
     expect(timeoutOf([...redis, "--redis-timeout", "100ms"], { REDIS_TIMEOUT: "garbage" })).toBe(100);
+    expect(timeoutOf(redis, { REDIS_TIMEOUT: "1s500ms" })).toBe(1500);
     expect(() => parseServeArgs(redis, { REDIS_TIMEOUT: "0" })).toThrow(/^REDIS_TIMEOUT: must be from 1ms to 10s/);
   });
 
   it.each([
-    ["abc", /must be a duration such as 250ms or 1s \(or a number of milliseconds\), got "abc"/],
-    ["", /must be a duration such as 250ms or 1s/],
-    ["5m", /must be a duration such as 250ms or 1s/],
-    ["-5", /must be a duration such as 250ms or 1s/],
-    ["-5ms", /must be a duration such as 250ms or 1s/],
+    ["abc", /must be a duration such as 250ms, 1s or 1s500ms \(or a number of milliseconds\), got "abc"/],
+    ["", /must be a duration such as 250ms, 1s or 1s500ms/],
+    ["5m", /must be from 1ms to 10s/],
+    ["1s 500ms", /must be a duration such as 250ms, 1s or 1s500ms/],
+    ["500us", /must be a whole number of milliseconds, got "500us"/],
+    ["-5", /must be a duration such as 250ms, 1s/],
+    ["-5ms", /must be a duration such as 250ms, 1s/],
     ["0", /must be from 1ms to 10s \(default 50ms\): 0 would fail every call/],
     ["0ms", /must be from 1ms to 10s/],
     ["0.5ms", /must be a whole number of milliseconds, got "0.5ms"/],
     ["10001", /must be from 1ms to 10s/],
     ["11s", /must be from 1ms to 10s/],
-    ["1e9", /must be a duration such as 250ms or 1s/],
-    ["Infinity", /must be a duration such as 250ms or 1s/],
+    ["1e9", /must be a duration such as 250ms, 1s/],
+    ["Infinity", /must be a duration such as 250ms, 1s/],
   ])("refuses %j, naming --redis-timeout", (value, pattern) => {
     let message = "";
     try {

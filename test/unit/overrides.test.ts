@@ -268,6 +268,88 @@ describe("the overrides cache", () => {
   });
 });
 
+describe("what a first read of the overrides costs", () => {
+  /** `table` with its flags, each call named in `calls`; `replaced` methods instead of the table's. */
+  function counted(table: OverrideTable, calls: string[], replaced: Partial<OverrideTable> = {}): OverrideTable {
+    const named = over(table, replaced);
+    return {
+      versionZeroIsEmpty: table.versionZeroIsEmpty,
+      versionedPages: table.versionedPages,
+      versions: (names) => (calls.push("versions"), named.versions(names)),
+      changes: (policy, since) => (calls.push("changes"), named.changes(policy, since)),
+      page: (policy, cursor, count) => (calls.push("page"), named.page(policy, cursor, count)),
+      put: named.put,
+      delete: named.delete,
+      ...replaced,
+    };
+  }
+  const fresh = (table: OverrideTable, clock = { ms: 0 }) => new Overrides({ catalog, table, ttlMs: 1000, clockMs: () => clock.ms });
+
+  it("reads only versions when no policy ever held an override, and one page for a policy that fits in it", async () => {
+    const table = new MemoryOverrideTable();
+    const calls: string[] = [];
+    const clock = { ms: 0 };
+    const overrides = fresh(counted(table, calls), clock);
+    expect((await overrides.resolve([window], "k"))[0]!.limit).toBe(10);
+    expect(calls).toEqual(["versions"]); // three policies, none ever held one
+    await table.put({ policy: "smooth", key: "k", limit: 6 });
+    clock.ms = 2000;
+    calls.length = 0;
+    expect((await overrides.resolve([gcra], "k"))[0]!.limit).toBe(6);
+    expect(calls).toEqual(["versions", "changes"]); // followed from version 0 by its changes
+
+    calls.length = 0;
+    const other = fresh(counted(table, calls));
+    expect((await other.resolve([gcra], "k"))[0]!.limit).toBe(6);
+    expect(calls).toEqual(["versions", "page"]); // the page says its version: no changes to ask for
+  });
+
+  it("a policy of several pages takes its version from the first: a change made during the walk is not missed", async () => {
+    for (const versionedPages of [true, false]) {
+      const table = new MemoryOverrideTable();
+      for (let i = 0; i < 2500; i++) await table.put({ policy: "per-key", key: `k${String(i).padStart(5, "0")}`, limit: 1 });
+      const calls: string[] = [];
+      let pages = 0;
+      const changing = counted(table, calls, {
+        versionedPages,
+        page: async (policy, cursor, count) => {
+          calls.push("page");
+          const page = await table.page(policy, cursor, count);
+          // After the first page: a change to an override it already answered, and a new one it will not see again.
+          if (policy === "per-key" && pages++ === 0) {
+            await table.put({ policy: "per-key", key: "k00000", limit: 99 });
+            await table.delete("per-key", undefined, "k00001");
+          }
+          return page;
+        },
+      });
+      const overrides = fresh(changing);
+      await overrides.resolve([window], "k");
+      expect(overrides.find("per-key", "k00000")?.limit).toBe(99);
+      expect(overrides.find("per-key", "k00001")).toBeUndefined();
+      expect(overrides.find("per-key", "k02499")?.limit).toBe(1);
+      expect(calls).toEqual(versionedPages ? ["versions", "page", "page", "page", "changes"] : ["versions", "versions", "page", "page", "page", "changes"]);
+    }
+  });
+
+  it("a first page without its version where one was promised (an object of an earlier release, mid-deploy) is read as before", async () => {
+    const table = new MemoryOverrideTable();
+    await table.put({ policy: "per-key", key: "k", limit: 3 });
+    const calls: string[] = [];
+    const older = counted(table, calls, {
+      versionedPages: true,
+      page: async (policy, cursor, count) => {
+        calls.push("page");
+        const { version: _dropped, ...page } = await table.page(policy, cursor, count);
+        return page;
+      },
+    });
+    const overrides = fresh(older);
+    expect((await overrides.resolve([window], "k"))[0]!.limit).toBe(3);
+    expect(calls).toEqual(["versions", "page", "versions", "page", "changes"]);
+  });
+});
+
 describe("the memory store's table", () => {
   it(`holds at most ${MAX_OVERRIDES_PER_POLICY} per policy, replacing existing keys`, async () => {
     const table = new MemoryOverrideTable();

@@ -44,6 +44,8 @@ describe("the overrides Durable Object's change log", () => {
     const third = await table.page("p", second.cursor, 10);
     expect([first.overrides.length, second.overrides.length, third.overrides.length, third.cursor]).toEqual([10, 10, 5, undefined]);
     expect(second.overrides[0]!.key).toBe("k10");
+    // A first page says the version it is of (read in the same call); later pages do not.
+    expect([first.version, second.version]).toEqual([25, undefined]);
   });
 
   it("keeps the latest tombstones: an isolate further behind reads the policy whole", async () => {

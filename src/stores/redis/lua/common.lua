@@ -11,6 +11,7 @@
 
 local floor, ceil, max, min = math.floor, math.ceil, math.max, math.min
 local format, sub, find, match = string.format, string.sub, string.find, string.match
+local concat, unpack = table.concat, unpack
 
 -- Float tolerance in ms (src/core/algorithm.ts EPSILON_MS).
 local EPSILON_MS = 1e-6

@@ -17,6 +17,9 @@
 
 local MAX_TTL_MS = 1e15
 
+-- stack.lua's working lists, kept by the library from call to call (see there).
+local STACK_RAWS, STACK_FRESH_ATS, STACK_VALUES, STACK_AT_TEXTS, STACK_SAMES = {}, {}, {}, {}, {}
+
 local function optional_number(value)
   if value == nil or value == "" then return nil end
   return tonumber(value)

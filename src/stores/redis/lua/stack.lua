@@ -20,14 +20,18 @@ local now_ms, slack_ms, time = read_clock(ARGV[1])
 local n = ARGV[2] + 0
 local cost = 1
 if ARGV[n + 3] then cost = ARGV[n + 3] + 0 end
--- Each admitted policy's write, as four parallel lists (no table per policy).
-local raws, fresh_ats, values, at_texts, sames = {}, {}, {}, {}, {}
+-- Each admitted policy's write, as four parallel lists, and the stored texts: the library's
+-- own tables, reused by every call (Redis runs one script at a time, and a call reads only
+-- the indexes 1..n it wrote): a table built per call is most of this script's Lua time.
+local raws, fresh_ats, values, at_texts, sames = STACK_RAWS, STACK_FRESH_ATS, STACK_VALUES, STACK_AT_TEXTS, STACK_SAMES
+-- One MGET for every state (the keys share a slot: the caller hashes them together).
+local stored = redis.call("MGET", unpack(KEYS, 1, n))
 local admitted = true
 for i = 1, n do
   local policy = policy_of(ARGV[2 + i])
   local impl = policy.impl
   if not impl.step or policy.concurrency or policy.blockMs then error("spillway: stack.lua decides only stepped policies without leases or blocks") end
-  local raw = redis.call("GET", KEYS[i])
+  local raw = stored[i]
   if raw and sub(raw, 1, 2) ~= impl.tag then return "r" end
   raws[i] = raw or ""
   -- Once one policy refuses, nothing is written: the rest are only read (for the caller).
@@ -46,4 +50,4 @@ if admitted then
   for i = 1, n do write_until_fresh(KEYS[i], values[i], fresh_ats[i], sames[i], now_ms, slack_ms, at_texts[i]) end
 end
 if time then head = head .. time[1] .. " " .. time[2] .. " " end
-return head .. table.concat(raws, "\n")
+return head .. concat(raws, "\n", 1, n)
