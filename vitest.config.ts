@@ -2,8 +2,8 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
-// Three projects, one `npm test`: pure code in Node, Worker code inside workerd,
-// and Redis code against real redis-server processes.
+// Four projects, one `npm test`: pure code in Node, Worker code inside workerd, Redis code
+// against real redis-server processes, and the packed tarball installed as users install it.
 export default defineConfig({
   test: {
     projects: [
@@ -39,7 +39,10 @@ export default defineConfig({
           name: "redis",
           include: ["test/redis/**/*.test.ts", "test/conformance/redis*.test.ts"],
           environment: "node",
-          // Redis suites start their own redis-server processes; run files one at a time.
+          // Redis suites start their own redis-server processes; run files one at a time, and after
+          // every other project (vitest puts a project without file parallelism in a group of its
+          // own, last): many of their stores keep the default 50 ms timeout and the fault tests'
+          // deadlines are as short, which a file running beside them makes a 2-core machine miss.
           fileParallelism: false,
           testTimeout: 30_000,
           hookTimeout: 60_000,
