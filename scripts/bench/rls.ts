@@ -67,10 +67,14 @@ async function runMinimalWithRedis(port: number, redisUrl: string): Promise<void
   const { RateLimitService, Health } = loadProtos();
   const server = new grpc.Server({ "grpc.enable_channelz": 0 });
   serveHealth(server, Health);
+  // What the reference answers per descriptor (code, current_limit, limit_remaining,
+  // duration_until_reset), as Spillway does: BENCH_ANCHOR_ANSWER=ok for a bare OK per descriptor
+  // (the anchor before 2026-11-28 session 15), which leaves the client less to decode.
+  const statusOf = process.env.BENCH_ANCHOR_ANSWER === "ok" ? () => ({ code: "OK" }) : (_: unknown, index: number) => ANCHOR_STATUSES[index % ANCHOR_STATUSES.length]!;
   server.addService(RateLimitService.service, {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<{ descriptors?: unknown[] }, unknown>, callback: grpc.sendUnaryData<unknown>) =>
       redis.evalsha(sha, 1, "bench:anchor").then(
-        () => callback(null, { overall_code: "OK", statuses: (call.request.descriptors ?? []).map(() => ({ code: "OK" })) }),
+        () => callback(null, { overall_code: "OK", statuses: (call.request.descriptors ?? []).map(statusOf) }),
         (error: Error) => callback({ code: grpc.status.UNAVAILABLE, details: error.message }),
       ),
   });
@@ -80,6 +84,12 @@ async function runMinimalWithRedis(port: number, redisUrl: string): Promise<void
     redis.disconnect();
   });
 }
+
+/** The anchor's statuses: the shape Spillway and the reference answer for CONFIG's two limits (values fixed: the anchor decides nothing). */
+const ANCHOR_STATUSES = [
+  { code: "OK", current_limit: { requests_per_unit: 1_000_000, unit: "SECOND" }, limit_remaining: 999_998, duration_until_reset: { seconds: "0", nanos: 400_000_000 } },
+  { code: "OK", current_limit: { requests_per_unit: 1_000_000_000, unit: "MINUTE" }, limit_remaining: 999_000_000, duration_until_reset: { seconds: "41", nanos: 0 } },
+];
 
 /** A per-address limit and a route-wide one: two descriptors per request, as Envoy's common set-up sends. */
 const CONFIG = `domain: bench
@@ -98,7 +108,7 @@ const requestOf = (index: number) => ({
 
 const LABELS = {
   minimal: "minimal @grpc/grpc-js server, OK without a store",
-  anchor: "the same + one Redis round trip (EVALSHA `return 1`)",
+  anchor: process.env.BENCH_ANCHOR_ANSWER === "ok" ? "the same + one Redis round trip (EVALSHA `return 1`), bare OK statuses" : "the same + one Redis round trip (EVALSHA `return 1`), statuses as the reference's",
   spillway: "`spillway serve --redis --rls-port`",
   workers: "the same, `--workers 2` (two connections)",
 };
@@ -239,17 +249,22 @@ async function main(): Promise<void> {
     const pids: Record<Name, number> = { minimal: children[0]!.pid!, anchor: children[1]!.pid!, spillway: children[2]!.pid!, workers: children[3]!.pid! };
     // redis-server's CPU too: on a machine whose cores everything shares, the store's work is part of what a decision costs.
     const redisPid = redis.pid;
-    const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | server CPU µs/decision | Redis CPU µs/decision | decisions/s vs minimal | CPU vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
+    const rows: string[] = ["| server | streams | decisions/s | p50 ms | p99 ms | server CPU µs/decision | Redis CPU µs/decision | client CPU µs/decision | decisions/s vs minimal | CPU vs minimal | over limit | errors |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"];
     for (const streams of STREAMS) {
       for (const target of targets) await load(clients[target.name], streams, WARM_UP_MS);
       const turns: Record<Name, Result[]> = { minimal: [], anchor: [], spillway: [], workers: [] };
       const cpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0, workers: 0 };
       const redisCpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0, workers: 0 };
+      // The bench's own CPU (the gRPC client: encoding requests, decoding answers): on shared cores a bigger answer costs the machine there too.
+      const clientCpu: Record<Name, number> = { minimal: 0, anchor: 0, spillway: 0, workers: 0 };
       for (let turn = 0; turn < TURNS; turn++) {
         for (const target of turn % 2 === 0 ? targets : [...targets].reverse()) {
           const before = cpuSeconds(pids[target.name]);
           const redisBefore = redisPid === undefined ? 0 : cpuSeconds(redisPid);
+          const clientBefore = process.cpuUsage();
           turns[target.name].push(await load(clients[target.name], streams, TURN_MS));
+          const clientUsed = process.cpuUsage(clientBefore);
+          clientCpu[target.name] += (clientUsed.user + clientUsed.system) / 1e6;
           cpu[target.name] += cpuSeconds(pids[target.name]) - before;
           redisCpu[target.name] += redisPid === undefined ? 0 : cpuSeconds(redisPid) - redisBefore;
         }
@@ -257,13 +272,14 @@ async function main(): Promise<void> {
       const minimal = merge(turns.minimal);
       const cpuUs = (name: Name) => (cpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
       const redisUs = (name: Name) => (redisCpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
+      const clientUs = (name: Name) => (clientCpu[name] / Math.max(1, merge(turns[name]).decisions)) * 1e6;
       for (const target of targets) {
         const result = merge(turns[target.name]);
         const perSecond = (result.decisions / result.elapsedMs) * 1000;
         const ratio = perSecond / ((minimal.decisions / minimal.elapsedMs) * 1000);
         const cpuRatio = cpuUs(target.name) / cpuUs("minimal");
         const label = LABELS[target.name];
-        const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${cpuUs(target.name).toFixed(0)} | ${redisPid === undefined ? "–" : redisUs(target.name).toFixed(0)} | ${ratio.toFixed(2)} | ${cpuRatio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
+        const row = `| ${label} | ${streams} | ${Math.round(perSecond).toLocaleString("en-US")} | ${quantile(result.latenciesMs, 0.5).toFixed(2)} | ${quantile(result.latenciesMs, 0.99).toFixed(2)} | ${cpuUs(target.name).toFixed(0)} | ${redisPid === undefined ? "–" : redisUs(target.name).toFixed(0)} | ${clientUs(target.name).toFixed(0)} | ${ratio.toFixed(2)} | ${cpuRatio.toFixed(2)} | ${result.overLimit} | ${result.errors === 0 ? "0" : Object.entries(result.errorCodes).map(([name, count]) => `${count} ${name}`).join(", ")} |`;
         rows.push(row);
         console.log(row);
       }
