@@ -22,6 +22,9 @@ export async function startClusterWithReplica(nodeTimeoutMs = 1000): Promise<Rep
   try {
     const master = servers.nodes[0]!;
     replica = await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", "nodes-replica.conf", "--cluster-node-timeout", String(nodeTimeoutMs), "--repl-diskless-sync-delay", "0"]);
+    // The master's own setting is what a replica's sync waits on: diskless sync without its 5 s
+    // wait for more replicas (the replica's flag alone left every start 5 s longer).
+    await redisCli(master.port, "config", "set", "repl-diskless-sync-delay", "0");
     const masterId = await redisCli(master.port, "cluster", "myid");
     await run("redis-cli", ["--cluster", "add-node", `127.0.0.1:${replica.port}`, `127.0.0.1:${master.port}`, "--cluster-slave", "--cluster-master-id", masterId]);
     for (let attempt = 0; ; attempt++) {

@@ -58,7 +58,7 @@ async function sentinelCommand(): Promise<[string, string[]]> {
   }
 }
 
-async function startSentinel(dir: string, index: number, lines: string[]): Promise<SentinelProcess> {
+async function startSentinel(dir: string, index: number, lines: string[], password: string | undefined): Promise<SentinelProcess> {
   const port = await freePort();
   const file = join(dir, `sentinel-${index}.conf`);
   // Sentinel rewrites its file (known replicas and sentinels, the current master): one each.
@@ -69,7 +69,9 @@ async function startSentinel(dir: string, index: number, lines: string[]): Promi
   for (let attempt = 0; ; attempt++) {
     if (child.exitCode !== null) throw new Error(`redis-sentinel on port ${port} exited with ${child.exitCode}`);
     try {
-      if ((await redisCli(port, "ping")) === "PONG" || attempt > 200) break;
+      // With its own password: a sentinel that has one answers a bare PING with NOAUTH, never
+      // PONG, and the wait ran its 200 attempts (5 s) for every such sentinel.
+      if ((await redisCli(port, ...sentinelAuth(password), "ping")) === "PONG" || attempt > 200) break;
     } catch {
       // not listening yet
     }
@@ -118,7 +120,7 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
       ...(options.password ? [`sentinel auth-pass ${name} ${options.password}`] : []),
       ...(options.sentinelPassword ? [`requirepass ${options.sentinelPassword}`, `sentinel sentinel-pass ${options.sentinelPassword}`] : []),
     ];
-    for (let i = 0; i < (options.sentinelCount ?? 3); i++) sentinels.push(await startSentinel(dir, i, lines));
+    for (let i = 0; i < (options.sentinelCount ?? 3); i++) sentinels.push(await startSentinel(dir, i, lines, options.sentinelPassword));
     await waitForAcquaintance(sentinels, name, replicas.length, options.sentinelPassword);
   } catch (error) {
     await stop();

@@ -119,9 +119,13 @@ export interface RedisClusterServers {
 export async function startRedisCluster(masters = 3, nodeTimeoutMs = 2000): Promise<RedisClusterServers> {
   const nodes: RedisServer[] = [];
   try {
-    for (let i = 0; i < masters; i++) {
-      nodes.push(await startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", String(nodeTimeoutMs)]));
-    }
+    // Started side by side; each started one is kept, to be stopped if another fails.
+    const starting = await Promise.allSettled(
+      Array.from({ length: masters }, (_, i) => startRedis(["--cluster-enabled", "yes", "--cluster-config-file", `nodes-${i}.conf`, "--cluster-node-timeout", String(nodeTimeoutMs)])),
+    );
+    for (const result of starting) if (result.status === "fulfilled") nodes.push(result.value);
+    const failed = starting.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
     await run("redis-cli", ["--cluster", "create", ...nodes.map((node) => `127.0.0.1:${node.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
     for (let attempt = 0; ; attempt++) {
       const states = await Promise.all(nodes.map((node) => cli(node.port, "cluster", "info")));

@@ -21,7 +21,8 @@ describe("health tells the truth about a Redis that refuses writes", { timeout: 
   const storeLog: string[] = [];
 
   beforeAll(async () => {
-    [redis, other] = await Promise.all([startRedis(), startRedis()]);
+    // `other` is the master `redis` becomes a replica of: diskless sync without its 5 s wait for more replicas.
+    [redis, other] = await Promise.all([startRedis(), startRedis(["--repl-diskless-sync-delay", "0"])]);
     admin = new Redis(redis.url);
     store = new RedisStore({ url: redis.url, timeoutMs: 200, log: (line) => storeLog.push(line) });
     expect(await store.ready()).toBe(true);

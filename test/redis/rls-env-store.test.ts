@@ -12,8 +12,13 @@ import { LIMITS, type Started, refusal, runtimeRoot, startRls } from "./rls-env-
 
 const run = promisify(execFile);
 
-/** The store variables of `spillway rls`: each one changes where and how Redis is reached. */
-describe("spillway rls: the store variables", () => {
+/**
+ * The store variables of `spillway rls`: each one changes where and how Redis is reached.
+ * Concurrent: each case starts its own servers or uses its own keys, and most of their time is
+ * spent in `spillway rls`'s 3 s wait for a Redis that refuses it (no password, no certificate, no
+ * sentinel password), not on the CPU: one after another they took 28 s.
+ */
+describe.concurrent("spillway rls: the store variables", () => {
   let redis: RedisServer;
   let socketDir: string;
   let root: string;
@@ -34,6 +39,22 @@ describe("spillway rls: the store variables", () => {
   afterAll(async () => {
     for (const one of started) await one.stop();
     await redis?.stop();
+  });
+
+  // First and alone, not beside the others: its first call must be answered within 150 ms.
+  it.sequential("REDIS_TIMEOUT: how long a call waits for Redis before the answer is UNAVAILABLE", async () => {
+    const stalled = await startRedis();
+    try {
+      const one = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "150ms" });
+      expect((await one.client.ask("app", [d(["user", "u-timeout"])])).overall_code).toBe("OK");
+      stalled.process.kill("SIGSTOP");
+      await expect(one.client.ask("app", [d(["user", "u-timeout"])])).rejects.toMatchObject({ code: 14, details: expect.stringContaining("did not answer within 150 ms") });
+      stalled.process.kill("SIGCONT");
+      expect(await refusal({ ...base(), REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "10 seconds" })).toContain("REDIS_TIMEOUT: must be a Go duration");
+    } finally {
+      stalled.process.kill("SIGCONT");
+      await stalled.stop();
+    }
   });
 
   it("REDIS_SOCKET_TYPE: unix by default (REDIS_URL a socket path), tcp for host:port", async () => {
@@ -68,29 +89,17 @@ describe("spillway rls: the store variables", () => {
       await admin.config("SET", "requirepass", "s3cret");
       admin.disconnect();
       const url = `127.0.0.1:${locked.port}`;
-      const without = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url });
+      // Started together: `without` waits 3 s for a Redis that refuses it, the others do not.
+      const [without, password, user] = await Promise.all([
+        start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url }),
+        start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url, REDIS_AUTH: "s3cret" }),
+        start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url, REDIS_AUTH: "alice:al1ce" }),
+      ]);
       await expect(without.client.ask("app", [d(["user", "u-auth"])])).rejects.toMatchObject({ code: 14 }); // UNAVAILABLE
-      const password = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url, REDIS_AUTH: "s3cret" });
       expect((await password.client.ask("app", [d(["user", "u-auth"])])).overall_code).toBe("OK");
-      const user = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: url, REDIS_AUTH: "alice:al1ce" });
       expect((await user.client.ask("app", [d(["user", "u-auth"])])).statuses[0]!.limit_remaining).toBe(1);
     } finally {
       await locked.stop();
-    }
-  });
-
-  it("REDIS_TIMEOUT: how long a call waits for Redis before the answer is UNAVAILABLE", async () => {
-    const stalled = await startRedis();
-    try {
-      const one = await start({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "150ms" });
-      expect((await one.client.ask("app", [d(["user", "u-timeout"])])).overall_code).toBe("OK");
-      stalled.process.kill("SIGSTOP");
-      await expect(one.client.ask("app", [d(["user", "u-timeout"])])).rejects.toMatchObject({ code: 14, details: expect.stringContaining("did not answer within 150 ms") });
-      stalled.process.kill("SIGCONT");
-      expect(await refusal({ ...base(), REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${stalled.port}`, REDIS_TIMEOUT: "10 seconds" })).toContain("REDIS_TIMEOUT: must be a Go duration");
-    } finally {
-      stalled.process.kill("SIGCONT");
-      await stalled.stop();
     }
   });
 
@@ -121,12 +130,16 @@ describe("spillway rls: the store variables", () => {
     const group = await startSentinelGroup({ replicas: 0, sentinelCount: 1, password: "m-secret", sentinelPassword: "s-secret" });
     try {
       const url = [group.name, ...group.addresses.map(({ host, port }) => `${host}:${port}`)].join(",");
-      const one = await start({ REDIS_TYPE: "sentinel", REDIS_URL: url, REDIS_AUTH: "m-secret", REDIS_SENTINEL_AUTH: "s-secret" });
+      // Started together: `locked` and the unknown name each wait 3 s for an answer that does not come.
+      const [one, locked, unknownName] = await Promise.all([
+        start({ REDIS_TYPE: "sentinel", REDIS_URL: url, REDIS_AUTH: "m-secret", REDIS_SENTINEL_AUTH: "s-secret" }),
+        // Without the sentinels' password the master is never found: no decision.
+        start({ REDIS_TYPE: "sentinel", REDIS_URL: url, REDIS_AUTH: "m-secret" }),
+        refusal({ ...base(), REDIS_TYPE: "sentinel", REDIS_URL: url.replace(group.name, "nosuchmaster"), REDIS_AUTH: "m-secret", REDIS_SENTINEL_AUTH: "s-secret" }),
+      ]);
       expect((await one.client.ask("app", [d(["user", "u-sentinel"])])).statuses[0]).toMatchObject({ code: "OK", limit_remaining: 2 });
-      // Without the sentinels' password the master is never found: no decision.
-      const locked = await start({ REDIS_TYPE: "sentinel", REDIS_URL: url, REDIS_AUTH: "m-secret" });
       await expect(locked.client.ask("app", [d(["user", "u-sentinel"])])).rejects.toMatchObject({ code: 14 });
-      expect(await refusal({ ...base(), REDIS_TYPE: "sentinel", REDIS_URL: url.replace(group.name, "nosuchmaster"), REDIS_AUTH: "m-secret", REDIS_SENTINEL_AUTH: "s-secret" })).toContain('REDIS_URL: the master name "nosuchmaster"');
+      expect(unknownName).toContain('REDIS_URL: the master name "nosuchmaster"');
     } finally {
       await group.stop();
     }

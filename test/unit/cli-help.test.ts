@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
@@ -17,9 +17,21 @@ const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 const TIMEOUT_MS = 60_000;
 
-function spillway(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
-  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+/**
+ * Runs `spillway ARGS` to its end. Asynchronous, so that a test can start several at once: each
+ * is a Node process loading the CLI (half a second of CPU), and one after another they were most
+ * of this file's 16 s.
+ */
+function spillway(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, stdout, stderr }));
+  });
 }
 
 const children: ChildProcess[] = [];
@@ -29,28 +41,36 @@ afterEach(() => {
   for (const server of servers.splice(0)) server.close();
 });
 
-describe("spillway --help and --version", { timeout: TIMEOUT_MS }, () => {
-  it("--help lists every command and exits 0; so do -h and help", () => {
-    for (const flag of ["--help", "-h", "help"]) {
-      const { status, stdout } = spillway(flag);
+// Concurrent: every case only runs processes of its own.
+describe.concurrent("spillway --help and --version", { timeout: TIMEOUT_MS }, () => {
+  it("--help lists every command and exits 0; so do -h and help", async ({ expect }) => {
+    const flags = ["--help", "-h", "help"];
+    const results = await Promise.all(flags.map((flag) => spillway(flag)));
+    for (const { status, stdout } of results) {
       expect(status).toBe(0);
       for (const name of Object.keys(COMMANDS)) expect(stdout).toContain(`spillway ${name}`);
       expect(stdout).toContain("spillway COMMAND --help");
     }
   });
 
-  it("every command's --help prints its own usage and exits 0, whatever else is on the line", () => {
-    for (const [name, command] of Object.entries(COMMANDS)) {
-      expect(spillway(name, "--help")).toEqual({ status: 0, stdout: `${command.usage}\n`, stderr: "" });
-      expect(spillway("help", name).stdout).toBe(`${command.usage}\n`);
-    }
-    expect(spillway("serve", "--config", "missing.json", "-h").status).toBe(0);
+  it("every command's --help prints its own usage and exits 0, whatever else is on the line", async ({ expect }) => {
+    const commands = Object.entries(COMMANDS);
+    const [own, viaHelp, withOthers] = await Promise.all([
+      Promise.all(commands.map(([name]) => spillway(name, "--help"))),
+      Promise.all(commands.map(([name]) => spillway("help", name))),
+      spillway("serve", "--config", "missing.json", "-h"),
+    ]);
+    commands.forEach(([, command], i) => {
+      expect(own[i]).toEqual({ status: 0, stdout: `${command.usage}\n`, stderr: "" });
+      expect(viaHelp[i]!.stdout).toBe(`${command.usage}\n`);
+    });
+    expect(withOthers.status).toBe(0);
     expect(COMMANDS.serve!.usage).toContain("--rls-host ADDR");
   });
 
-  it("--version prints the package's version and exits 0; an unknown command exits 2 with the overview", () => {
-    expect(spillway("--version")).toEqual({ status: 0, stdout: `${VERSION}\n`, stderr: "" });
-    const unknown = spillway("serv");
+  it("--version prints the package's version and exits 0; an unknown command exits 2 with the overview", async ({ expect }) => {
+    const [version, unknown] = await Promise.all([spillway("--version"), spillway("serv")]);
+    expect(version).toEqual({ status: 0, stdout: `${VERSION}\n`, stderr: "" });
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(/^spillway: unknown command "serv"/);
   });
@@ -85,16 +105,17 @@ describe("the commonest mistakes, in one line each", { timeout: TIMEOUT_MS }, ()
     expect(() => parseConfig({ policies, colour: 1 })).toThrow(/^colour: is not a known field$/);
   });
 
-  it("check counts in words: 1 policy, 2 policies", () => {
+  it("check counts in words: 1 policy, 2 policies", async () => {
     const dir = mkdtempSync(join(tmpdir(), "spillway-help-"));
     const write = (name: string, config: unknown) => {
       writeFileSync(join(dir, name), JSON.stringify(config));
       return join(dir, name);
     };
     const one = write("one.json", { policies: [{ name: "a", limit: 1, period: "1m" }] });
-    expect(spillway("check", "--config", one).stdout).toBe(`spillway: ${one} is valid (1 policy)\n`);
     const two = write("two.json", { policies: [{ name: "a", limit: 1, period: "1m" }, { name: "b", limit: 1, period: "1m" }] });
-    expect(spillway("check", "--config", two).stdout).toBe(`spillway: ${two} is valid (2 policies)\n`);
+    const [checkedOne, checkedTwo] = await Promise.all([spillway("check", "--config", one), spillway("check", "--config", two)]);
+    expect(checkedOne.stdout).toBe(`spillway: ${one} is valid (1 policy)\n`);
+    expect(checkedTwo.stdout).toBe(`spillway: ${two} is valid (2 policies)\n`);
   });
 
   it("--rls-host is parsed, and an empty one refused naming it", () => {

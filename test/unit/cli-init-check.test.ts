@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,9 +10,21 @@ const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 // Each call starts a Node process that loads the CLI: allow for a loaded CI machine.
 const PROCESS_TEST_TIMEOUT_MS = 30_000;
 
-function spillway(...args: string[]): { status: number | null; output: string } {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8" });
-  return { status: result.status, output: result.stdout + result.stderr };
+/**
+ * Runs `spillway ARGS` to its end: its exit status, and stdout then stderr. Asynchronous, so that
+ * cases run side by side: each call is a Node process loading the CLI (half a second of CPU),
+ * and one after another they were this file's 16 s.
+ */
+function spillway(...args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, output: stdout + stderr }));
+  });
 }
 
 async function configFile(content: unknown): Promise<string> {
@@ -21,10 +33,11 @@ async function configFile(content: unknown): Promise<string> {
   return path;
 }
 
-describe("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+// Concurrent: every case writes its own files and runs its own processes.
+describe.concurrent("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("a valid config: exit 0 and a summary", async () => {
     const path = await configFile({ origin: "http://127.0.0.1:9", policies: [{ name: "per-minute", limit: 60, period: "1m" }], routes: [{ match: { path: "/api/*" }, key: "ip", policies: ["per-minute"] }] });
-    expect(spillway("check", "--config", path)).toEqual({ status: 0, output: `spillway: ${path} is valid (1 policy, 1 route to http://127.0.0.1:9)\n` });
+    expect(await spillway("check", "--config", path)).toEqual({ status: 0, output: `spillway: ${path} is valid (1 policy, 1 route to http://127.0.0.1:9)\n` });
   });
 
   it.each([
@@ -38,22 +51,23 @@ describe("spillway check --config FILE", { timeout: PROCESS_TEST_TIMEOUT_MS }, (
     ["a calendar on gcra", { policies: [{ name: "daily", limit: 100, calendar: "day" }] }, "policies.daily.calendar: is only for fixed-window"],
     ["period and calendar together", { policies: [{ name: "daily", algorithm: "fixed-window", limit: 100, period: "1d", calendar: "day" }] }, "policies.daily.calendar: replaces period"],
   ])("%s: exit 2 naming it", async (_label, config, message) => {
-    const { status, output } = spillway("check", "--config", await configFile(config));
+    const { status, output } = await spillway("check", "--config", await configFile(config));
     expect(status).toBe(2);
     expect(output).toContain(`spillway: ${message}`);
   });
 
   it("not JSON, a missing file, a missing flag: exit 2 naming each", async () => {
-    expect(spillway("check", "--config", await configFile("{nope"))).toMatchObject({ status: 2, output: expect.stringContaining("is not valid JSON") });
-    expect(spillway("check", "--config", "/nonexistent/spillway.config.json")).toMatchObject({ status: 2, output: expect.stringContaining("--config: cannot read") });
-    expect(spillway("check")).toMatchObject({ status: 2, output: expect.stringContaining("--config: is required") });
+    const [notJson, missing, noFlag] = await Promise.all([spillway("check", "--config", await configFile("{nope")), spillway("check", "--config", "/nonexistent/spillway.config.json"), spillway("check")]);
+    expect(notJson).toMatchObject({ status: 2, output: expect.stringContaining("is not valid JSON") });
+    expect(missing).toMatchObject({ status: 2, output: expect.stringContaining("--config: cannot read") });
+    expect(noFlag).toMatchObject({ status: 2, output: expect.stringContaining("--config: is required") });
   });
 });
 
-describe("spillway init DIR", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
+describe.concurrent("spillway init DIR", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("writes a Worker project whose config spillway check and the Worker's own validator accept", async () => {
     const dir = join(await mkdtemp(join(tmpdir(), "spillway-init-")), "My Limiter");
-    const { status, output } = spillway("init", dir);
+    const { status, output } = await spillway("init", dir);
     expect(status).toBe(0);
     expect(output).toContain("npm install && npm start");
     expect((await readdir(dir, { recursive: true })).sort()).toEqual([".dev.vars", ".gitignore", "README.md", "package.json", "spillway.config.json", "src", "src/index.ts", "wrangler.toml"]);
@@ -67,18 +81,19 @@ describe("spillway init DIR", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
     const config = JSON.parse(await readFile(join(dir, "spillway.config.json"), "utf8"));
     expect(config.$schema).toBe("./node_modules/spillway/spillway.schema.json");
     expect(parseGatewayConfig(parseConfig(config))).toBeUndefined();
-    expect(spillway("check", "--config", join(dir, "spillway.config.json")).status).toBe(0);
+    expect((await spillway("check", "--config", join(dir, "spillway.config.json"))).status).toBe(0);
   });
 
   it("refuses a directory that is not empty, and writes nothing", async () => {
     const dir = await mkdtemp(join(tmpdir(), "spillway-init-"));
     await writeFile(join(dir, "keep.txt"), "mine");
-    expect(spillway("init", dir)).toMatchObject({ status: 2, output: expect.stringContaining("DIR: ") });
+    expect(await spillway("init", dir)).toMatchObject({ status: 2, output: expect.stringContaining("DIR: ") });
     expect(await readdir(dir)).toEqual(["keep.txt"]);
   });
 
-  it("refuses no directory or two", () => {
-    expect(spillway("init")).toMatchObject({ status: 2, output: expect.stringContaining("spillway init takes one directory") });
-    expect(spillway("init", "a", "b").status).toBe(2);
+  it("refuses no directory or two", async () => {
+    const [none, two] = await Promise.all([spillway("init"), spillway("init", "a", "b")]);
+    expect(none).toMatchObject({ status: 2, output: expect.stringContaining("spillway init takes one directory") });
+    expect(two.status).toBe(2);
   });
 });

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,9 +10,17 @@ import { ValidationError } from "../../src/core/validation.js";
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const PROCESS_TEST_TIMEOUT_MS = 30_000;
 
-function spillway(...args: string[]): { status: number | null; output: string } {
-  const result = spawnSync(process.execPath, [BIN, ...args], { encoding: "utf8", env: { ...process.env, SPILLWAY_TOKEN: "t" } });
-  return { status: result.status, output: result.stdout + result.stderr };
+/** Runs `spillway ARGS` to its end (stdout then stderr); asynchronous, so that a test can start several at once. */
+function spillway(...args: string[]): Promise<{ status: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SPILLWAY_TOKEN: "t" }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.once("error", reject);
+    child.once("close", (status) => resolve({ status, output: stdout + stderr }));
+  });
 }
 
 async function configFile(text: string): Promise<string> {
@@ -76,14 +84,16 @@ describe("parseConfigText", () => {
 describe("every CLI path that reads a config file", { timeout: PROCESS_TEST_TIMEOUT_MS }, () => {
   it("spillway check and spillway serve refuse a duplicated field (exit 2, named) and accept a BOM", async () => {
     const duplicated = await configFile(weakened);
-    for (const args of [["check", "--config", duplicated], ["serve", "--config", duplicated, "--store", "memory", "--port", "0"]]) {
-      const { status, output } = spillway(...args);
-      expect(status, args[0]).toBe(2);
-      expect(output).toContain("spillway: policies.per-minute.limit: appears twice");
-    }
     // `spillway init` projects check their config with `spillway check` before every build (wrangler.toml).
     const bom = await configFile('\uFEFF{ "policies": [ { "name": "a", "limit": 3, "period": "1m" } ] }');
-    expect(spillway("check", "--config", bom)).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policy)\n` });
+    const refusing = [["check", "--config", duplicated], ["serve", "--config", duplicated, "--store", "memory", "--port", "0"]];
+    // The three processes side by side: each is half a second of CPU loading the CLI.
+    const [refused, accepted] = await Promise.all([Promise.all(refusing.map((args) => spillway(...args))), spillway("check", "--config", bom)]);
+    refusing.forEach((args, i) => {
+      expect(refused[i]!.status, args[0]).toBe(2);
+      expect(refused[i]!.output).toContain("spillway: policies.per-minute.limit: appears twice");
+    });
+    expect(accepted).toEqual({ status: 0, output: `spillway: ${bom} is valid (1 policy)\n` });
   });
 });
 
