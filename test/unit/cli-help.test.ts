@@ -9,6 +9,7 @@ import { parseRlsConfig } from "../../src/rls/config.js";
 import { parseRlsText } from "../../src/rls/files.js";
 import { COMMANDS } from "../../src/node/cli.js";
 import { parseServeArgs } from "../../src/node/cli-args.js";
+import { runSpillway } from "./cli-process.js";
 
 // The `spillway` command as a newcomer meets it: help and version, the messages of its
 // commonest mistakes, and the process's name.
@@ -17,22 +18,7 @@ const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 const TIMEOUT_MS = 60_000;
 
-/**
- * Runs `spillway ARGS` to its end. Asynchronous, so that a test can start several at once: each
- * is a Node process loading the CLI (half a second of CPU), and one after another they were most
- * of this file's 16 s.
- */
-function spillway(...args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("error", reject);
-    child.once("close", (status) => resolve({ status, stdout, stderr }));
-  });
-}
+const spillway = (...args: string[]) => runSpillway(args).then(({ status, stdout, stderr }) => ({ status, stdout, stderr }));
 
 const children: ChildProcess[] = [];
 const servers: Server[] = [];

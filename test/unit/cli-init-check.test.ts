@@ -1,31 +1,15 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
+import { runSpillway } from "./cli-process.js";
 
-const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 // Each call starts a Node process that loads the CLI: allow for a loaded CI machine.
 const PROCESS_TEST_TIMEOUT_MS = 30_000;
 
-/**
- * Runs `spillway ARGS` to its end: its exit status, and stdout then stderr. Asynchronous, so that
- * cases run side by side: each call is a Node process loading the CLI (half a second of CPU),
- * and one after another they were this file's 16 s.
- */
-function spillway(...args: string[]): Promise<{ status: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("error", reject);
-    child.once("close", (status) => resolve({ status, output: stdout + stderr }));
-  });
-}
+const spillway = (...args: string[]) => runSpillway(args).then(({ status, output }) => ({ status, output }));
 
 async function configFile(content: unknown): Promise<string> {
   const path = join(await mkdtemp(join(tmpdir(), "spillway-check-")), "spillway.config.json");

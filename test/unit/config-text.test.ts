@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,22 +5,12 @@ import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config.js";
 import { findDuplicateKey } from "../../src/core/json-duplicates.js";
 import { ValidationError } from "../../src/core/validation.js";
+import { runSpillway } from "./cli-process.js";
 
-const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
 const PROCESS_TEST_TIMEOUT_MS = 30_000;
 
-/** Runs `spillway ARGS` to its end (stdout then stderr); asynchronous, so that a test can start several at once. */
-function spillway(...args: string[]): Promise<{ status: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SPILLWAY_TOKEN: "t" }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.once("error", reject);
-    child.once("close", (status) => resolve({ status, output: stdout + stderr }));
-  });
-}
+/** `spillway ARGS` with a token in its environment. */
+const spillway = (...args: string[]) => runSpillway(args, { ...process.env, SPILLWAY_TOKEN: "t" }).then(({ status, output }) => ({ status, output }));
 
 async function configFile(text: string): Promise<string> {
   const path = join(await mkdtemp(join(tmpdir(), "spillway-text-")), "spillway.config.json");
