@@ -56,13 +56,13 @@ export interface OverrideTable {
    * Whether version 0 means the policy has never held an override, so a first read skips it
    * (no pages, no changes: the common policy costs nothing past `versions`). True where no
    * override is stored without bumping its policy's version: the memory table, the Worker's
-   * object. Not Redis: an evicted or lost `~version` key reads as 0 while its hash may still
-   * hold overrides (a whole read finds them).
+   * object; and Redis, whose `versions` answers -1, not 0, for overrides whose `~version` key
+   * was evicted or lost.
    */
   readonly versionZeroIsEmpty?: boolean;
   /**
-   * Whether a first page carries its policy's version, read with it in one step (the memory
-   * table, the Worker's object): a whole read then needs no `versions` call before its pages,
+   * Whether a first page carries its policy's version, read with it in one step (every table
+   * Spillway has): a whole read then needs no `versions` call before its pages,
    * and none of the changes after them when the first page is the last: one call, not three.
    */
   readonly versionedPages?: boolean;

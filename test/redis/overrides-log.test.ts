@@ -98,3 +98,49 @@ describe("following runtime overrides in Redis", () => {
     expect(await store.client.zcard("spillway:{overrides:trimmed}:~changes")).toBeLessThanOrEqual(KEPT_CHANGES * 1.25);
   });
 });
+
+describe("what a process's first read of runtime overrides costs Redis", () => {
+  const three = ["first-a", "first-b", "first-c"].map((name) => parsePolicy({ name, algorithm: "fixed-window", limit: 2, period: "1h" }, "p"));
+  const threeCatalog = new Map(three.map((one) => [one.name, one]));
+
+  /** The calls Redis counted (INFO commandstats) while `run` ran, by command: scripts and the commands they ran. */
+  async function commandsOf(run: () => Promise<unknown>): Promise<Record<string, number>> {
+    await store.client.config("RESETSTAT");
+    await run();
+    const stats = (await store.client.info("commandstats")) as string;
+    return Object.fromEntries([...stats.matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)].map((match) => [match[1]!, Number(match[2])]));
+  }
+
+  it("no policy holds an override: one call per policy (its version), no page, no changes", async () => {
+    const reader = new Overrides({ catalog: threeCatalog, table: store.overrides, ttlMs: 1000, clockMs: () => 0 });
+    const counts = await commandsOf(() => reader.resolve(three, "k"));
+    expect(counts.eval).toBe(3);
+    expect(counts.hscan).toBeUndefined();
+    expect(counts.zrangebyscore).toBeUndefined();
+  });
+
+  it("one policy holds one: its version and its first page with the version it was read at, nothing more", async () => {
+    await store.overrides.put({ policy: "first-b", key: "vip", limit: 7 });
+    const reader = new Overrides({ catalog: threeCatalog, table: store.overrides, ttlMs: 1000, clockMs: () => 0 });
+    let limit: number | undefined;
+    const counts = await commandsOf(async () => (limit = (await reader.resolve([three[1]!], "vip"))[0]!.limit));
+    expect(limit).toBe(7);
+    // Three versions and one page (an EVAL holding the HSCAN): no versions call before the page, no changes after it.
+    expect(counts.eval).toBe(4);
+    expect(counts.hscan).toBe(1);
+  });
+
+  it("an evicted version beside overrides is never taken for an empty policy", async () => {
+    await store.overrides.put({ policy: "first-c", key: "kept", limit: 9 });
+    // What allkeys-lru (or a hand) may do: the version goes, the hash stays.
+    await store.client.del("spillway:{overrides:first-c}:~version");
+    expect(await store.overrides.versions(["first-c"])).toEqual([-1]);
+    const clock = { ms: 0 };
+    const reader = new Overrides({ catalog: threeCatalog, table: store.overrides, ttlMs: 1000, clockMs: () => clock.ms });
+    expect((await reader.resolve([three[2]!], "kept"))[0]!.limit).toBe(9);
+    // Followed from there: a later change is seen.
+    await store.overrides.put({ policy: "first-c", key: "later", limit: 8 });
+    clock.ms = 5000;
+    expect((await reader.resolve([three[2]!], "later"))[0]!.limit).toBe(8);
+  });
+});

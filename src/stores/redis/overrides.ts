@@ -80,10 +80,33 @@ if #fields > most then return nil end
 if #fields == 0 then return nil end
 return { version, fields, redis.call("HMGET", KEYS[1], unpack(fields)) }`;
 
+/**
+ * KEYS: the version, the hash. The policy's version; when none is kept, 0 only if the hash
+ * holds nothing either (the policy never held an override: a first read stops here), else -1
+ * (an evicted or deleted `~version` beside overrides: never taken for empty, read whole).
+ */
+const VERSION = `
+local version = redis.call("GET", KEYS[1])
+if version then return tonumber(version) end
+if redis.call("EXISTS", KEYS[2]) == 1 then return -1 end
+return 0`;
+
+/**
+ * KEYS: the hash, the version. ARGV: the count asked of HSCAN. A first page and the version it
+ * was read at, in one step: { version, cursor, fields and values }.
+ */
+const FIRST_PAGE = `
+local page = redis.call("HSCAN", KEYS[1], "0", "COUNT", ARGV[1])
+return { tonumber(redis.call("GET", KEYS[2]) or "0"), page[1], page[2] }`;
+
 /** A whole table read as HGETALL once took longer than a decision's 50 ms; a page or a change is short. */
 const TIMEOUT_MS = 2000;
 
 export class RedisOverrideTable implements OverrideTable {
+  /** versions() answers 0 only for a policy without a version and without overrides (VERSION). */
+  readonly versionZeroIsEmpty = true;
+  /** A first page comes with its version (FIRST_PAGE): a policy that fits in it is one call. */
+  readonly versionedPages = true;
   readonly #client: RedisClient;
   readonly #prefix: string;
 
@@ -99,9 +122,14 @@ export class RedisOverrideTable implements OverrideTable {
   }
 
   async versions(policies: readonly string[]): Promise<number[]> {
-    // One GET per policy: each is in its own slot on a Cluster.
-    const read = Promise.all(policies.map((policy) => this.#client.get(this.#keys(policy)[1])));
-    return (await withTimeout(read, TIMEOUT_MS, "overrides versions")).map((version) => Number(version ?? 0));
+    // One call per policy (each is in its own slot on a Cluster), sent together.
+    const read = Promise.all(
+      policies.map((policy) => {
+        const [table, version] = this.#keys(policy);
+        return this.#client.eval(VERSION, 2, version, table) as Promise<number>;
+      }),
+    );
+    return (await withTimeout(read, TIMEOUT_MS, "overrides versions")).map(Number);
   }
 
   async changes(policy: string, sinceVersion: number): Promise<OverrideChanges | undefined> {
@@ -121,8 +149,15 @@ export class RedisOverrideTable implements OverrideTable {
   /** HSCAN pages: each one short, whatever the table's size; the cursor is Redis's. */
   async page(policy: string, cursor: string | undefined, count: number): Promise<OverridePage> {
     if (cursor !== undefined && !/^\d{1,20}$/.test(cursor)) throw new ValidationError("cursor", "must be the cursor of a previous page, as it was answered");
-    const [table] = this.#keys(policy);
-    const [next, flat] = await withTimeout(this.#client.hscan(table, cursor ?? "0", "COUNT", count), TIMEOUT_MS, "overrides page");
+    const [table, versionKey] = this.#keys(policy);
+    let version: number | undefined;
+    let next: string;
+    let flat: string[];
+    if (cursor === undefined) {
+      [version, next, flat] = (await withTimeout(this.#client.eval(FIRST_PAGE, 2, table, versionKey, count), TIMEOUT_MS, "overrides page")) as [number, string, string[]];
+    } else {
+      [next, flat] = await withTimeout(this.#client.hscan(table, cursor, "COUNT", count), TIMEOUT_MS, "overrides page");
+    }
     const nowMs = Date.now();
     const overrides: Override[] = [];
     const expired: string[] = [];
@@ -134,7 +169,9 @@ export class RedisOverrideTable implements OverrideTable {
     }
     // Expired overrides apply nowhere: drop them, so they do not count towards the most a policy holds.
     if (expired.length > 0) this.#client.hdel(table, ...expired).catch(() => {});
-    return next === "0" ? { overrides } : { overrides, cursor: next };
+    const page: OverridePage = next === "0" ? { overrides } : { overrides, cursor: next };
+    if (version !== undefined) page.version = Number(version);
+    return page;
   }
 
   async put(override: Override): Promise<void> {
