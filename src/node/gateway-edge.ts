@@ -1,4 +1,3 @@
-import { spelled } from "./header-names.js";
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { Duplex } from "node:stream";
@@ -7,12 +6,13 @@ import type { GatewayCore, GatewayStep } from "../gateway/core.js";
 import { UNROUTED, refusal } from "../gateway/core.js";
 import { OriginClock, OriginTimeoutError, gatewayTimeout } from "../gateway/origin-timeout.js";
 import { UnrelayableStatusError } from "../gateway/upgrade.js";
-import { HOP_BY_HOP, NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, newFieldRecord, originBasePath } from "../gateway/proxy.js";
+import { NULL_BODY_STATUSES, addExtraFields, answerHeaders, badGateway, originBasePath } from "../gateway/proxy.js";
 import type { BodyTap } from "../gateway/answer-count.js";
 import { NODE_TAP_DECODINGS, decodingTap } from "./usage-decode.js";
 import type { CanonicalPath } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
 import { rawField } from "./raw-fields.js";
+import { endToEndFields, flatFields, originFields } from "./message-fields.js";
 import { NodeRequestFacts, quietly } from "./request-facts.js";
 import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from "./origin-agents.js";
 import { TurnQueue } from "./turn-queue.js";
@@ -330,16 +330,6 @@ function forwardsBody(req: IncomingMessage): boolean {
 /** The origin's answer once its headers came (ClientRequest keeps it as `res`). */
 const incomingOf = (outgoing: http.ClientRequest): IncomingMessage | undefined => (outgoing as { res?: IncomingMessage }).res;
 
-/** A Headers as node:http's flat [name, value, …] list, several Set-Cookie fields kept apart. */
-function flatFields(headers: Headers): string[] {
-  const fields: string[] = [];
-  headers.forEach((value, name) => {
-    if (name !== "set-cookie") fields.push(spelled(name), value);
-  });
-  for (const cookie of headers.getSetCookie()) fields.push("set-cookie", cookie);
-  return fields;
-}
-
 /** One request and its answer, and the core's facts about it (NodeRequestFacts). */
 class Exchange extends NodeRequestFacts {
   readonly res: ServerResponse;
@@ -378,53 +368,4 @@ class Exchange extends NodeRequestFacts {
   forwardedFields(): Record<string, string> {
     return endToEndFields(this.req.rawHeaders, true)!;
   }
-}
-
-/**
- * A message's end-to-end fields from node:http's rawHeaders, in one pass: lower-case names,
- * repeats joined by ", ", without hop-by-hop fields and those its Connection field names
- * (rare beyond keep-alive and close), and without Host for a request (`request`). An answer
- * with several Set-Cookie lines gets undefined: one string cannot keep them apart.
- */
-export function endToEndFields(raw: readonly string[], request: boolean): Record<string, string> | undefined {
-  const fields = newFieldRecord();
-  let connection: string | undefined;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    const value = raw[i + 1]!;
-    if (name === "connection") connection = connection === undefined ? value : `${connection}, ${value}`;
-    if (HOP_BY_HOP.has(name) || (request && name === "host")) continue;
-    const seen = fields[name];
-    if (seen === undefined) fields[name] = value;
-    else if (!request && name === "set-cookie") return undefined;
-    else fields[name] = `${seen}, ${value}`;
-  }
-  if (connection) {
-    for (const named of connection.split(",")) {
-      const name = named.trim().toLowerCase();
-      if (name in fields) delete fields[name];
-    }
-  }
-  return fields;
-}
-
-/**
- * An origin's answer fields: its end-to-end fields as a record, read in one pass; when several
- * Set-Cookie lines come, a Headers of all its fields instead, which keeps them apart (answerHeaders
- * drops the hop-by-hop ones from it). Node's parser has already refused malformed names and values.
- */
-export function originFields(raw: readonly string[]): Headers | Record<string, string> {
-  return endToEndFields(raw, false) ?? headersFromRaw(raw);
-}
-
-function headersFromRaw(raw: readonly string[]): Headers {
-  const headers = new Headers();
-  for (let i = 0; i < raw.length; i += 2) {
-    try {
-      headers.append(raw[i]!, raw[i + 1]!);
-    } catch {
-      // A field the Headers class refuses (bad characters) is dropped, not fatal.
-    }
-  }
-  return headers;
 }

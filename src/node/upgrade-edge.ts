@@ -11,7 +11,7 @@ import { asWebSocketUpgrade, isWebSocketUpgrade } from "../gateway/upgrade.js";
 import { isSpillwayPath } from "../http/app.js";
 import { type CanonicalPath, canonicalPath, isRefused } from "../http/path.js";
 import { errorResponse } from "../http/problems.js";
-import { endToEndFields, originFields } from "./gateway-edge.js";
+import { endToEndFields, originFields } from "./message-fields.js";
 import { rawField } from "./raw-fields.js";
 import { keepAlive, relaySockets } from "./socket-relay.js";
 import { NodeRequestFacts } from "./request-facts.js";

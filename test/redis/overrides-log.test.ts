@@ -113,7 +113,7 @@ describe("what a process's first read of runtime overrides costs Redis", () => {
 
   it("no policy holds an override: one call per policy (its version), no page, no changes", async () => {
     const reader = new Overrides({ catalog: threeCatalog, table: store.overrides, ttlMs: 1000, clockMs: () => 0 });
-    const counts = await commandsOf(() => reader.resolve(three, "k"));
+    const counts = await commandsOf(async () => reader.resolve(three, "k"));
     expect(counts.eval).toBe(3);
     expect(counts.hscan).toBeUndefined();
     expect(counts.zrangebyscore).toBeUndefined();
