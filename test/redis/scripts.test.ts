@@ -135,6 +135,16 @@ describe("Lua scripts and functions", () => {
       expect(await store.check("k", [perMinute], reject)).toMatchObject({ allowed: true, remaining: 99 });
       expect(runnerFor(olderClient).mode).toBe("scripts");
       expect(await commandsOf(olderClient, () => store.check("k", [perMinute], reject))).toEqual(["evalsha"]);
+      // Two plain limits: stack.lua as a script of its own (one MGET, its lists new each call).
+      const hourly = parsePolicy({ name: "hourly", algorithm: "fixed-window", limit: 2, period: "1h" }, "policy");
+      const stacked = () => store.check("stacked", [perMinute, hourly], reject);
+      // Its first call loads it (EVALSHA answers NOSCRIPT, then EVAL); the next is one EVALSHA.
+      expect(await commandsOf(olderClient, stacked)).toEqual(["evalsha", "eval"]);
+      let second: unknown;
+      expect(await commandsOf(olderClient, async () => (second = await stacked()))).toEqual(["evalsha"]);
+      expect(second).toMatchObject({ allowed: true, remaining: 0, policy: "hourly" });
+      expect(await stacked()).toMatchObject({ allowed: false, policy: "hourly" });
+      expect(await store.peek("stacked", [perMinute])).toMatchObject({ remaining: 98 });
       // Calendar windows and credits (a change, and a stack decided in full) take the same way.
       const monthly = parsePolicy({ name: "monthly", algorithm: "fixed-window", limit: 2, calendar: "month", timezone: "Asia/Kolkata" }, "policy");
       const wallet = parsePolicy({ name: "wallet", algorithm: "credits", limit: 5, refill: { calendar: "week" } }, "policy");
