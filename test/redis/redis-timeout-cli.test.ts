@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import { type Served, startServe } from "./serve-process.js";
 import { ownerOfConnection } from "./socket-owner.js";
 
 // `spillway serve --redis-timeout`, through the real CLI on a real redis-server made slow: a
@@ -34,26 +35,10 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Served {
-  child: ChildProcess;
-  port: number;
-  pids: number[];
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
 async function serve(extra: string[]): Promise<Served> {
-  const child = spawn(process.execPath, [bin, "serve", "--config", "config.json", "--redis", redis.url, "--port", "0", "--no-metrics", ...extra], { cwd: dir, env: { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined, REDIS_TIMEOUT: undefined }, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const started = extra.includes("--workers") ? /workers \(pids/ : /listening on/;
-  for (let i = 0; i < 600 && !started.test(output) && child.exitCode === null; i++) await sleep(50);
-  const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1]);
-  expect(port, output).toBeGreaterThan(0);
-  const pids = (/workers \(pids ([\d, ]+)\)/.exec(output)?.[1] ?? String(child.pid)).split(", ").map(Number);
-  return { child, port, pids, output: () => output, exited };
+  const served = await startServe(["--config", "config.json", "--redis", redis.url, "--port", "0", "--no-metrics", ...extra], dir, { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined, REDIS_TIMEOUT: undefined });
+  expect(served.port, served.output()).toBeGreaterThan(0);
+  return served;
 }
 
 /** POST /v1/check on `agent`'s connection: the status, the body and the client's port. */

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { request } from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import { type Served, startServe } from "./serve-process.js";
 import { configDir, d, rlsClient } from "../unit/rls-helpers.js";
 
 // `spillway serve --workers 2` on a real Redis: the ports shared, one /metrics summing every
@@ -52,25 +53,10 @@ function sample(text: string, selector: RegExp): number {
     .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
 }
 
-interface Served {
-  child: ChildProcess;
-  port: number;
-  pids: number[];
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
 async function serveWorkers(extra: string[] = [], config = ["--config", "config.json"]): Promise<Served> {
-  const child = spawn(process.execPath, [bin, "serve", ...config, "--redis", redis.url, "--port", "0", "--workers", "2", ...extra], { cwd: dir, env: { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined }, stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  for (let i = 0; i < 600 && !/workers \(pids/.test(output) && child.exitCode === null; i++) await sleep(50);
-  const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1]);
-  const pids = (/workers \(pids ([\d, ]+)\)/.exec(output)?.[1] ?? "").split(", ").map(Number);
-  expect(pids, output).toHaveLength(2);
-  return { child, port, pids, output: () => output, exited };
+  const served = await startServe([...config, "--redis", redis.url, "--port", "0", "--workers", "2", ...extra], dir, { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined });
+  expect(served.pids, served.output()).toHaveLength(2);
+  return served;
 }
 
 const alive = (pid: number) => {
