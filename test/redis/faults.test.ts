@@ -162,6 +162,35 @@ describe("Redis faults", () => {
     await store.close();
   });
 
+  it("a stalled Redis and a stack of two limits (stack.lua): calls fail within the timeout, and the calls Redis runs late stay all-or-nothing", async () => {
+    const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: () => {} });
+    expect(await store.ready(10_000)).toBe(true);
+    const three = parsePolicy({ name: "three", algorithm: "fixed-window", limit: 3, period: "1h" }, "policy");
+    const wide = parsePolicy({ name: "wide", algorithm: "fixed-window", limit: 100, period: "1h" }, "policy");
+    expect((await store.check("stalled-stack", [three, wide], reject)).remaining).toBe(2);
+    const pid = server.process.pid!;
+    process.kill(pid, "SIGSTOP");
+    const resume = setTimeout(() => process.kill(pid, "SIGCONT"), 500);
+    const loopDelay = monitorEventLoopDelay({ resolution: 5 });
+    loopDelay.enable();
+    const begin = performance.now();
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => store.check("stalled-stack", [three, wide], reject)));
+    clearTimeout(resume);
+    process.kill(pid, "SIGCONT");
+    loopDelay.disable();
+    expect(performance.now() - begin).toBeLessThan(TIMEOUT_MS + 100 + loopDelay.max / 1e6);
+    for (const result of results) {
+      expect(result.status).toBe("rejected");
+      expect(String((result as PromiseRejectedResult).reason)).toBe(`StoreUnavailableError: redis stack did not answer within ${TIMEOUT_MS} ms`);
+    }
+    // Redis runs the 20 late: two fit the tight limit, and the 18 it refuses take nothing from
+    // the wide one either.
+    const after = await store.peek("stalled-stack", [three, wide]);
+    expect(after.policies.map((one) => one.remaining)).toEqual([0, 97]);
+    expect((await store.check("after-stalled-stack", [three, wide], reject)).remaining).toBe(2);
+    await store.close();
+  });
+
   it("a stalled Redis and one call alone (its write out at once, its clock started without waiting a turn): it fails within the timeout", async () => {
     const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: () => {} });
     expect(await store.ready(10_000)).toBe(true);
