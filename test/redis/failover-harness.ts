@@ -7,10 +7,15 @@ import { STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
 
 export const LEASE_MS = 3000;
 
-/** counted: the 30-before / 20-after policy; open and closed: the load's failModes; leases: concurrency. */
+/**
+ * counted: the 30-before / 20-after policy; open and closed: the load's failModes; leases:
+ * concurrency. counted is GCRA, whose 50 refill one per 72 s, so a test (60 s at most) counts
+ * exactly 50: an hour's fixed window is epoch-aligned, and a run that straddled the hour (CI at
+ * 06:59:59) started the counts afresh and read as counts lost in the failover.
+ */
 export const failoverConfig = parseConfig({
   policies: [
-    { name: "counted", algorithm: "fixed-window", limit: 50, period: "1h", failMode: "closed" },
+    { name: "counted", algorithm: "gcra", limit: 50, period: "1h", failMode: "closed" },
     { name: "open", algorithm: "gcra", limit: 1_000_000, period: "1s", failMode: "open" },
     { name: "closed", algorithm: "gcra", limit: 1_000_000, period: "1s", failMode: "closed" },
     { name: "leases", algorithm: "concurrency", limit: 2, lease: `${LEASE_MS}ms`, failMode: "closed" },

@@ -165,8 +165,9 @@ describe("Redis faults", () => {
   it("a stalled Redis and a stack of two limits (stack.lua): calls fail within the timeout, and the calls Redis runs late stay all-or-nothing", async () => {
     const store = new RedisStore({ url: server.url, timeoutMs: TIMEOUT_MS, log: () => {} });
     expect(await store.ready(10_000)).toBe(true);
-    const three = parsePolicy({ name: "three", algorithm: "fixed-window", limit: 3, period: "1h" }, "policy");
-    const wide = parsePolicy({ name: "wide", algorithm: "fixed-window", limit: 100, period: "1h" }, "policy");
+    // GCRA (stepped, as the fixed window is): no window edge for a run to straddle.
+    const three = parsePolicy({ name: "three", algorithm: "gcra", limit: 3, period: "1h" }, "policy");
+    const wide = parsePolicy({ name: "wide", algorithm: "gcra", limit: 100, period: "1h" }, "policy");
     expect((await store.check("stalled-stack", [three, wide], reject)).remaining).toBe(2);
     const pid = server.process.pid!;
     process.kill(pid, "SIGSTOP");
