@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } from "./gateway-table-access.js";
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
-import { ORIGIN_TIMEOUT_TYPE } from "../../src/wire.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../../src/core/wire.js";
 import { type GatewayReply, uniqueIp, uniqueUser } from "./gateway-table.js";
 
 // The gateway table's WebSocket cases, run by the Node gateway (test/unit/gateway-conformance

@@ -3,9 +3,9 @@
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { LocalCache } from "../../src/local/local-cache.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { RedisStore, type RedisStoreOptions } from "../../src/stores/redis/store.js";
-import { OVERLOADED_TYPE } from "../../src/wire.js";
+import { OVERLOADED_TYPE } from "../../src/core/wire.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { type BurstServer, LIMIT, startBurstServer } from "../unit/burst-servers.js";
 import { pipelinedMixed } from "../unit/burst-scenarios.js";

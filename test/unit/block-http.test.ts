@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createApi } from "../../src/http/api.js";
 import { rateLimit } from "../../src/http/middleware.js";
-import { SpillwayService } from "../../src/service.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const boxed = { name: "logins", algorithm: "fixed-window", limit: 2, period: "1m", block: "15m" };

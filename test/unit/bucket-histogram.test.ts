@@ -1,6 +1,6 @@
 import { Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { BucketHistogram } from "../../src/node/bucket-histogram.js";
+import { BucketHistogram } from "../../src/node/metrics/bucket-histogram.js";
 
 const BUCKETS = [0.001, 0.005, 0.01, 0.5, 2.5];
 // On a bound, between bounds, below the first, above the last (+Inf only), zero.

@@ -7,12 +7,12 @@ import { httpLimiter } from "../../src/client/limiters.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { Decision } from "../../src/core/types.js";
 import { problemFor, problemResponse } from "../../src/http/problems.js";
-import { OverloadedError, StoreUnavailableError, applyFailMode, mayFailOpen } from "../../src/limiter.js";
-import { parseServeArgs } from "../../src/node/cli-args.js";
-import { toRpcError } from "../../src/rpc-errors.js";
+import { OverloadedError, StoreUnavailableError, applyFailMode, mayFailOpen } from "../../src/core/limiter.js";
+import { parseServeArgs } from "../../src/node/args/serve.js";
+import { toRpcError } from "../../src/service/rpc-errors.js";
 import { CallQueue } from "../../src/stores/call-queue.js";
 import { DurableObjectStore, type KeyLimiterNamespace } from "../../src/stores/durable-object.js";
-import { OVERLOADED_TYPE } from "../../src/wire.js";
+import { OVERLOADED_TYPE } from "../../src/core/wire.js";
 
 const open = parsePolicy({ name: "open", algorithm: "fixed-window", limit: 5, period: "1h", failMode: "open" }, "policy");
 

@@ -1,7 +1,7 @@
 // The burst shapes of issue 22, run the same way on every store: one burst mixes the gateway
 // and /v1/check, one hot key and many cold ones, so that each run checks every kind of key.
 import { expect } from "vitest";
-import { FAILED_OPEN_HEADER, OVERLOADED_TYPE } from "../../src/wire.js";
+import { FAILED_OPEN_HEADER, OVERLOADED_TYPE } from "../../src/core/wire.js";
 import { type Answer, checkPost, connectionBurst, gatewayGet, percentile, pipelinedBurst, statusCounts } from "./burst-helpers.js";
 import { type BurstServer, LIMIT, SLOTS } from "./burst-servers.js";
 

@@ -2,11 +2,11 @@
 // of a real loopback origin, the /v1 API, and the observability `spillway serve` adds.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseConfig } from "../../src/config.js";
-import type { Limiter } from "../../src/limiter.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
-import { createNodeObservability } from "../../src/node/observability.js";
-import { startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
+import { createNodeObservability } from "../../src/node/metrics/observability.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { TsChild } from "../redis/child-processes.js";
 
 export const TOKEN = "test-token";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/core/validation.js";
-import { parseServeArgs } from "../../src/node/cli-args.js";
+import { parseServeArgs } from "../../src/node/args/serve.js";
 
 const fieldOf = (argv: string[], env: Record<string, string> = {}) => {
   try {

@@ -4,11 +4,11 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parseRlsConfig } from "../../src/rls/config.js";
 import { parseRlsText } from "../../src/rls/files.js";
-import { COMMANDS } from "../../src/node/cli.js";
-import { parseServeArgs } from "../../src/node/cli-args.js";
+import { COMMANDS } from "../../src/node/cli/main.js";
+import { parseServeArgs } from "../../src/node/args/serve.js";
 import { runSpillway } from "./cli-process.js";
 
 // The `spillway` command as a newcomer meets it: help and version, the messages of its

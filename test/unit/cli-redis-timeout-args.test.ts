@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SERVE_USAGE, parseServeArgs } from "../../src/node/cli-args.js";
-import { redisStoreOptions } from "../../src/node/stores.js";
+import { SERVE_USAGE, parseServeArgs } from "../../src/node/args/serve.js";
+import { redisStoreOptions } from "../../src/node/serve/stores.js";
 
 // `spillway serve --redis-timeout`: the Redis store's per-call timeout, for every Redis store
 // (standalone, Cluster, Sentinel) and from REDIS_TIMEOUT when the flag is not given.

@@ -5,7 +5,7 @@ import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseServeArgs } from "../../src/node/cli-args.js";
+import { parseServeArgs } from "../../src/node/args/serve.js";
 import { configDir } from "./rls-helpers.js";
 
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ValidationError } from "../../src/core/validation.js";
-import { parseSentinelList, parseServeArgs } from "../../src/node/cli-args.js";
+import { parseSentinelList, parseServeArgs } from "../../src/node/args/serve.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 
 const base = ["--config", "c.json"];

@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { describe, expect, it } from "vitest";
-import { parseServeArgs } from "../../src/node/cli-args.js";
+import { parseServeArgs } from "../../src/node/args/serve.js";
 
 const redis = ["--config", "c.json", "--redis", "redis://127.0.0.1:6379"];
 

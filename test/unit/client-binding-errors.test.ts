@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parsePolicy } from "../../src/core/policy.js";
-import { type Limiter, StoreFaultError, StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
-import { rpcAnswer, toRpcError } from "../../src/rpc-errors.js";
-import { STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "../../src/wire.js";
-import { SpillwayService } from "../../src/service.js";
+import { type Limiter, StoreFaultError, StoreUnavailableError, applyFailMode } from "../../src/core/limiter.js";
+import { rpcAnswer, toRpcError } from "../../src/service/rpc-errors.js";
+import { STORE_FAULT_PREFIX, STORE_UNAVAILABLE_PREFIX } from "../../src/core/wire.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { LimiterRequestError, LimiterUnavailableError, type SpillwayBinding, bindingLimiter, createSemaphore, createThrottle } from "../../src/client/index.js";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { LimiterRequestError, LimiterUnavailableError, createSemaphore, createThrottle, httpLimiter, throttledFetch } from "../../src/client/index.js";
 

@@ -1,5 +1,5 @@
 import { problemFor, problemResponse } from "../../src/http/problems.js";
-import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/core/limiter.js";
 import { describe, expect, it } from "vitest";
 import { parsePolicy, resolvePolicies } from "../../src/core/policy.js";
 import { MemoryStore } from "../../src/stores/memory.js";

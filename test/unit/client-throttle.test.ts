@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { CheckOptions, Decision, Policy } from "../../src/core/types.js";
-import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
+import { type Limiter, StoreUnavailableError } from "../../src/core/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { LimiterUnavailableError, MaxWaitExceededError, createThrottle } from "../../src/client/index.js";
 

@@ -2,9 +2,9 @@ import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
-import { configJsonSchema } from "../../src/node/json-schema.js";
+import { configJsonSchema } from "../../src/node/cli/json-schema.js";
 
 const SCHEMA_FILE = new URL("../../spillway.schema.json", import.meta.url);
 const schema = configJsonSchema();

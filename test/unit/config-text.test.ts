@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseConfigText } from "../../src/config.js";
+import { parseConfigText } from "../../src/config/config.js";
 import { findDuplicateKey } from "../../src/core/json-duplicates.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { runSpillway } from "./cli-process.js";

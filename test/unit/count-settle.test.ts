@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { type CountedOutcome, peekRequest } from "../../src/http/count-limit.js";
 import type { LimitPlan } from "../../src/http/limit.js";
-import { ForwardingLimiter, type Limiter } from "../../src/limiter.js";
+import { ForwardingLimiter, type Limiter } from "../../src/core/limiter.js";
 import { observeLimiter } from "../../src/observe/observed-limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 

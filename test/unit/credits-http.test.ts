@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpLimiter } from "../../src/client/index.js";
-import { parseConfig } from "../../src/config.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // POST /v1/credits on the real Node server (README "HTTP API"), and the balance it changes as

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SERVE_USAGE, parseServeArgs } from "../../src/node/cli-args.js";
+import { SERVE_USAGE, parseServeArgs } from "../../src/node/args/serve.js";
 import { documentPaths, extractSnippets } from "../package/snippets.js";
 
 // Every `spillway serve …` command in a shell block of README.md and docs/*.md is one that

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const policies = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { parseGatewayConfig } from "../../src/gateway/config.js";
 import { DEFAULT_READ_LIMITS } from "../../src/gateway/counting.js";

@@ -1,13 +1,13 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import type { LogFn } from "../../src/http/limit.js";
 import { createGateway } from "../../src/gateway/gateway.js";
-import { createNodeGateway, createNodeOriginFetch, nodeClientIp } from "../../src/node/gateway.js";
-import type { Limiter } from "../../src/limiter.js";
-import { startServer } from "../../src/node/server.js";
+import { createNodeGateway, createNodeOriginFetch, nodeClientIp } from "../../src/node/http/gateway.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import type { OriginAgents } from "../../src/node/origin-agents.js";
+import type { OriginAgents } from "../../src/node/http/origin-agents.js";
 
 export interface Running {
   url: string;

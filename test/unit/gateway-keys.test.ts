@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { formatIp, parseIp, parseIpRange, rangeContains, resolveClientIp } from "../../src/gateway/ip.js";
 import { type KeySource, keyOf, parseKeySource } from "../../src/gateway/keys.js";

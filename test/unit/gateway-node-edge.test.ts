@@ -1,11 +1,11 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import type { Policy } from "../../src/core/types.js";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import type { GatewayRequestEvent, OriginEvent } from "../../src/observe/observer.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { type Running, deferred, ownStore, rawExchange, startOrigin, waitFor } from "./gateway-helpers.js";
 

@@ -1,6 +1,6 @@
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { originAgents } from "../../src/node/origin-agents.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
 import { type GatewayUnderTest, type Running, nodeOriginClients, request, startOrigin, waitFor } from "./gateway-helpers.js";
 
 // The gateway closes pooled origin connections that sat unused for the pool's idle timeout

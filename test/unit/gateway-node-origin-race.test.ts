@@ -1,6 +1,6 @@
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { originAgents } from "../../src/node/origin-agents.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
 import { type GatewayUnderTest, type Running, nodeOriginClients, request, startOrigin } from "./gateway-helpers.js";
 
 // An origin that closes idle keep-alive connections sooner than the gateway's pool does: each

@@ -1,7 +1,7 @@
 import type http from "node:http";
 import type { Socket } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { originAgents } from "../../src/node/origin-agents.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
 import { type GatewayUnderTest, type Running, nodeOriginClients, request, startOrigin } from "./gateway-helpers.js";
 
 // A request that goes out on a pooled connection the origin drops before answering is sent

@@ -1,12 +1,12 @@
 import type http from "node:http";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { type SpillwayConfig, parseConfig } from "../../src/config.js";
+import { type SpillwayConfig, parseConfig } from "../../src/config/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
-import { createNodeGateway, createNodeOriginFetch, nodeClientIp } from "../../src/node/gateway.js";
+import { createNodeGateway, createNodeOriginFetch, nodeClientIp } from "../../src/node/http/gateway.js";
 import { OriginTimeoutError } from "../../src/gateway/origin-timeout.js";
-import { ORIGIN_TIMEOUT_TYPE } from "../../src/wire.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../../src/core/wire.js";
 import { globalFetchOrigin } from "../../src/gateway/proxy.js";
-import { startServer } from "../../src/node/server.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { type Running, startOrigin, waitFor } from "./gateway-helpers.js";
 

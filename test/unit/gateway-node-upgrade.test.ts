@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { parseConfig } from "../../src/config.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
-import { startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { echoOf as echo, openWebSocket as open } from "./websocket-client.js";
 import { type WsOrigin, startWsOrigin } from "../conformance/ws-origin.js";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import { type GatewayUnderTest, ownStore, request, startGateway } from "./gateway-helpers.js";
 
 // What only the Node edge does with upgrades (the shared cases are the gateway table's): which

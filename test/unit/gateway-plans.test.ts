@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parseIp } from "../../src/gateway/ip.js";
 import { type KeySource, type RequestFacts, keyOf, missingPart, parseKeySource } from "../../src/gateway/keys.js";
 import { matchesRequest, normalHost, parseHeaderMatch, parseHostMatch } from "../../src/gateway/match.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
 import { joinKeyParts } from "../../src/overrides/key-parts.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { type GatewayUnderTest, type Running, startGateway, startOrigin } from "./gateway-helpers.js";

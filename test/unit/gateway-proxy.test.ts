@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { retryAfterMsOf } from "../../src/gateway/feedback.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { onBodyDone } from "../../src/http/limit.js";
 import { OriginWait } from "../../src/gateway/origin-timeout.js";
 import { type OriginRequest, clientResponse, newFieldRecord, originRequest, originUrlFor, withoutHopByHop } from "../../src/gateway/proxy.js";
-import { type Limiter, StoreUnavailableError } from "../../src/limiter.js";
+import { type Limiter, StoreUnavailableError } from "../../src/core/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 describe("proxy helpers", () => {

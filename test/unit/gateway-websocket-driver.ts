@@ -1,6 +1,6 @@
 import http from "node:http";
 import WebSocket from "ws";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import type { GatewayReply } from "../conformance/gateway-table.js";
 import type { UpgradeReply, WebSocketDriver, WsClient } from "../conformance/gateway-websocket-table.js";
 import type { WsOrigin } from "../conformance/ws-origin.js";

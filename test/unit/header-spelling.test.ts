@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import express, { type Request } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { rateLimit } from "../../src/node/middleware.js";
+import { rateLimit } from "../../src/node/http/middleware.js";
 import { type Running, startGateway, startOrigin } from "./gateway-helpers.js";
 
 // Spillway's own fields are spelled one way (RateLimit-Policy, RateLimit, Retry-After, …) on the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import { startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // `notReady` (a worker of `spillway serve --workers N` until every worker listens): /healthz

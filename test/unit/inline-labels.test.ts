@@ -1,8 +1,8 @@
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import { createNodeObservability } from "../../src/node/observability.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { createNodeObservability } from "../../src/node/metrics/observability.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const config = parseConfig({

@@ -1,5 +1,5 @@
 import type { CheckOptions, Decision, Policy } from "../../src/core/types.js";
-import { ForwardingLimiter, type Limiter, StoreUnavailableError } from "../../src/limiter.js";
+import { ForwardingLimiter, type Limiter, StoreUnavailableError } from "../../src/core/limiter.js";
 
 /** What happens to one call: it goes through, fails before the store decides, or decides and then loses its answer. */
 export type CallOutcome = "ok" | "fail-before" | "fail-after";

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions, Decision, Policy } from "../../src/core/types.js";
-import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { StoreUnavailableError, applyFailMode } from "../../src/core/limiter.js";
 import { LocalCache } from "../../src/local/local-cache.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { FlakyStore } from "./local-cache-helpers.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/core/types.js";
-import { StoreFaultError } from "../../src/limiter.js";
+import { StoreFaultError } from "../../src/core/limiter.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { policyOf } from "./core-helpers.js";
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { rateLimit } from "../../src/http/middleware.js";
-import { rateLimit as nodeRateLimit } from "../../src/node/middleware.js";
+import { rateLimit as nodeRateLimit } from "../../src/node/http/middleware.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // rateLimit() on Hono and Node: a key function that answers an array (a composite key, joined

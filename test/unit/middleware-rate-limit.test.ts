@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { type RateLimitOptions, rateLimit } from "../../src/http/middleware.js";
-import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/core/limiter.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/core/wire.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const perMinute = { name: "per-minute", algorithm: "fixed-window", limit: 2, period: "1m" };

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parsePolicyList } from "../../src/core/policy.js";
 import { rateLimitHeaders } from "../../src/core/headers.js";
 import { quotaExceededResponse } from "../../src/http/limit.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // A cost above a policy's capacity can never pass: its 429 must not say "retry in 1 s".

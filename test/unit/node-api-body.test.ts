@@ -1,8 +1,8 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { MAX_BODY_BYTES } from "../../src/http/api.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 const config = parseConfig({ policies: [{ name: "two", algorithm: "fixed-window", limit: 2, period: "1h" }] });

@@ -3,12 +3,12 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { MAX_BODY_BYTES } from "../../src/http/api.js";
 import { createApp } from "../../src/http/app.js";
-import { NodeApiEdge } from "../../src/node/api-edge.js";
-import { serverListener } from "../../src/node/dispatch.js";
-import { SpillwayService } from "../../src/service.js";
+import { NodeApiEdge } from "../../src/node/http/api-edge.js";
+import { serverListener } from "../../src/node/serve/dispatch.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // The node:http API edge of `spillway serve` against the Hono app it stands in for: the same

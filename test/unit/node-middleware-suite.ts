@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { describe, expect, it, vi } from "vitest";
-import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/core/limiter.js";
 import type { NodeRateLimitOptions } from "../../src/node-middleware.js";
-import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
+import { STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../../src/core/wire.js";
 import { type Listening, abortedGet, failingStore, gate, perTest } from "./node-middleware-helpers.js";
 
 export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;

@@ -1,8 +1,8 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { ValidationError } from "../../src/core/validation.js";
-import { type RunningServer, nodeServerOptions, startServer } from "../../src/node/server.js";
+import { type RunningServer, nodeServerOptions, startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // A slowloris (headers trickled a byte at a time) must be cut near the headers timeout,

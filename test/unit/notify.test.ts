@@ -1,11 +1,11 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { warnFromUnits } from "../../src/core/warning.js";
-import { NoticeQueue } from "../../src/node/notice-queue.js";
-import { serveNotify } from "../../src/node/serve-notify.js";
+import { NoticeQueue } from "../../src/node/serve/notice-queue.js";
+import { serveNotify } from "../../src/node/serve/notify.js";
 import { LiveStats } from "../../src/observe/live-stats.js";
 import { observeLimiter } from "../../src/observe/observed-limiter.js";
 import type { Notice } from "../../src/notify/notifier.js";

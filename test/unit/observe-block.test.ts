@@ -1,7 +1,7 @@
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import { createNodeObservability } from "../../src/node/observability.js";
+import { parseConfig } from "../../src/config/config.js";
+import { createNodeObservability } from "../../src/node/metrics/observability.js";
 import type { LogLine } from "../../src/observe/log-lines.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 

@@ -2,9 +2,9 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { MissingPackageError, SERVER_PACKAGES, importNeeding } from "../../src/node/optional-packages.js";
+import { MissingPackageError, SERVER_PACKAGES, importNeeding } from "../../src/node/cli/optional-packages.js";
 
-// The server's packages are optional peers (src/node/optional-packages.ts): no module that a
+// The server's packages are optional peers (src/node/cli/optional-packages.ts): no module that a
 // library entry point or the `spillway` command loads at start may import one statically, or
 // `npm install spillway hono` would break at import time. The package test proves it on the
 // installed tarball; this walk names the import that broke it, in a second.
@@ -34,15 +34,15 @@ function staticPackages(entry: string): Map<string, string> {
 }
 
 describe("the server's optional packages", () => {
-  it.each(["hono.ts", "node-middleware.ts", "redis.ts", "client/index.ts", "core/index.ts", "worker/index.ts", "node/cli.ts"])("%s imports none of them statically", (entry) => {
+  it.each(["hono.ts", "node-middleware.ts", "redis.ts", "client/index.ts", "core/index.ts", "worker/index.ts", "node/cli/main.ts"])("%s imports none of them statically", (entry) => {
     const reached = staticPackages(entry);
     const optional = SERVER_PACKAGES.filter((name) => reached.has(name)).map((name) => `${name} (imported by src/${reached.get(name)})`);
     expect(optional).toEqual([]);
   });
 
   it("the walk finds them where they are imported (the modules the CLI loads with import())", () => {
-    expect(staticPackages("node/observability.ts").get("prom-client")).toBe("node/metrics.ts");
-    expect(staticPackages("node/rls-serve.ts").has("@grpc/grpc-js")).toBe(true);
+    expect(staticPackages("node/metrics/observability.ts").get("prom-client")).toBe("node/metrics/prometheus.ts");
+    expect(staticPackages("node/grpc/serve.ts").has("@grpc/grpc-js")).toBe(true);
   });
 
   it("a missing one is a MissingPackageError that says what to install; any other error passes through", async () => {

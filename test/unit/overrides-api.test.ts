@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createApp } from "../../src/http/app.js";
 import { MAX_EXPIRES_AHEAD_MS } from "../../src/overrides/parse.js";
-import { SpillwayService } from "../../src/service.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 
 // /v1/overrides on the memory store: what a PUT, DELETE and GET refuse (400 naming the field,

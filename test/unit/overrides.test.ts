@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig, withDryRunEnv } from "../../src/config.js";
+import { parseConfig, withDryRunEnv } from "../../src/config/config.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { ValidationError } from "../../src/core/validation.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
 import { Overrides, overridesFor } from "../../src/overrides/overrides.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { MAX_OVERRIDES_PER_POLICY, fieldKey, overrideField, parseOverride } from "../../src/overrides/parse.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { decide } from "../../src/core/decision.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions } from "../../src/core/types.js";
-import { StoreFaultError } from "../../src/limiter.js";
+import { StoreFaultError } from "../../src/core/limiter.js";
 import { decodeDecision, decodeSingleDecision, decodeStoredState } from "../../src/stores/redis/codec.js";
 
 // 5 per second: one request every 200 ms, a burst of 5.

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { LogLine } from "../../src/observe/log-lines.js";
-import { originAgents } from "../../src/node/origin-agents.js";
-import { type Serving, configOf, configReloader, runtimePartsOf } from "../../src/node/serve-reload.js";
-import { startServer } from "../../src/node/server.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
+import { type Serving, configOf, configReloader, runtimePartsOf } from "../../src/node/serve/serving.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { startWsOrigin } from "../conformance/ws-origin.js";
 

@@ -2,11 +2,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import type { LogLine } from "../../src/observe/log-lines.js";
-import { originAgents } from "../../src/node/origin-agents.js";
-import { type Serving, configOf, configReloader, runtimePartsOf } from "../../src/node/serve-reload.js";
-import { startServer } from "../../src/node/server.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
+import { type Serving, configOf, configReloader, runtimePartsOf } from "../../src/node/serve/serving.js";
+import { startServer } from "../../src/node/serve/server.js";
 
 // A reload that keeps a policy's name but changes its algorithm (issue 30, row 8): the state
 // its keys hold was written by the old algorithm, which the new one cannot read, so every key

@@ -1,10 +1,10 @@
-// src/node/rls-decode.ts and rls-encode.ts against proto-loader's own codec (protobufjs), which it replaces on
+// src/node/grpc/decode.ts and encode.ts against proto-loader's own codec (protobufjs), which it replaces on
 // every ShouldRateLimit: the same objects from the same bytes, the same bytes from the same answer.
 import type * as grpc from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { decodeRlsRequest } from "../../src/node/rls-decode.js";
-import { encodeRlsAnswer } from "../../src/node/rls-encode.js";
-import { loadRlsProtos } from "../../src/node/rls-server.js";
+import { decodeRlsRequest } from "../../src/node/grpc/decode.js";
+import { encodeRlsAnswer } from "../../src/node/grpc/encode.js";
+import { loadRlsProtos } from "../../src/node/grpc/server.js";
 import type { RlsAnswer } from "../../src/rls/status.js";
 
 const method = loadRlsProtos().RateLimitService.service.ShouldRateLimit as grpc.MethodDefinition<unknown, RlsAnswer>;
@@ -66,7 +66,7 @@ function randomAnswer(seed: number): RlsAnswer {
   return answer;
 }
 
-describe("ShouldRateLimit's codec (src/node/rls-decode.ts, rls-encode.ts)", () => {
+describe("ShouldRateLimit's codec (src/node/grpc/decode.ts, encode.ts)", () => {
   it("decodes 2,000 generated requests as proto-loader does", () => {
     for (let seed = 1; seed <= 2000; seed++) {
       const bytes = referenceEncode(randomRequest(seed));

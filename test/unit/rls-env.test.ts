@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { parseGoDurationMs, parseRlsEnv } from "../../src/node/rls-env.js";
-import { RLS_ENV_ROWS } from "../../src/node/rls-env-table.js";
+import { parseGoDurationMs, parseRlsEnv } from "../../src/node/grpc/env.js";
+import { RLS_ENV_ROWS } from "../../src/node/grpc/env-table.js";
 
 /** Every variable of envoyproxy/ratelimit's src/settings/settings.go (its envconfig tags, in order). */
 const REFERENCE_VARIABLES =

@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import { loadRlsProtos } from "../../src/node/rls-server.js";
+import { loadRlsProtos } from "../../src/node/grpc/server.js";
 
 /**
  * envoyproxy/ratelimit's README examples, as its README writes them (Examples 1, 2, 3, 5, 6,

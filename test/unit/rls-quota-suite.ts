@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
-import { type RunningRlsServer, startRlsServer } from "../../src/node/rls-server.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { type RunningRlsServer, startRlsServer } from "../../src/node/grpc/server.js";
 import { parseRlsConfig } from "../../src/rls/config.js";
 import { parseRlsText } from "../../src/rls/files.js";
 import { type RlsClient, d, rlsClient } from "./rls-helpers.js";

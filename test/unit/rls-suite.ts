@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
-import { loadRlsConfig } from "../../src/node/rls-files.js";
-import { type RunningRlsServer, startRlsServer } from "../../src/node/rls-server.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { loadRlsConfig } from "../../src/node/grpc/files.js";
+import { type RunningRlsServer, startRlsServer } from "../../src/node/grpc/server.js";
 import { RlsStats } from "../../src/rls/stats.js";
 import { README_CONFIGS, type RlsClient, configDir, d, freshSecond, rlsClient, unique } from "./rls-helpers.js";
 

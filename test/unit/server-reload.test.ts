@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { type SpillwayConfig, parseConfig } from "../../src/config.js";
-import { createNodeGateway } from "../../src/node/gateway.js";
-import { originAgents } from "../../src/node/origin-agents.js";
-import type { RuntimeParts } from "../../src/node/runtime.js";
-import { startServer } from "../../src/node/server.js";
+import { type SpillwayConfig, parseConfig } from "../../src/config/config.js";
+import { createNodeGateway } from "../../src/node/http/gateway.js";
+import { originAgents } from "../../src/node/http/origin-agents.js";
+import type { RuntimeParts } from "../../src/node/serve/runtime.js";
+import { startServer } from "../../src/node/serve/server.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { echoOf as echo, openWebSocket as open } from "./websocket-client.js";
 import { startWsOrigin } from "../conformance/ws-origin.js";

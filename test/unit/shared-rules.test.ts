@@ -1,13 +1,13 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { windowStartOf } from "../../src/core/algorithm.js";
 import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { sleep } from "../../src/core/sleep.js";
 import { ValidationError } from "../../src/core/validation.js";
-import { type Limiter, StoreFaultError, StoreUnavailableError, mayFailOpen } from "../../src/limiter.js";
-import { SpillwayService } from "../../src/service.js";
-import { MAX_KEY_BYTES, keyFitsBytes } from "../../src/wire.js";
+import { type Limiter, StoreFaultError, StoreUnavailableError, mayFailOpen } from "../../src/core/limiter.js";
+import { SpillwayService } from "../../src/service/service.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../../src/core/wire.js";
 
 // Rules several modules share, each written once: these pin the one copy down.
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { loggedProblem } from "../../src/http/problems.js";
-import { StoreFaultError, StoreUnavailableError } from "../../src/limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../src/core/limiter.js";
 import { type LogLine, STORE_ERROR_LOG_INTERVAL_MS, StoreErrorLog, logObserver } from "../../src/observe/log-lines.js";
 
 afterEach(() => {

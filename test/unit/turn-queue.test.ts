@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TurnQueue } from "../../src/node/turn-queue.js";
+import { TurnQueue } from "../../src/node/http/turn-queue.js";
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
