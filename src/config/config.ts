@@ -1,3 +1,4 @@
+// config: the whole config file, parsed once and strictly, and its schema (schema.ts).
 import { type DurableObjectPlacement, type GatewayFields, configFileSchema } from "./schema.js";
 import { POLICY_NAME_PATTERN, type PolicyCatalog, parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";

@@ -1,3 +1,4 @@
+// service: the decision service every transport calls, its request schemas, its RPC errors.
 import type { SpillwayConfig } from "../config/config.js";
 import { stackLeaseMs } from "../core/concurrency.js";
 import type { AcquireResult, CheckMode, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";

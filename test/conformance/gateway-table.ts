@@ -4,7 +4,7 @@ import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } f
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
-// gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
+// node/http/gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
 // Loads in workerd too: no node:* imports here, only what both runtimes have.
 
 /** An answer as the client sees it, resolved when its head arrives (the body may still stream). */

@@ -1,3 +1,5 @@
+// node/args: the command line's flags and values parsed into typed arguments (serve, Sentinel,
+// RLS, Go durations), below every other room of node/ so each may read them.
 import { validateRedisUrl } from "../../stores/redis/connection-errors.js";
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";

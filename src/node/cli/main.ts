@@ -1,3 +1,5 @@
+// node/cli: the `spillway` command (serve, check, rls, init), its help and exit codes; the
+// scaffold `init` writes and the JSON schema writer live beside it.
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { parseConfig, parseConfigText } from "../../config/config.js";

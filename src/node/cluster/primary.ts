@@ -1,3 +1,4 @@
+// node/cluster: `spillway serve --workers N`: this primary, the worker's link to it, their protocol.
 import cluster, { type Worker } from "node:cluster";
 import { parseGatewayConfig } from "../../gateway/config.js";
 import type { ServeArgs } from "../args/serve.js";

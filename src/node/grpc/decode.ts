@@ -1,7 +1,7 @@
 // ShouldRateLimit's request, read from its protobuf bytes by hand: proto-loader's own codec
 // (protobufjs) decodes into message objects and then copies them into plain ones (toObject), on
 // every decision. This reads exactly the fields Spillway uses, into the same plain objects as
-// proto-loader under RLS_PROTO_OPTIONS (test/unit/rls-codec.test.ts holds it to that); the
+// proto-loader under RLS_PROTO_OPTIONS (test/unit/node/grpc/codec.test.ts holds it to that); the
 // answer is written by rls-encode.ts.
 import type { WireDescriptor, WireRequest } from "../../rls/request.js";
 

@@ -1,6 +1,6 @@
 // ShouldRateLimit's answer, written to protobuf bytes by hand: proto-loader's own codec
 // (protobufjs) encodes through an object per field written, on every decision. This writes
-// the fields Spillway fills in, the same bytes as proto-loader (test/unit/rls-codec.test.ts
+// the fields Spillway fills in, the same bytes as proto-loader (test/unit/node/grpc/codec.test.ts
 // holds it to that); an answer with anything else (dynamic_metadata) goes to proto-loader's.
 import type { RlsAnswer, RlsStatus } from "../../rls/status.js";
 

@@ -1,3 +1,5 @@
+// node/grpc: Envoy's rate limit service over gRPC: the codec, this server, `spillway rls`'s
+// environment, its metrics and logs.
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";

@@ -1,3 +1,5 @@
+// node/http: the node:http edges: the gateway (with its WebSocket upgrade and relay), the /v1
+// edge, spillway/node's Express and node:http middleware, origin agents, header and field helpers.
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import { Readable, pipeline } from "node:stream";

@@ -1,3 +1,4 @@
+// node/metrics: the observability port: Prometheus series and histograms, the dashboard.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";

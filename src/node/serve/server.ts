@@ -1,3 +1,5 @@
+// node/serve: the `spillway serve` process: its server, runtime parts and dispatch, reload and its
+// signals, notices, and the store opened from flags.
 import type { AddressInfo } from "node:net";
 import { createServer } from "node:http";
 import type { Hono } from "hono";
