@@ -90,7 +90,7 @@ describe("benchmarks use the public API", () => {
 
   it("can fail: an internal import is caught, an entry point is not", () => {
     const bench = join(BENCH, "x.ts");
-    const reached = importsOf(bench, 'import { RedisStore } from "../../../src/redis.js";\nimport { scriptFor } from "../../../src/stores/redis/scripts.js";\nconst m = await import("../../../src/node/serve/server.js");');
+    const reached = importsOf(bench, 'import { RedisStore } from "../../src/redis.js";\nimport { scriptFor } from "../../src/stores/redis/scripts.js";\nconst m = await import("../../src/node/serve/server.js");');
     expect(reached.filter((path) => !ENTRY_POINTS.has(path)).map((path) => relative(ROOT, path))).toEqual(["src/stores/redis/scripts.ts", "src/node/serve/server.ts"]);
   });
 });
