@@ -1,7 +1,7 @@
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
-import { assertCreditsChange } from "../../core/credits.js";
+import { assertCreditsChange, creditsAnswer, pastBalanceCap } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
@@ -308,8 +308,10 @@ export class RedisStore implements Limiter {
     const [checked] = storePolicies([policy]);
     assertCreditsChange(checked!, change);
     const [op, amount] = "add" in change ? ["add", change.add] : ["set", change.set];
-    const remaining = await this.run("balance", key, stackOf([checked!]), [op, amount]);
-    return { remaining: Number(remaining) };
+    const reply = (await this.run("balance", key, stackOf([checked!]), [op, amount])) as number | string;
+    // "cap <balance>": the change would take the balance past MAX_BALANCE, and nothing changed.
+    if (typeof reply === "string" && reply.startsWith("cap ")) return creditsAnswer({ remaining: Number(reply.slice(4)), refused: pastBalanceCap(Number(reply.slice(4)), { balance: Number(reply.slice(4)) + amount, windowStartMs: 0 }) });
+    return { remaining: Number(reply) };
   }
 
   /**
