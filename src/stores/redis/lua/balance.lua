@@ -1,7 +1,8 @@
 -- balance.lua — raises or sets the balance of a credits policy (POST /v1/credits) in one
 -- atomic step: changeCredits in src/core/credits.ts.
 -- KEYS[i]    state of policy i, i = 1 = N (one credits policy)
--- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either may
+--            end in "@<deadlineMs>": past it the call raises LATE and changes nothing (read_clock)
 -- ARGV[2]    N = 1
 -- ARGV[2+i]  policy i: "credits <limit> <periodMs> <burst> <leaseMs> -[ <blockMs or -> <bounds or -> <refillTo>]"
 -- ARGV[4]    "add" or "set"
