@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config.js";
 import { type RunningServer, startServer } from "../../src/node/server.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
@@ -22,6 +22,8 @@ const config = parseConfig({
 let redis: RedisServer;
 let admin: Redis;
 beforeAll(async () => {
+  // The 503s are logged as store-error lines on stdout, on purpose here: kept out of the output.
+  vi.spyOn(console, "log").mockImplementation(() => {});
   redis = await startRedis();
   admin = new Redis(redis.url, { lazyConnect: true });
   await admin.connect();
@@ -29,6 +31,7 @@ beforeAll(async () => {
   await admin.acl("SETUSER", "no-functions", "on", "nopass", "~*", "&*", "+@all", "-fcall", "-function");
 });
 afterAll(async () => {
+  vi.restoreAllMocks();
   admin?.disconnect();
   await redis?.stop();
 });
