@@ -5,7 +5,8 @@ import { type RunningServer, startServer } from "../../src/node/server.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
 import { runnerFor } from "../../src/stores/redis/run.js";
 import { STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
-import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import { type RedisServer, startRedis, startRedisCluster } from "../../scripts/redis-server.js";
+import { StoreUnavailableError } from "../../src/limiter.js";
 
 // A call answered 503 spent nothing (issue 45, attack 8): a spend, a top-up or a debit that
 // Redis runs after its caller gave up (a CLIENT PAUSE, a SIGSTOP) carries a deadline in
@@ -140,6 +141,40 @@ describe.each(["functions", "scripts"] as const)("a call answered 503 spent noth
     expect(await served.send("credits", { key, policy: "tokens", add: 0 })).toMatchObject({ body: { remaining: 3700 } });
     expect((await lateRefusals()) - lateBefore).toBe(0);
   });
+});
+
+describe("a call answered 503 spent nothing (Redis Cluster)", () => {
+  it("each master's clock is its own: spends, debits and top-ups that paused masters run late do nothing", async () => {
+    const cluster = await startRedisCluster(3);
+    const store = new RedisStore({ clusterNodes: cluster.startupNodes, timeoutMs: TIMEOUT_MS, log: () => {} });
+    try {
+      expect(await store.ready(10_000)).toBe(true);
+      const tokens = config.catalog.get("tokens")!;
+      const keys = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+      for (const key of keys) expect((await store.check(key, [tokens], { cost: 1, mode: "reject", maxWaitMs: 0 })).remaining).toBe(3999);
+      const admins = cluster.nodes.map((node) => new Redis(node.url));
+      await Promise.all(admins.map((node) => node.call("CLIENT", "PAUSE", "1500", "ALL")));
+      const calls = keys.flatMap((key) => [
+        store.check(key, [tokens], { cost: 5, mode: "reject", maxWaitMs: 0 }),
+        store.debit(key, [tokens], 7),
+        store.credits(key, tokens, { add: 100 }),
+      ]);
+      const results = await Promise.allSettled(calls);
+      for (const result of results) expect(result.status === "rejected" && result.reason instanceof StoreUnavailableError).toBe(true);
+      const late = async () => {
+        let count = 0;
+        for (const node of admins) count += Number(/errorstat_LATE:count=(\d+)/.exec(await node.info("errorstats"))?.[1] ?? 0);
+        return count;
+      };
+      await waitUntil(async () => (await late()) >= calls.length, 5000);
+      expect(await late()).toBe(calls.length);
+      for (const key of keys) expect(await store.credits(key, tokens, { add: 0 })).toEqual({ remaining: 3999 });
+      for (const node of admins) node.disconnect();
+    } finally {
+      await store.close();
+      await cluster.stop();
+    }
+  }, 30_000);
 });
 
 async function waitUntil(condition: () => Promise<boolean>, withinMs: number): Promise<void> {
