@@ -18,7 +18,7 @@ interface Sample {
 /**
  * What Redis's clock reads when this process's performance.now() reads t: at least
  * t + offsetMs(), learnt from TIME. A call that must not act once its caller has given up
- * (a credits spend, a top-up, a debit: docs/limits.md, "A call answered 503 spent nothing")
+ * (a balance's spend, top-up or debit: docs/limits.md, "A call answered 503 spent nothing")
  * carries a deadline in Redis's own time, and the script does nothing past it.
  *
  * Each TIME gives a lower bound: Redis read its clock before this process read the answer, so

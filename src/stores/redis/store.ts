@@ -70,7 +70,7 @@ export class RedisStore implements Limiter {
   private readonly expirySlackMs: number;
   private readonly timeoutMs: number;
   /**
-   * How long after it is sent a spend, a top-up or a debit may still act (its deadline): the
+   * How long after it is sent a balance's spend, top-up or debit may still act (its deadline): the
    * timeout less a guard for its answer's way back, so that an answer that acted reaches this
    * process before it gives up (Deadlines waits at least timeoutMs from the write).
    */
@@ -411,8 +411,10 @@ export class RedisStore implements Limiter {
     const waiters = name !== "extend" && name !== "debit" && name !== "stack" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [clientNowMs === undefined ? "" : `${clientNowMs}:${this.expirySlackMs}`];
-    // A spend, a top-up or a debit must do nothing once its caller gave up: ARGV[1], the clock, carries a deadline.
-    const clockAt = name === "balance" || name === "debit" || stack.credits ? 0 : undefined;
+    // A balance's spend, top-up or debit must do nothing once its caller gave up: ARGV[1], the
+    // clock, carries a deadline. A rate policy's call carries none: counted late, it only costs
+    // later callers capacity (the safe side), and a late debit counts what was served.
+    const clockAt = name === "balance" || stack.credits ? 0 : undefined;
     // A calendar's boundaries around this process's clock; the script picks by the store's.
     const policyArgs = stack.calendar ? argsAt(stack, clientNowMs ?? Date.now()) : stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
@@ -446,7 +448,7 @@ export class RedisStore implements Limiter {
    * One FCALL (or EVALSHA) on a slot taken, bounded by timeoutMs, recovering from a missing
    * library or script. Always ends in deadlines.run, whose settlement gives the slot back.
    * `clockAt`: the index of the clock argument of a call that must do nothing once its
-   * caller gave up (a spend, a top-up, a debit): it gets the deadline, in Redis's time.
+   * caller gave up (a balance's spend, top-up or debit): it gets the deadline, in Redis's time.
    */
   private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[], clockAt: number | undefined): Promise<unknown> {
     if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args, clockAt);
