@@ -224,13 +224,13 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
       policy = found;
     } else if (item !== null && typeof item === "object" && !Array.isArray(item)) {
       policy = parsePolicy(item, at);
-      const configured = catalog.get(policy.name);
-      if (configured) assertSameShape(policy, configured, at);
     } else {
       throw new ValidationError(at, `must be a policy name or a policy object, got ${describeValue(item)}`);
     }
     if (seen.has(policy.name)) throw new ValidationError(at, `stacks "${policy.name}" twice`);
     seen.add(policy.name);
+    const configured = typeof item === "string" ? undefined : catalog.get(policy.name);
+    if (configured) assertSameShape(policy, configured, at);
     return policy;
   });
 }
