@@ -14,7 +14,9 @@ afterAll(async () => {
 });
 
 creditsRulesSuite("Redis store", async () => {
-  store = new RedisStore({ url: server.url });
+  // A generous timeout: these are rules, not timing, and a balance's call that Redis runs past
+  // its deadline (timeout less a guard) fails with 503 on a loaded machine (credits-deadline.test.ts).
+  store = new RedisStore({ url: server.url, timeoutMs: 1000 });
   await store.ready();
   return store;
 });
