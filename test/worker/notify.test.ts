@@ -1,3 +1,4 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, it } from "vitest";
 import type { Env } from "../../src/worker/env.js";
@@ -47,5 +48,27 @@ describe("warnAt and notify on the Worker (Durable Objects)", () => {
     const all = await noticesOf(key, 2);
     expect(all.map((notice) => notice.event).sort()).toEqual(["exhausted", "warning"]);
     expect(notices.find((notice) => notice.event === "warning")).toMatchObject({ key, policy: "monthly", remaining: 2 });
+  });
+
+  it("a costed gateway route (peek, then debit): its refusals send exhausted, as /v1/check's do (issue 45, newcomer 1)", async () => {
+    const user = uniqueKey("costed");
+    const worker = createWorker({
+      ...config,
+      origin: webhook,
+      routes: [{ match: { path: "/llm/*" }, key: "header:x-user", policies: ["monthly"], cost: { responseJson: "usage.total_tokens" } }],
+    });
+    const statuses: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(new Request("https://gateway.test/llm/chat", { headers: { "x-user": user } }), workerEnv as never, ctx);
+      await response.arrayBuffer();
+      await waitOnExecutionContext(ctx);
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429, 429]);
+    await noticesOf(`header:x-user:${user}`, 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const all = await noticesOf(`header:x-user:${user}`, 2);
+    expect(all.map((notice) => notice.event).sort()).toEqual(["exhausted", "warning"]);
   });
 });
