@@ -1,6 +1,6 @@
 import type { NotifyConfig } from "../notify/config.js";
 import type { Notice } from "../notify/notifier.js";
-import { postNotice, retryable } from "../notify/webhook.js";
+import { failureReason, postNotice, retryable } from "../notify/webhook.js";
 
 export interface NoticeQueueOptions {
   /** Notices waiting at most; one more is dropped with a log line (default 1000). */
@@ -73,7 +73,7 @@ export class NoticeQueue {
   }
 
   private failed(item: Queued, error: unknown): void {
-    const why = (error as Error).message;
+    const why = failureReason(error);
     if (this.closed || item.attempt >= this.options.attempts || !retryable(error)) {
       return this.drop(item.notice, `${why} (${item.attempt} ${item.attempt === 1 ? "try" : "tries"})`);
     }

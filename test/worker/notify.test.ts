@@ -71,4 +71,24 @@ describe("warnAt and notify on the Worker (Durable Objects)", () => {
     const all = await noticesOf(`header:x-user:${user}`, 2);
     expect(all.map((notice) => notice.event).sort()).toEqual(["exhausted", "warning"]);
   });
+
+  it("a webhook that answers 307 is not followed: the notice never reaches where it points (issue 45, 14)", async () => {
+    const key = uniqueKey("moved");
+    const worker = createWorker({ ...config, notify: { url: `${webhook}/moved` } });
+    const logged: string[] = [];
+    const warn = console.warn;
+    console.warn = (line: string) => void logged.push(line);
+    try {
+      for (let i = 0; i < 3; i++) expect((await checkWith(worker, workerEnv, key, "monthly")).status).toBe(200);
+      const deadline = Date.now() + 5000;
+      while (logged.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      console.warn = warn;
+    }
+    expect(await noticesOf(key, 0)).toEqual([]);
+    expect(logged.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      { level: "warn", event: "notify-dropped", notice: "warning", policy: "monthly", key, reason: "the webhook answered 307, a redirect to /hook; redirects are not followed: set notify.url to the final URL (1 try)" },
+    ]);
+  });
 });
