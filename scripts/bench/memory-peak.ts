@@ -4,8 +4,8 @@
 // the log the heaviest rate state), KEYS distinct 230-byte keys, one request each, 16
 // connections. Read from /proc: VmHWM (the peak resident set) and VmRSS at the end.
 //
-//   node --import ./bin/ts-hooks.mjs scripts/bench/memory-peak.ts KEYS [--memory-max-keys N]
-// prints one JSON line: { keys, maxKeys, peakRssMB, endRssMB, requestsPerSecond }
+//   node --import ./bin/ts-hooks.mjs scripts/bench/memory-peak.ts KEYS [--memory-max-keys N] [--log-only]
+// prints one JSON line: { keys, maxKeys, statesPerKey, peakRssMB, endRssMB, requestsPerSecond }
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync, mkdtempSync } from "node:fs";
 import http from "node:http";
@@ -15,6 +15,8 @@ import { join } from "node:path";
 const keys = Number(process.argv[2] ?? 200_000);
 const maxKeysFlag = process.argv.indexOf("--memory-max-keys");
 const maxKeys = maxKeysFlag > 0 ? Number(process.argv[maxKeysFlag + 1]) : 100_000;
+// --log-only: the route's stack is the sliding log alone (one state a key: the bound holds twice the keys).
+const logOnly = process.argv.includes("--log-only");
 const CONNECTIONS = 16;
 const KEY_LENGTH = 230;
 
@@ -31,7 +33,7 @@ writeFileSync(
       { name: "minute", algorithm: "sliding-log", limit: 100, period: "1m" },
       { name: "daily", algorithm: "fixed-window", limit: 10000, period: "1d" },
     ],
-    routes: [{ match: { path: "/api/*" }, key: "header:x-api-key", policies: ["minute", "daily"] }],
+    routes: [{ match: { path: "/api/*" }, key: "header:x-api-key", policies: logOnly ? ["minute"] : ["minute", "daily"] }],
   }),
 );
 const bin = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
@@ -71,7 +73,7 @@ await Promise.all(
 const seconds = (performance.now() - startedMs) / 1000;
 const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
 const kB = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)![1]);
-console.log(JSON.stringify({ keys, maxKeys, peakRssMB: Math.round(kB("VmHWM") / 1024), endRssMB: Math.round(kB("VmRSS") / 1024), requestsPerSecond: Math.round(keys / seconds) }));
+console.log(JSON.stringify({ keys, maxKeys, statesPerKey: logOnly ? 1 : 2, peakRssMB: Math.round(kB("VmHWM") / 1024), endRssMB: Math.round(kB("VmRSS") / 1024), requestsPerSecond: Math.round(keys / seconds) }));
 agent.destroy();
 child.kill("SIGTERM");
 origin.close();
