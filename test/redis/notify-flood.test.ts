@@ -2,9 +2,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { parsePolicy } from "../../src/core/policy.js";
-import { serveNotify } from "../../src/node/serve-notify.js";
+import { serveNotify } from "../../src/node/serve/notify.js";
 import type { Notice } from "../../src/notify/notifier.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 
