@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Limiter } from "../../src/limiter.js";
 import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } from "./gateway-table-access.js";
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
+import { REPEATS_POLICIES, REPEATS_ROUTES } from "./gateway-table-repeats.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
 // gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
@@ -73,6 +74,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "wallet", algorithm: "credits", limit: 50 },
     ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
     ...ACCESS_POLICIES, // h-keysrc (gateway-table-access.ts)
+    ...REPEATS_POLICIES, // keys (gateway-table-repeats.ts)
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -93,6 +95,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/wallet/*" }, key: "header:x-user", policies: ["wallet"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
     ...ACCESS_ROUTES, // h-keysrc (gateway-table-access.ts)
+    ...REPEATS_ROUTES, // keys (gateway-table-repeats.ts)
   ],
   overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)
   // A bare deny key is refused from every source; an allowed key names its source (gateway-table-access.ts).
