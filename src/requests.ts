@@ -3,7 +3,7 @@ import { assertDebitable } from "./core/debit.js";
 import { type PolicyCatalog, resolvePolicies } from "./core/policy.js";
 import type { CheckMode, CreditsChange, Policy } from "./core/types.js";
 import { MAX_CREDITS_CHANGE } from "./core/credits.js";
-import { parseKeySource, sourceName, sourceStoreKey } from "./overrides/key-source.js";
+import { apiStoreKey, parseKeySource, sourceName, sourceStoreKey } from "./overrides/key-source.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "./wire.js";
 
@@ -151,7 +151,7 @@ export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequ
   return request;
 }
 
-/** The store key of a credits request: the key itself, or, with a source, the key that source's gateway routes count it under. */
+/** The store key of a credits request: the API's (apiStoreKey), or, with a source, the key that source's gateway routes count it under. */
 export function creditsStoreKey(request: CreditsRequest): string | Promise<string> {
-  return request.source === undefined ? request.key : sourceStoreKey(request.source, request.key);
+  return request.source === undefined ? apiStoreKey(request.key) : sourceStoreKey(request.source, request.key);
 }

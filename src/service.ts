@@ -5,6 +5,7 @@ import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "./limiter.
 import { type CheckRequest, creditsStoreKey, parseAcquire, parseCheck, parseCredits, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 import { type Overrides, overridesFor } from "./overrides/overrides.js";
 import { OverrideAdmin } from "./overrides/admin.js";
+import { apiStoreKey } from "./overrides/key-source.js";
 
 /** A decision with the policies it was made against (the headers need their periods). */
 export interface Checked {
@@ -51,14 +52,16 @@ export class SpillwayService {
       return Promise.reject(error);
     }
     const { cost } = request;
+    // The key's own namespace (apiStoreKey): overrides match the key as given, the store counts this.
+    const storeKey = apiStoreKey(request.key);
     const decide = (policies: readonly Policy[]): Promise<Checked> => {
       const stack = policies as Policy[];
       if (request.mode === "debit") {
         // Failing open loses the debit (nothing could record it) and says so: failedOpen.
-        return applyFailMode(policies, () => this.limiter.debit(request.key, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
+        return applyFailMode(policies, () => this.limiter.debit(storeKey, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
       }
       const options = request as CheckRequest & { mode: CheckMode };
-      return applyFailMode(policies, () => this.limiter.check(request.key, policies, options)).then((decision) => ({ decision, policies: stack, cost }));
+      return applyFailMode(policies, () => this.limiter.check(storeKey, policies, options)).then((decision) => ({ decision, policies: stack, cost }));
     };
     if (!this.#resolver) return decide(request.policies);
     // Overrides resolve between the request and the store: the algorithms see ordinary policies.
@@ -74,20 +77,20 @@ export class SpillwayService {
   async peek(body: unknown): Promise<Checked> {
     const request = parseKeyRequest(body, this.config.catalog);
     const policies = await this.#resolve(request.policies, request.key);
-    const decision = await applyFailMode(policies, () => this.limiter.peek(request.key, policies));
+    const decision = await applyFailMode(policies, () => this.limiter.peek(apiStoreKey(request.key), policies));
     return { decision, policies, cost: 1 };
   }
 
   async reset(body: unknown): Promise<void> {
     const request = parseKeyRequest(body, this.config.catalog);
-    await this.limiter.reset(request.key, request.policies);
+    await this.limiter.reset(apiStoreKey(request.key), request.policies);
   }
 
   async acquire(body: unknown): Promise<AcquireAnswer> {
     const request = parseAcquire(body, this.config.catalog);
     const policies = await this.#resolve(request.policies, request.key);
     try {
-      return await this.limiter.acquire(request.key, policies, request);
+      return await this.limiter.acquire(apiStoreKey(request.key), policies, request);
     } catch (error) {
       if (!mayFailOpen(policies, error)) throw error;
       const policy = policies[0]!;
@@ -97,7 +100,7 @@ export class SpillwayService {
 
   async release(body: unknown): Promise<ReleaseResult> {
     const request = parseRelease(body, this.config.catalog);
-    return this.limiter.release(request.key, await this.#resolve(request.policies, request.key), request.leaseId);
+    return this.limiter.release(apiStoreKey(request.key), await this.#resolve(request.policies, request.key), request.leaseId);
   }
 
   /**
@@ -114,6 +117,6 @@ export class SpillwayService {
 
   async extend(body: unknown): Promise<ExtendResult> {
     const request = parseExtend(body, this.config.catalog);
-    return this.limiter.extend(request.key, await this.#resolve(request.policies, request.key), request.leaseId, request.leaseMs);
+    return this.limiter.extend(apiStoreKey(request.key), await this.#resolve(request.policies, request.key), request.leaseId, request.leaseMs);
   }
 }
