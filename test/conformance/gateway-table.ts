@@ -214,6 +214,22 @@ export function gatewayConformance(runtime: string, driverOf: () => GatewayDrive
       expect(untrusted).toEqual([200, 200, 200, 429]);
     });
 
+    it("reads the address of a forwarded hop that carries a port: one client however its port changes", async () => {
+      const client = uniqueIp();
+      const hops = [`${client}:5555`, `${client}:5556`, client, `${client}:443`];
+      const statuses = [];
+      for (const hop of hops) {
+        const [a, b] = crypto.getRandomValues(new Uint8Array(2));
+        statuses.push(await status("/proxied/a", { ip: `10.255.${a}.${b}`, headers: { "x-forwarded-for": `${uniqueIp()}, ${hop}` } }));
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      // An IPv6 hop in brackets, its port changing: one /64 (`ip`), so the fourth is refused.
+      const [c, d] = crypto.getRandomValues(new Uint16Array(2));
+      const v6 = [];
+      for (let i = 0; i < 4; i++) v6.push(await status("/proxied/a", { ip: "10.255.0.9", headers: { "x-forwarded-for": `[2001:db8:${c!.toString(16)}:${d!.toString(16)}::${i + 1}]:${5555 + i}` } }));
+      expect(v6).toEqual([200, 200, 200, 429]);
+    });
+
     it("an origin 429 with Retry-After pauses that key for every caller until then", async () => {
       const gw = driverOf();
       const user = uniqueUser();

@@ -54,6 +54,10 @@ describe("client address behind proxies", () => {
     expect(formatIp(resolveClientIp("127.0.0.1", "10.9.9.9", trusted)!)).toBe("10.9.9.9");
     expect(formatIp(resolveClientIp("127.0.0.1", null, trusted)!)).toBe("127.0.0.1");
     expect(resolveClientIp("127.0.0.1", "garbage", trusted)).toBeUndefined();
+    // A hop with a port is its address (proxies such as Azure's write one).
+    expect(formatIp(resolveClientIp("127.0.0.1", "203.0.113.7:5555", trusted)!)).toBe("203.0.113.7");
+    expect(formatIp(resolveClientIp("127.0.0.1", "[2001:db8::1]:5555, 10.1.2.3:80", trusted)!)).toBe("2001:db8::1");
+    for (const bad of ["203.0.113.7:", "203.0.113.7:99999", "2001:db8::1:5555:", "[2001:db8::1]:x"]) expect(resolveClientIp("127.0.0.1", bad, trusted), bad).toBeUndefined();
     expect(resolveClientIp(undefined, "1.1.1.1", trusted)).toBeUndefined();
   });
 });
