@@ -6,6 +6,7 @@ import { type CheckRequest, creditsStoreKey, parseAcquire, parseCheck, parseCred
 import { type Overrides, overridesFor } from "./overrides/overrides.js";
 import { OverrideAdmin } from "./overrides/admin.js";
 import { apiStoreKey } from "./overrides/key-source.js";
+import { type RouteSources, checkSourcedKey, routeSourcesOf, unsourcedWarning } from "./overrides/route-sources.js";
 
 /** A decision with the policies it was made against (the headers need their periods). */
 export interface Checked {
@@ -18,6 +19,14 @@ export interface Checked {
 }
 
 export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
+
+/** POST /v1/credits' answer; `warning` when the config shows the balance is likely not the one meant (route-sources.ts). */
+export interface CreditsAnswer {
+  key: string;
+  policy: string;
+  remaining: number;
+  warning?: string;
+}
 
 /**
  * The decision API once, for every transport: the HTTP routes and the service-binding RPC
@@ -33,13 +42,16 @@ export class SpillwayService {
   readonly overrideAdmin: OverrideAdmin;
   /** undefined when no override can ever apply: the decision path skips the lookup. */
   readonly #resolver: Overrides | undefined;
+  /** The key sources the config's gateway routes count each policy under (what a `source` may name). */
+  readonly #routeSources: RouteSources;
 
   /** `overrides` default: the config's, and the store's runtime table when it has one (overridesFor). */
   constructor(limiter: Limiter, config: SpillwayConfig, overrides?: Overrides) {
     this.limiter = limiter;
     this.config = config;
     this.overrides = overrides ?? overridesFor(config, limiter);
-    this.overrideAdmin = new OverrideAdmin(this.overrides, config.catalog);
+    this.#routeSources = routeSourcesOf(config.gateway?.routes, config.catalog);
+    this.overrideAdmin = new OverrideAdmin(this.overrides, config.catalog, this.#routeSources);
     this.#resolver = this.overrides.none ? undefined : this.overrides;
   }
 
@@ -108,11 +120,16 @@ export class SpillwayService {
    * the key's override of its `limit` applied (a balance never seen starts there). No failMode:
    * a change that cannot reach the store is an error, never a guess.
    */
-  async credits(body: unknown): Promise<{ key: string; policy: string; remaining: number }> {
+  async credits(body: unknown): Promise<CreditsAnswer> {
     const request = parseCredits(body, this.config.catalog);
+    // A balance no route spends is refused (a source no route of the policy reads), or warned of.
+    const name = request.policy.name;
+    const warning = request.keySource ? checkSourcedKey(this.#routeSources, name, request.keySource, request.key, "balance") : unsourcedWarning(this.#routeSources, name, request.key, "balance");
     const [policy] = this.#resolver ? await this.#resolver.resolve([request.policy], request.key, undefined, request.source) : [request.policy];
     const { remaining } = await this.limiter.credits(await creditsStoreKey(request), policy!, request.change);
-    return { key: request.key, policy: policy!.name, remaining };
+    const answer: CreditsAnswer = { key: request.key, policy: policy!.name, remaining };
+    if (warning) answer.warning = warning;
+    return answer;
   }
 
   async extend(body: unknown): Promise<ExtendResult> {

@@ -40,6 +40,7 @@ export const KEY_SOURCE_FORMS =
 /** Parses a key source, or a list of them (a composite key); returns an error sentence (for the config validator) or the source. */
 export function parseKeySource(text: string | readonly string[]): KeySource | string {
   if (typeof text !== "string") {
+    if (text.length === 0) return "must name at least one key source, got []";
     const parts: KeySource[] = [];
     for (const [i, part] of text.entries()) {
       const parsed = parseKeySource(part);

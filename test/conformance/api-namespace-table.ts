@@ -14,10 +14,12 @@ export const NAMESPACE_CONFIG = {
   policies: [
     { name: "ns-three", algorithm: "fixed-window", limit: 3, period: "1h" },
     { name: "ns-wallet", algorithm: "credits", limit: 4 },
+    { name: "ns-api-wallet", algorithm: "credits", limit: 4 },
   ],
   routes: [
     { match: { path: "/ns/*" }, key: "header:x-api-key", policies: ["ns-three"] },
     { match: { path: "/ns-wallet/*" }, key: "header:x-api-key", policies: ["ns-wallet"] },
+    { match: { path: "/ns-combo/*" }, key: ["header:x-user", "ip/56"], policies: ["ns-three"] },
   ],
   overrides: [{ policy: "ns-wallet", source: "header:x-api-key", key: "rich-*", limit: 1_000_000 }],
 };
@@ -25,8 +27,8 @@ export const NAMESPACE_CONFIG = {
 const THREE = parsePolicy(NAMESPACE_CONFIG.policies[0], "policy");
 
 export interface NamespaceDriver {
-  /** A /v1 call with the token: its status and JSON body. */
-  api(path: string, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }>;
+  /** A /v1 call with the token (POST unless `method` says): its status and JSON body. */
+  api(path: string, body: Record<string, unknown>, method?: string): Promise<{ status: number; body: Record<string, unknown> }>;
   /** A request through the gateway with these headers: its status. */
   gateway(path: string, headers: Record<string, string>): Promise<number>;
   /** The store both decide in. */
@@ -83,11 +85,67 @@ export function apiNamespaceConformance(runtime: string, driverOf: () => Namespa
   });
 }
 
+/**
+ * `/v1/credits` and `/v1/overrides` against what the config's routes read (issue 45, Low 11 and
+ * the newcomer's "keys no route can read are accepted in silence"): a `source` no route of the
+ * policy reads is a 400 naming `source`, a key of the wrong number of parts one naming `key`;
+ * a key that may match but likely is not what was meant answers 200 with a `warning`.
+ * Store-independent: run by `spillway serve` and the Worker. `driverOf` needs only `api`.
+ */
+export function keySourcesConformance(runtime: string, driverOf: () => Pick<NamespaceDriver, "api">): void {
+  const credits = (body: Record<string, unknown>) => driverOf().api("/v1/credits", { policy: "ns-wallet", add: 0, ...body });
+  const putOverride = (body: Record<string, unknown>) => driverOf().api("/v1/overrides", { policy: "ns-three", limit: 10, ...body }, "PUT");
+  const refusal = (field: string, detail: RegExp) => ({ status: 400, body: { field, detail: expect.stringMatching(detail) } });
+
+  describe(`${runtime}: a source must be one the policy's routes read`, () => {
+    it("/v1/credits refuses a source no route of the policy reads, as allow and deny do, naming source", async () => {
+      const key = crypto.randomUUID();
+      expect(await credits({ key, source: [] })).toMatchObject(refusal("source", /^source: must name at least one key source, got \[\]/));
+      expect(await credits({ key, source: "cf:country" })).toMatchObject(refusal("source", /no route that counts "ns-wallet" reads keys from "cf:country".*"header:x-api-key"/));
+      expect(await credits({ key, source: `header:${"x".repeat(5000)}` })).toMatchObject(refusal("source", /no route that counts "ns-wallet" reads keys from "header:xxx/));
+      // A source other routes read, but not this policy's.
+      expect(await credits({ key, source: ["header:x-user", "ip/56"] })).toMatchObject(refusal("source", /no route that counts "ns-wallet"/));
+      expect(await credits({ key, source: "header:X-Api-Key" })).toMatchObject({ status: 200, body: { remaining: 4 } });
+      expect((await credits({ key, source: "header:x-api-key" })).body.warning).toBeUndefined();
+    });
+
+    it("/v1/credits without a source, for a policy only routes count: 200 with a warning that says which source to name", async () => {
+      const answer = await credits({ key: crypto.randomUUID() });
+      expect(answer).toMatchObject({ status: 200, body: { remaining: 4, warning: expect.stringMatching(/^no source given: .*which no gateway route reads; the routes that count "ns-wallet" read keys from "header:x-api-key"/) } });
+      // A policy no route counts is the API's own: nothing to warn of.
+      const own = await credits({ key: crypto.randomUUID(), policy: "ns-api-wallet" });
+      expect(own).toMatchObject({ status: 200, body: { remaining: 4 } });
+      expect(own.body.warning).toBeUndefined();
+    });
+
+    it("PUT /v1/overrides refuses a source no route of the policy reads, and a composite key of the wrong number of parts", async () => {
+      const key = crypto.randomUUID();
+      expect(await putOverride({ key, source: "header:x-user" })).toMatchObject(refusal("source", /no route that counts "ns-three" reads keys from "header:x-user", so no route would apply it \(the routes' key sources for "ns-three": "header:x-api-key", \["header:x-user","ip"\]\)/));
+      expect(await putOverride({ key, source: ["header:x-user", "ip/56"] })).toMatchObject(refusal("key", /must be 2 parts joined by "\|"/));
+      const sourced = await putOverride({ key, source: "header:x-api-key" });
+      expect(sourced.status).toBe(200);
+      expect(sourced.body.warning).toBeUndefined();
+      // A wildcard's last part may be cut short; a header's value may hold "|".
+      expect((await putOverride({ key: `${key}|2001:db8:*`, source: ["header:x-user", "ip/56"] })).status).toBe(200);
+      expect((await putOverride({ key: `${key}|x`, source: "header:x-api-key" })).status).toBe(200);
+    });
+
+    it("PUT /v1/overrides: an IPv4 part written as if ip/56 masked it (bob|127.0.0.0) answers 200 with a warning", async () => {
+      const user = crypto.randomUUID();
+      const answer = await putOverride({ key: `${user}|127.0.0.0`, source: ["header:x-user", "ip/56"] });
+      expect(answer).toMatchObject({ status: 200, body: { key: `${user}|127.0.0.0`, warning: expect.stringMatching(/part 1 "127.0.0.0" is one IPv4 address: an "ip\/N" source counts IPv4 clients whole/) } });
+      expect((await putOverride({ key: `${user}|127.0.0.1`, source: ["header:x-user", "ip/56"] })).body.warning).toBeUndefined();
+      // Without a source, for a policy routes count: the warning says the key is the API's.
+      expect((await putOverride({ key: user })).body.warning).toMatch(/^no source given: this override is for the key/);
+    });
+  });
+}
+
 /** The driver of a `spillway serve` at `url` (token `test-token`, as gateway-helpers.ts starts it). */
 export function serveNamespaceDriver(url: string, limiter: Limiter): NamespaceDriver {
   return {
-    api: async (path, body) => {
-      const response = await fetch(`${url}${path}`, { method: "POST", headers: { authorization: "Bearer test-token", "content-type": "application/json" }, body: JSON.stringify(body) });
+    api: async (path, body, method = "POST") => {
+      const response = await fetch(`${url}${path}`, { method, headers: { authorization: "Bearer test-token", "content-type": "application/json" }, body: JSON.stringify(body) });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     },
     gateway: async (path, headers) => {

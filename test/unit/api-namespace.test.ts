@@ -5,7 +5,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import { rateLimit as honoRateLimit } from "../../src/http/middleware.js";
 import { rateLimit as nodeRateLimit } from "../../src/node/middleware.js";
 import { MemoryStore } from "../../src/stores/memory.js";
-import { NAMESPACE_CONFIG, apiNamespaceConformance, serveNamespaceDriver } from "../conformance/api-namespace-table.js";
+import { NAMESPACE_CONFIG, apiNamespaceConformance, keySourcesConformance, serveNamespaceDriver } from "../conformance/api-namespace-table.js";
 import { type GatewayUnderTest, type Running, startGateway, startOrigin } from "./gateway-helpers.js";
 
 // `spillway serve` on the memory store: /v1 keys and gateway route keys apart (the table's cases).
@@ -21,6 +21,7 @@ afterAll(async () => {
 });
 
 apiNamespaceConformance("spillway serve (memory store)", () => serveNamespaceDriver(gateway.url, gateway.limiter));
+keySourcesConformance("spillway serve", () => serveNamespaceDriver(gateway.url, gateway.limiter));
 
 describe("rateLimit(): the middleware's keys are the API's, apart from a route's", () => {
   const policy = { name: "mw-three", algorithm: "fixed-window", limit: 3, period: "1h" } as const;
