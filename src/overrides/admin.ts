@@ -5,7 +5,7 @@ import type { Overrides } from "./overrides.js";
 import { parseKeySource, sourceName } from "./key-source.js";
 import { type OverrideView, overrideView, parseOverride } from "./parse.js";
 import { OVERRIDES_PAGE_SIZE, type OverrideTable } from "./table.js";
-import { type RouteSources, checkSourcedKey, unsourcedWarning } from "./route-sources.js";
+import { type RouteSources, checkSourcedKey } from "./route-sources.js";
 
 export type { OverrideView } from "./parse.js";
 
@@ -63,11 +63,11 @@ export class OverrideAdmin {
   /** PUT /v1/overrides: adds or replaces (policy, source, key); answers the override as stored. */
   async put(body: unknown): Promise<OverrideView & { warning?: string }> {
     const override = parseOverride(object(body), this.#catalog, "");
-    // An override no route can ever apply is refused (a source no route of the policy reads), or warned of.
+    // A sourced override no route can ever apply is refused (a source no route of the policy reads), or warned of.
     const written = (body as { source?: string | string[] }).source;
     const source = written === undefined ? undefined : parseKeySource(written);
-    const warning =
-      source === undefined ? unsourcedWarning(this.#routeSources, override.policy, override.key, "override") : typeof source === "string" ? undefined : checkSourcedKey(this.#routeSources, override.policy, source, override.key, "override");
+    // Without a source it is for /v1 keys, which may use any policy: nothing to check.
+    const warning = source === undefined || typeof source === "string" ? undefined : checkSourcedKey(this.#routeSources, override.policy, source, override.key, "override");
     // The answer is made before the write: nothing is stored that cannot be shown.
     const view: OverrideView & { warning?: string } = overrideView(override);
     if (warning) view.warning = warning;

@@ -85,9 +85,10 @@ export function checkSourcedKey(sources: RouteSources, policy: string, source: K
 const IPV4_NETWORK = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.0$/;
 
 /**
- * The warning for a balance or override given without `source` for a policy that gateway
- * routes count: it is for the key as /v1/check, RPC and rateLimit() give it, which no route
- * reads. Not an error (those may use the policy too), but rarely what was meant.
+ * The warning for a balance given without `source` for a policy that gateway routes count: it
+ * is for the key as /v1/check, RPC and rateLimit() give it, which no route reads. Not an error
+ * (those may spend the policy too), but rarely what was meant. (An override without `source`
+ * is not warned of: one policy for routes and /v1 keys alike, each with its overrides, is common.)
  */
 export function unsourcedWarning(sources: RouteSources, policy: string, key: string, what: "balance" | "override"): string | undefined {
   const read = sources.get(policy);
