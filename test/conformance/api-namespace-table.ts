@@ -76,6 +76,14 @@ export function apiNamespaceConformance(runtime: string, driverOf: () => Namespa
       expect(await check(`v1:v1:${key}`)).toMatchObject({ status: 200, body: { remaining: 2 } });
     });
 
+    it("under a burst of 20 at once, an escaped key admits exactly its limit, and the route's key none the less", async () => {
+      const victim = unique("burst");
+      const answers = await Promise.all(Array.from({ length: 20 }, () => check(`header:x-api-key:${victim}`)));
+      expect(answers.filter((answer) => answer.status === 200)).toHaveLength(3);
+      expect(answers.filter((answer) => answer.status === 429)).toHaveLength(17);
+      expect((await driverOf().limiter.peek(`header:x-api-key:${victim}`, [THREE])).remaining).toBe(3);
+    });
+
     it("keeps the store key of every other /v1 key (an upgrade loses none of their counts)", async () => {
       for (const key of [unique("user:42"), unique("tenant|203.0.113.9"), unique("iphone"), unique("v1-key")]) {
         expect((await check(key)).status).toBe(200);
