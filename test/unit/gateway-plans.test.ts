@@ -138,13 +138,15 @@ describe("Node gateway: runtime overrides and a global dryRun", () => {
     const burst = await Promise.all(Array.from({ length: 40 }, () => send(gateway, user)));
     expect(burst.filter((answer) => answer.status === 200)).toHaveLength(5);
     expect(burst.filter((answer) => answer.status === 429)).toHaveLength(35);
-    // The same value from a source the override does not name: the policy's own limit of 1.
+    // An override for a source no route of the policy reads could never apply: refused, naming
+    // source; the same value through the route keeps the policy's own limit of 1.
     const other = await fetch(`${gateway.url}/v1/overrides`, {
       method: "PUT",
       headers: { authorization: "Bearer test-token", "content-type": "application/json" },
       body: JSON.stringify({ policy: "per-user", key: `${user}-b|GET`, source: "header:x-user", limit: 5 }),
     });
-    expect(other.status).toBe(200);
+    expect(other.status).toBe(400);
+    expect(((await other.json()) as { field: string }).field).toBe("source");
     const borrowed = await Promise.all(Array.from({ length: 10 }, () => send(gateway, `${user}-b`)));
     expect(borrowed.filter((answer) => answer.status === 200)).toHaveLength(1);
   });
