@@ -64,6 +64,10 @@ describe("Node gateway: limits", () => {
       expect(answer.status).toBe(400);
       expect(detailOf(answer)).toMatch(/the x-user header more than once/);
     }
+    // A target with percent-encoding, which the node:http edge leaves to the Hono edge: the same.
+    const encoded = await get("/three/%61", { "x-user": [user, "banned"] });
+    expect(encoded.status).toBe(400);
+    expect(detailOf(encoded)).toMatch(/the x-user header more than once/);
     expect((await get("/three/a", { "x-user": "banned" })).status).toBe(403);
     const statuses = [];
     for (let i = 0; i < 4; i++) statuses.push((await get("/three/a", { "x-user": user })).status);
