@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 
 // Keys given to /v1 (and RPC, and rateLimit()) live in a namespace of their own (issue 45,
 // "/v1 keys and gateway route keys share one namespace"): three /v1/check calls for the key
 // `header:x-api-key:victim` used to spend the gateway customer `victim`'s budget, and one for
 // `header:x-api-key:rich-…` created that customer's balance at the plain limit, past his
-// override. Run by `spillway serve` on the memory store (test/unit/api-namespace.test.ts), on
+// override. Run by `spillway serve` on the memory store (test/unit/node/http/api-namespace.test.ts), on
 // Redis (test/redis/api-namespace.test.ts) and by the Worker (test/worker/api-namespace.test.ts).
 // Loads in workerd too.
 

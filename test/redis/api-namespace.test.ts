@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { NAMESPACE_CONFIG, apiNamespaceConformance, serveNamespaceDriver } from "../conformance/api-namespace-table.js";
-import { type GatewayUnderTest, type Running, startGateway, startOrigin } from "../unit/gateway-helpers.js";
+import { type GatewayUnderTest, type Running, startGateway, startOrigin } from "../unit/node/http/gateway-helpers.js";
 
 // `spillway serve --redis`: /v1 keys and gateway route keys apart in Redis (the table's cases).
 let redis: RedisServer;
