@@ -51,7 +51,8 @@ export interface Limiter {
   /**
    * Raises (`add`) or sets (`set`) the balance of a `credits` policy for the key, atomically,
    * and answers it as a decision would report `remaining` (never below 0). A policy that is
-   * not credits, or a change that is not an integer 0 … 1e9, is a ValidationError naming the field.
+   * not credits, or a change that is not an integer 0 … 1e15, is a ValidationError naming the field
+   * (`add` too when it would take the balance past 1e15, MAX_BALANCE: nothing changed).
    */
   credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult>;
   health(): Promise<StoreHealth>;

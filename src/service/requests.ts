@@ -2,7 +2,7 @@ import * as z from "zod/mini";
 import { assertDebitable } from "../core/debit.js";
 import { type PolicyCatalog, resolvePolicies } from "../core/policy.js";
 import type { CheckMode, CreditsChange, Policy } from "../core/types.js";
-import { MAX_CREDITS_CHANGE } from "../core/credits.js";
+import { MAX_BALANCE } from "../core/credits.js";
 import { type KeySource, apiStoreKey, parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
@@ -43,8 +43,8 @@ const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: 
 const creditsBody = z.strictObject({
   key,
   policy: z.unknown(),
-  add: z.optional(integerIn(0, MAX_CREDITS_CHANGE)),
-  set: z.optional(integerIn(0, MAX_CREDITS_CHANGE)),
+  add: z.optional(integerIn(0, MAX_BALANCE)),
+  set: z.optional(integerIn(0, MAX_BALANCE)),
   source: z.optional(z.union([z.string(), z.array(z.string())], { error: 'must be a route\'s key source like "header:x-api-key", or an array of them for a composite key' })),
 });
 
@@ -133,7 +133,7 @@ export function parseExtend(body: unknown, catalog: PolicyCatalog): ExtendReques
 
 /**
  * Body of POST /v1/credits (and the RPC `credits`): `{ key, policy, add | set }`, one policy
- * (a name or an inline policy) that is `credits`; `add` and `set` are integers 0 … 1e9, exactly
+ * (a name or an inline policy) that is `credits`; `add` and `set` are integers 0 … 1e15 (MAX_BALANCE), exactly
  * one of them. Each refusal names its field.
  */
 export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequest {

@@ -80,7 +80,7 @@ describe("POST /v1/credits", () => {
   it.each<[string, Record<string, unknown>, string]>([
     ["a negative add", { add: -1 }, "add"],
     ["a fractional add", { add: 1.5 }, "add"],
-    ["an add above 1e9", { add: 1e9 + 1 }, "add"],
+    ["an add above 1e15", { add: 1e15 + 1 }, "add"],
     ["an add as text", { add: "5" }, "add"],
     ["a negative set", { set: -3 }, "set"],
     ["neither add nor set", {}, "add"],
