@@ -1,9 +1,10 @@
+// The in-process store: the Limiter's methods on a LocalKey per key (the bounded key map and its eviction are bounded-keys.ts).
 import { stackLeaseMs } from "../core/concurrency.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { assertCreditsChange, creditsAnswer } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
-import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../core/limiter.js";
-import { type KeyEntry, KeyTable } from "./key-table.js";
+import type { LeaseCount, Limiter, StoreHealth } from "../core/limiter.js";
+import { BoundedKeys } from "./bounded-keys.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
@@ -13,18 +14,6 @@ import { assertClaimArgs, claimOn } from "./notice-claims.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
-
-/** How many of the least recently used evictable keys are searched for a fresh one: bounded work per new key. */
-const FRESH_SEARCH = 8;
-
-/**
- * After a walk found every key pinned, new keys are refused for this long without another
- * walk (a release or reset ends it sooner): a flood of new keys costs no walk each.
- */
-const PINNED_RECHECK_MS = 100;
-
-/** The most policies a stack holds (resolvePolicies): a key with more states is fed inline names. */
-const MAX_STACK_POLICIES = 16;
 
 export interface MemoryStoreOptions {
   /**
@@ -58,13 +47,10 @@ export class MemoryStore implements Limiter {
   readonly maxKeys: number;
   /** Runtime overrides (PUT /v1/overrides) live in the store: this one's own table. */
   readonly overrides = new MemoryOverrideTable();
-  private readonly keys = new KeyTable();
+  private readonly keys: BoundedKeys;
   private sweepTimer: ReturnType<typeof setInterval> | undefined;
   private readonly clockMs: () => number;
   private readonly sweepIntervalMs: number;
-  private evicted = 0;
-  /** Until when new keys are refused without a look, after one found every key pinned. */
-  private pinnedUntilMs = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys === undefined ? DEFAULT_MEMORY_MAX_KEYS : options.maxKeys;
@@ -72,6 +58,7 @@ export class MemoryStore implements Limiter {
     this.maxKeys = maxKeys;
     this.clockMs = options.clockMs ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
+    this.keys = new BoundedKeys(maxKeys, this.clockMs);
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -85,7 +72,7 @@ export class MemoryStore implements Limiter {
     // An unknown key is fresh: answering needs no room, so nothing is evicted for it.
     const found = this.keys.get(key);
     if (!found) return new LocalKey([], NOTHING_TO_PERSIST, this.clockMs).peek(policies);
-    return this.use(found, policies).peek(policies);
+    return this.keys.use(found, policies).peek(policies);
   }
 
   async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
@@ -126,7 +113,7 @@ export class MemoryStore implements Limiter {
     const found = this.keys.get(key);
     if (!found) return;
     found.local.reset(policies);
-    this.pinnedUntilMs = 0;
+    this.keys.unpinned();
   }
 
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {
@@ -143,7 +130,7 @@ export class MemoryStore implements Limiter {
   async release(key: string, policies: readonly Policy[], leaseId: string): Promise<ReleaseResult> {
     policies = storePolicies(policies);
     const result = this.keys.get(key)?.local.release(policies, leaseId) ?? { released: false };
-    if (result.released) this.pinnedUntilMs = 0;
+    if (result.released) this.keys.unpinned();
     return result;
   }
 
@@ -177,7 +164,7 @@ export class MemoryStore implements Limiter {
 
   /** States evicted to stay within maxKeys since the store was made (swept fresh keys are not counted). */
   get evictions(): number {
-    return this.evicted;
+    return this.keys.evicted;
   }
 
   /** Leases held and waiters per concurrency policy, over every key (a walk: for scrapes, not decisions). */
@@ -201,15 +188,7 @@ export class MemoryStore implements Limiter {
 
   /** Drops keys whose every state is fresh again and nobody waits on. */
   sweep(): void {
-    const nowMs = this.clockMs();
-    for (const entry of this.keys.fromOldest()) {
-      if (entry.local.waiting > 0) continue;
-      const freshAtMs = freshAt(entry);
-      if (freshAtMs === undefined || freshAtMs <= nowMs) this.keys.delete(entry);
-      // A live key sheds its fresh states (the rate limit service keeps a domain's counters under one key).
-      else for (const name of entry.local.dropFreshStates((policyName) => entry.policies.get(policyName), nowMs)) this.keys.forget(entry, name);
-    }
-    this.pinnedUntilMs = 0;
+    this.keys.sweep();
   }
 
   /**
@@ -225,122 +204,6 @@ export class MemoryStore implements Limiter {
 
   private entry(key: string, policies: readonly Policy[]): LocalKey {
     this.startSweeping();
-    const found = this.keys.get(key);
-    if (found) return this.use(found, policies);
-    this.makeRoom(newStates(undefined, policies), undefined, policies);
-    const entry = this.keys.add(key, new LocalKey([], NOTHING_TO_PERSIST, this.clockMs));
-    this.keys.remember(entry, policies);
-    return entry.local;
+    return this.keys.entry(key, policies);
   }
-
-  private use(found: KeyEntry, policies: readonly Policy[]): LocalKey {
-    this.keys.touch(found);
-    const needed = newStates(found, policies);
-    if (needed > 0) this.makeRoom(needed, found, policies);
-    this.keys.remember(found, policies);
-    return found.local;
-  }
-
-  /** Frees room for `needed` new states of `current` (a key held already, or none yet) and its stack. */
-  private makeRoom(needed: number, current: KeyEntry | undefined, stack: readonly Policy[]): void {
-    if (needed > this.maxKeys) throw new StoreFaultError(`the memory store holds at most ${this.maxKeys} (key, policy) states, and this request needs ${needed} new ones; raise maxKeys (--memory-max-keys)`);
-    // A key used with more policies than any one stack holds is being fed ever new (inline)
-    // names: it pays with its own states first, so it cannot push every other key out.
-    const ownFirst = current !== undefined && current.policies.size >= MAX_STACK_POLICIES;
-    while (this.keys.states + needed > this.maxKeys) {
-      if (ownFirst && this.evictStateOf(current, stack)) continue;
-      if (this.evictKey(current)) continue;
-      if (current && this.evictStateOf(current, stack)) continue;
-      throw this.fullError();
-    }
-  }
-
-  /**
-   * Evicts one key, walking from the least recently used: the first fresh key among the
-   * first FRESH_SEARCH evictable ones, else the first evictable one. Not "fresh soonest":
-   * a key that keeps being denied keeps its old state, and is exactly the one to keep.
-   * Pinned keys met on the way move to the end (they are in use), so the next walk does
-   * not meet them again.
-   */
-  private evictKey(current: KeyEntry | undefined): boolean {
-    const nowMs = this.clockMs();
-    if (nowMs < this.pinnedUntilMs) return false;
-    let victim: KeyEntry | undefined;
-    let searched = 0;
-    // Pinned keys moved to the end are met again at the end of the walk: stop before.
-    let left = this.keys.size;
-    for (const entry of this.keys.fromOldest()) {
-      if (left-- === 0) break;
-      if (entry === current) continue;
-      if (isPinned(entry, nowMs)) {
-        this.keys.touch(entry);
-        continue;
-      }
-      victim ??= entry;
-      if ((freshAt(entry) ?? nowMs) <= nowMs) {
-        victim = entry;
-        break;
-      }
-      if (++searched >= FRESH_SEARCH) break;
-    }
-    if (victim === undefined) {
-      this.pinnedUntilMs = nowMs + PINNED_RECHECK_MS;
-      return false;
-    }
-    this.evicted += victim.policies.size;
-    this.keys.delete(victim);
-    return true;
-  }
-
-  /**
-   * Evicts one state of `current` that its request does not use and that holds no lease and
-   * no waiter (the oldest remembered first): a key used with ever new policy names pays for
-   * them with its own states once no other key can go.
-   */
-  private evictStateOf(current: KeyEntry, stack: readonly Policy[]): boolean {
-    const nowMs = this.clockMs();
-    const queued = current.local.waiting > 0 ? current.local.queue.queuedPolicyNames() : undefined;
-    for (const [name, policy] of current.policies) {
-      if (queued?.has(name) || stack.some((used) => used.name === name)) continue;
-      const stored = current.local.state.states.get(name);
-      if (stored?.algorithm === "concurrency" && stored.state.entries.some(([untilMs]) => untilMs > nowMs)) continue;
-      current.local.reset([policy]);
-      this.keys.forget(current, name);
-      this.evicted++;
-      return true;
-    }
-    return false;
-  }
-
-  private fullError(): StoreFaultError {
-    return new StoreFaultError(`the memory store is full: all ${this.maxKeys} (key, policy) states belong to keys that hold leases or waiters, so a new one cannot be tracked; raise maxKeys (--memory-max-keys)`);
-  }
-}
-
-/** How many states of `stack` the key does not hold yet (every one for a new key). */
-function newStates(entry: KeyEntry | undefined, stack: readonly Policy[]): number {
-  let count = 0;
-  for (let i = 0; i < stack.length; i++) {
-    const name = stack[i]!.name;
-    if (entry?.policies.has(name)) continue;
-    // Stacks name a policy once (resolvePolicies), but a direct caller may not: count names, not items.
-    let repeated = false;
-    for (let j = 0; j < i; j++) if (stack[j]!.name === name) repeated = true;
-    if (!repeated) count++;
-  }
-  return count;
-}
-
-/** When every state of a key is fresh again (undefined: nothing held). */
-function freshAt({ local, policies }: KeyEntry): number | undefined {
-  return local.lastFreshAtMs((name) => policies.get(name));
-}
-
-/** A key that must not be evicted: somebody waits on it, or it holds a live lease. */
-function isPinned({ local }: KeyEntry, nowMs: number): boolean {
-  if (local.waiting > 0) return true;
-  for (const stored of local.state.states.values()) {
-    if (stored.algorithm === "concurrency" && stored.state.entries.some(([untilMs]) => untilMs > nowMs)) return true;
-  }
-  return false;
 }
