@@ -11,7 +11,7 @@ export function quietly(promise: Promise<unknown>): void {
 
 /**
  * The core's facts about a request node:http parsed, shared by a plain request (Exchange,
- * gateway-edge.ts) and an upgrade (upgrade-edge.ts): one object per request, no closures.
+ * gateway-exchange.ts) and an upgrade (upgrade-edge.ts): one object per request, no closures.
  * Fields are read from rawHeaders (Node's `headers` drops repeats). Subclasses say when the
  * client has gone away (`watchGone`), which aborts `signal()`.
  */
