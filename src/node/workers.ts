@@ -1,5 +1,6 @@
 import cluster, { type Worker } from "node:cluster";
 import { parseGatewayConfig } from "../gateway/config.js";
+import { guardHandoffs } from "./cluster-handoff.js";
 import type { ServeArgs } from "./cli-args.js";
 import { ConfigReloader, policiesStartingFresh } from "./reload.js";
 import { loadRlsConfig } from "./rls-files.js";
@@ -18,6 +19,8 @@ interface Slot {
   startedMs: number;
   /** Consecutive deaths within QUICK_DEATH_MS of starting. */
   quickDeaths: number;
+  /** Listening: it can take a dead worker's connections. */
+  ready: boolean;
 }
 
 /**
@@ -76,15 +79,23 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
     }
   };
 
+  // Connections handed to a worker that died before taking them: to a listening worker, or closed.
+  const handoffs = guardHandoffs((dead) => [...slots.values()].find((slot) => slot.ready && slot.worker !== dead && slot.worker.isConnected())?.worker);
   const start = (index: number, quickDeaths = 0): Promise<{ ready: boolean; code: number; lines: string[] }> => {
     const worker = cluster.fork({ SPILLWAY_WORKER_INDEX: String(index) });
-    slots.set(index, { index, worker, startedMs: performance.now(), quickDeaths });
+    handoffs.watch(worker);
+    const slot: Slot = { index, worker, startedMs: performance.now(), quickDeaths, ready: false };
+    slots.set(index, slot);
     return new Promise((resolve) => {
       worker.on("message", (message: unknown) => {
         if (!isToPrimary(message)) return;
         if (message.spillway === "ready") {
+          slot.ready = true;
           // A replacement joins workers that already serve: it may say so at once.
-          if (started) worker.send({ spillway: "serving" } satisfies ToWorker);
+          if (started) {
+            worker.send({ spillway: "serving" } satisfies ToWorker);
+            log(`spillway: worker ${index} (pid ${worker.process.pid}) listening`);
+          }
           return resolve({ ready: true, code: 0, lines: message.lines });
         }
         onMessage(worker, message);
