@@ -4,6 +4,7 @@ import { guardHandoffs } from "./cluster-handoff.js";
 import type { ServeArgs } from "./cli-args.js";
 import { ConfigReloader, policiesStartingFresh } from "./reload.js";
 import { loadRlsConfig } from "./rls-files.js";
+import { type MetricJson, cumulativeOf, retire } from "./retired-counts.js";
 import { configOf } from "./serve-reload.js";
 import { type ToPrimary, type ToWorker, isToPrimary } from "./worker-protocol.js";
 
@@ -52,15 +53,23 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
   };
 
   // /metrics sums: the worker that got the request, its request id, the parts collected so far.
-  const scrapes = new Map<number, { asker: Worker; askerId: number; parts: unknown[][]; waiting: Set<number>; timer: NodeJS.Timeout }>();
+  const scrapes = new Map<number, { asker: Worker; askerId: number; parts: Map<number, unknown[]>; waiting: Set<number>; timer: NodeJS.Timeout }>();
   let nextCollect = 1;
+  // Each live worker's last part (its counters may stand in when it answers late), and what dead workers counted (retired-counts.ts).
+  const lastParts = new Map<number, unknown[]>();
+  let retired: MetricJson[] = [];
   const finishScrape = async (collectId: number) => {
     const scrape = scrapes.get(collectId);
     if (!scrape) return;
     scrapes.delete(collectId);
     clearTimeout(scrape.timer);
+    // A worker that did not answer in time: its last counters, so that no sum goes down.
+    const late = [...scrape.waiting].map((id) => cumulativeOf(lastParts.get(id) ?? []));
+    // A worker that answered and died since is in `retired` already (lastParts no longer has it).
+    const answered = [...scrape.parts].filter(([id]) => lastParts.has(id)).map(([id, part]) => (part.length > 0 ? part : cumulativeOf(lastParts.get(id)!)));
+    const parts = [...answered, ...late, retired].filter((part) => part.length > 0);
     const { AggregatorRegistry } = await import("prom-client");
-    const registry = AggregatorRegistry.aggregate(scrape.parts as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    const registry = AggregatorRegistry.aggregate(parts as Parameters<typeof AggregatorRegistry.aggregate>[0]);
     const body = await registry.metrics();
     if (scrape.asker.isConnected()) scrape.asker.send({ spillway: "scraped", id: scrape.askerId, contentType: registry.contentType, body } satisfies ToWorker);
   };
@@ -69,12 +78,14 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
       const collectId = nextCollect++;
       const live = [...slots.values()].filter((slot) => slot.worker.isConnected());
       const timer = setTimeout(() => void finishScrape(collectId), COLLECT_TIMEOUT_MS);
-      scrapes.set(collectId, { asker: from, askerId: message.id, parts: [], waiting: new Set(live.map((slot) => slot.worker.id)), timer });
+      scrapes.set(collectId, { asker: from, askerId: message.id, parts: new Map(), waiting: new Set(live.map((slot) => slot.worker.id)), timer });
       for (const slot of live) slot.worker.send({ spillway: "collect", id: collectId } satisfies ToWorker);
     } else if (message.spillway === "metrics") {
       const scrape = scrapes.get(message.id);
       if (!scrape || !scrape.waiting.delete(from.id)) return;
-      scrape.parts.push(message.metrics);
+      scrape.parts.set(from.id, message.metrics);
+      // A worker whose collect failed answers []: its last counters stand in for it.
+      if (message.metrics.length > 0) lastParts.set(from.id, message.metrics);
       if (scrape.waiting.size === 0) void finishScrape(message.id);
     }
   };
@@ -102,6 +113,10 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
       });
       worker.once("exit", (code, signal) => {
         resolve({ ready: false, code: code ?? 1, lines: [] });
+        // Its counts stay in every later sum; a scrape waiting for it waits no longer.
+        retired = retire(retired, lastParts.get(worker.id) ?? []);
+        lastParts.delete(worker.id);
+        for (const [collectId, scrape] of scrapes) if (scrape.waiting.delete(worker.id) && scrape.waiting.size === 0) void finishScrape(collectId);
         if (slots.get(index)?.worker !== worker) return;
         if (stopping || !started) {
           slots.delete(index);

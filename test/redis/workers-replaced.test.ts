@@ -1,0 +1,124 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import { startServe } from "./serve-process.js";
+
+// `spillway serve --workers 2` while its workers are SIGKILLed and replaced, one after the
+// other: every new connection is answered or reset (node:cluster's primary used to keep open,
+// for good, the one it was handing to the worker that died: about one per kill), and the summed
+// /metrics never goes down (the dead worker's counters used to vanish from the sum, which
+// Prometheus reads as a counter reset).
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** How long a connection may stay unanswered: far past any answer, far short of "for good". */
+const ANSWER_WITHIN_MS = 10_000;
+const KILLS = 3;
+const CONNECTIONS_PER_KILL = 200;
+
+let dir: string;
+let redis: RedisServer;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "spillway-workers-replaced-"));
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ policies: [{ name: "demo", limit: 1_000_000, period: "10s" }] }));
+  redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+function call(port: number, method: string, path: string, body?: unknown): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, method, path, agent: false, headers: { authorization: "Bearer t", connection: "close" } }, (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+      res.on("end", () => resolve(text));
+    });
+    req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+/** A new connection and one request on it: "answered", "closed" or "reset" (both fine), or "unanswered" past ANSWER_WITHIN_MS. */
+function oneConnection(port: number): Promise<"answered" | "closed" | "reset" | "unanswered"> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve("unanswered");
+    }, ANSWER_WITHIN_MS);
+    socket.on("connect", () => socket.write("GET /healthz HTTP/1.1\r\nhost: spillway\r\nconnection: close\r\n\r\n"));
+    socket.on("data", (chunk: Buffer) => (received += chunk.toString()));
+    socket.on("error", () => {
+      clearTimeout(timer);
+      resolve("reset");
+    });
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve(received.startsWith("HTTP/1.1 ") ? "answered" : "closed");
+    });
+  });
+}
+
+/** Every `_total` series of an exposition, by its line up to the value. */
+function totals(text: string): Map<string, number> {
+  const series = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    const match = /^(\w+_total(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (match) series.set(match[1]!, Number(match[2]));
+  }
+  return series;
+}
+
+describe("spillway serve --workers 2, workers killed and replaced", { timeout: 120_000 }, () => {
+  it("answers or resets every new connection opened around each SIGKILL, and no summed counter goes down", async () => {
+    const served = await startServe(["--config", "config.json", "--redis", redis.url, "--port", "0", "--workers", "2"], dir, { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined });
+    const { port } = served;
+    try {
+      expect(served.pids, served.output()).toHaveLength(2);
+      for (let i = 0; i < 40; i++) await call(port, "POST", "/v1/check", { key: `k-${i}`, policy: "demo" });
+      const before = totals(await call(port, "GET", "/metrics"));
+      expect(before.get('spillway_decisions_total{policy="demo",outcome="allowed"}')).toBe(40);
+
+      const outcomes: Record<string, number> = {};
+      const live = [...served.pids];
+      for (let kill = 0; kill < KILLS; kill++) {
+        const victim = live.shift()!;
+        const listening = (served.output().match(/\) listening$/gm) ?? []).length;
+        const pending: Array<Promise<string>> = [];
+        // New connections before, during and after the kill: the primary hands some to the dying worker.
+        const opening = (async () => {
+          for (let i = 0; i < CONNECTIONS_PER_KILL; i++) {
+            pending.push(oneConnection(port));
+            if (i === 10) process.kill(victim, "SIGKILL");
+            await sleep(i % 10 === 0 ? 1 : 0);
+          }
+        })();
+        await opening;
+        for (const outcome of await Promise.all(pending)) outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+        // The next kill only once the replacement listens: one worker always serves.
+        for (let i = 0; i < 600 && (served.output().match(/\) listening$/gm) ?? []).length === listening; i++) await sleep(50);
+        const replacement = [...served.output().matchAll(/worker \d+ \(pid (\d+)\) listening$/gm)].at(-1)?.[1];
+        expect(replacement, served.output()).toBeDefined();
+        live.push(Number(replacement));
+      }
+      expect(outcomes.unanswered ?? 0, JSON.stringify(outcomes)).toBe(0);
+      expect(outcomes.answered, JSON.stringify(outcomes)).toBeGreaterThan(KILLS * CONNECTIONS_PER_KILL * 0.9);
+      expect(served.output().match(/exited \(signal SIGKILL\); starting another/g)).toHaveLength(KILLS);
+
+      // Both workers that counted the 40 are dead: their counts are still in the sum, as is every other counter.
+      const after = totals(await call(port, "GET", "/metrics"));
+      const lower = [...before].filter(([series, value]) => !((after.get(series) ?? 0) >= value));
+      expect(lower.map(([series, value]) => `${series}: ${value} -> ${after.get(series)}`)).toEqual([]);
+      expect(after.get('spillway_decisions_total{policy="demo",outcome="allowed"}')).toBe(40);
+      expect(served.output()).not.toMatch(/^\s+at /m);
+    } finally {
+      served.child.kill("SIGKILL");
+    }
+  });
+});
