@@ -65,12 +65,13 @@ function oneConnection(port: number): Promise<"answered" | "closed" | "reset" | 
   });
 }
 
-/** Every `_total` series of an exposition, by its line up to the value. */
+/** Every `_total` counter series of an exposition, by its line up to the value (nodejs_active_handles_total is a gauge: it may go down). */
 function totals(text: string): Map<string, number> {
+  const counters = new Set([...text.matchAll(/^# TYPE (\w+) counter$/gm)].map((match) => match[1]));
   const series = new Map<string, number>();
   for (const line of text.split("\n")) {
-    const match = /^(\w+_total(?:\{[^}]*\})?) (\S+)$/.exec(line);
-    if (match) series.set(match[1]!, Number(match[2]));
+    const match = /^((\w+_total)(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (match && counters.has(match[2])) series.set(match[1]!, Number(match[3]));
   }
   return series;
 }
@@ -84,6 +85,7 @@ describe("spillway serve --workers 2, workers killed and replaced", { timeout: 1
       for (let i = 0; i < 40; i++) await call(port, "POST", "/v1/check", { key: `k-${i}`, policy: "demo" });
       const before = totals(await call(port, "GET", "/metrics"));
       expect(before.get('spillway_decisions_total{policy="demo",outcome="allowed"}')).toBe(40);
+      expect(before.size).toBeGreaterThan(5);
 
       const outcomes: Record<string, number> = {};
       const live = [...served.pids];
