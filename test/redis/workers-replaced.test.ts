@@ -14,8 +14,8 @@ import { startServe } from "./serve-process.js";
 // Prometheus reads as a counter reset).
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** How long a connection may stay unanswered: far past any answer, far short of "for good". */
-const ANSWER_WITHIN_MS = 10_000;
+/** How long a connection may stay unanswered: far past any answer on a loaded machine, far short of "for good". */
+const ANSWER_WITHIN_MS = 30_000;
 const KILLS = 3;
 const CONNECTIONS_PER_KILL = 200;
 
@@ -76,7 +76,7 @@ function totals(text: string): Map<string, number> {
   return series;
 }
 
-describe("spillway serve --workers 2, workers killed and replaced", { timeout: 120_000 }, () => {
+describe("spillway serve --workers 2, workers killed and replaced", { timeout: 180_000 }, () => {
   it("answers or resets every new connection opened around each SIGKILL, and no summed counter goes down", async () => {
     const served = await startServe(["--config", "config.json", "--redis", redis.url, "--port", "0", "--workers", "2"], dir, { ...process.env, SPILLWAY_TOKEN: "t", REDIS_URL: undefined });
     const { port } = served;
@@ -87,30 +87,32 @@ describe("spillway serve --workers 2, workers killed and replaced", { timeout: 1
       expect(before.get('spillway_decisions_total{policy="demo",outcome="allowed"}')).toBe(40);
       expect(before.size).toBeGreaterThan(5);
 
-      const outcomes: Record<string, number> = {};
       const live = [...served.pids];
+      // Every connection's outcome, by kill: awaited at the end, so that slow answers on a loaded machine overlap.
+      const pending: Array<Promise<string>> = [];
       for (let kill = 0; kill < KILLS; kill++) {
         const victim = live.shift()!;
         const listening = (served.output().match(/\) listening$/gm) ?? []).length;
-        const pending: Array<Promise<string>> = [];
         // New connections before, during and after the kill: the primary hands some to the dying worker.
         const opening = (async () => {
           for (let i = 0; i < CONNECTIONS_PER_KILL; i++) {
-            pending.push(oneConnection(port));
+            pending.push(oneConnection(port).then((outcome) => `${outcome} (kill ${kill + 1})`));
             if (i === 10) process.kill(victim, "SIGKILL");
             await sleep(i % 10 === 0 ? 1 : 0);
           }
         })();
         await opening;
-        for (const outcome of await Promise.all(pending)) outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
         // The next kill only once the replacement listens: one worker always serves.
         for (let i = 0; i < 600 && (served.output().match(/\) listening$/gm) ?? []).length === listening; i++) await sleep(50);
         const replacement = [...served.output().matchAll(/worker \d+ \(pid (\d+)\) listening$/gm)].at(-1)?.[1];
         expect(replacement, served.output()).toBeDefined();
         live.push(Number(replacement));
       }
-      expect(outcomes.unanswered ?? 0, JSON.stringify(outcomes)).toBe(0);
-      expect(outcomes.answered, JSON.stringify(outcomes)).toBeGreaterThan(KILLS * CONNECTIONS_PER_KILL * 0.9);
+      const outcomes: Record<string, number> = {};
+      for (const outcome of await Promise.all(pending)) outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+      const count = (kind: string) => Object.entries(outcomes).reduce((sum, [outcome, n]) => sum + (outcome.startsWith(`${kind} `) ? n : 0), 0);
+      expect(count("unanswered"), JSON.stringify(outcomes)).toBe(0);
+      expect(count("answered"), JSON.stringify(outcomes)).toBeGreaterThan(KILLS * CONNECTIONS_PER_KILL * 0.9);
       expect(served.output().match(/exited \(signal SIGKILL\); starting another/g)).toHaveLength(KILLS);
 
       // Both workers that counted the 40 are dead: their counts are still in the sum, as is every other counter.
