@@ -83,7 +83,12 @@ describe("spillway serve --workers 2, workers killed and replaced", { timeout: 1
     try {
       expect(served.pids, served.output()).toHaveLength(2);
       for (let i = 0; i < 40; i++) await call(port, "POST", "/v1/check", { key: `k-${i}`, policy: "demo" });
-      const before = totals(await call(port, "GET", "/metrics"));
+      // A decision is counted just after its answer is written: on a loaded machine the scrape may come first.
+      let before = new Map<string, number>();
+      for (let i = 0; i < 50 && before.get('spillway_decisions_total{policy="demo",outcome="allowed"}') !== 40; i++) {
+        if (i > 0) await sleep(100);
+        before = totals(await call(port, "GET", "/metrics"));
+      }
       expect(before.get('spillway_decisions_total{policy="demo",outcome="allowed"}')).toBe(40);
       expect(before.size).toBeGreaterThan(5);
 
