@@ -219,7 +219,7 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
  */
 async function rls(argv: string[]): Promise<number> {
   if (argv.length > 0) {
-    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}`);
+    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}; spillway rls --help says more`);
     return 2;
   }
   const stopSignal = untilStopSignal();
@@ -266,7 +266,7 @@ export function counted(count: number, one: string, many = `${one}s`): string {
 /** `spillway init DIR`: scaffolds a Worker project that deploys its own spillway.config.json. */
 function init(argv: string[]): Promise<number> {
   return exitCodeOf(async () => {
-    if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
+    if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError(argv.find((arg) => arg.startsWith("-")) ?? "DIR", "spillway init takes one directory and no flags: spillway init my-limiter; spillway init --help says more");
     const dir = argv[0]!;
     const files = await initProject(dir);
     console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start   (its npm scripts run on the Node it pins, whatever node is on your PATH)`);
