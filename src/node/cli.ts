@@ -125,7 +125,7 @@ async function serve(argv: string[]): Promise<number> {
     const parts = runtimePartsOf(config, serving, gateway);
     // A worker's health says not ready until the primary says every worker listens (worker-link.ts).
     const notReady = worker ? () => worker.notReady() : undefined;
-    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes, notReady }), "--port", args.port, args.hostname);
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes, unobserved: unobservedReason(args.metrics), notReady }), "--port", args.port, args.hostname);
     // A worker's reloads are the primary's: it logs them once, and sends every worker the text it read.
     const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing, worker ? () => {} : undefined) : undefined;
     if (reloader && !worker) reloads.push(() => reloader.reload("signal"));
@@ -186,6 +186,13 @@ async function metricsModules() {
     console.warn("spillway: metrics off: /metrics, /v1/top, /v1/stats and /dashboard need prom-client and uplot: npm install prom-client uplot (--no-metrics silences this line)");
     return undefined;
   }
+}
+
+/** Why /metrics, /v1/top, /v1/stats and /dashboard answer 404: the flag, or the packages they need. */
+function unobservedReason(metricsOn: boolean): string {
+  return metricsOn
+    ? "prom-client and uplot are not installed (npm install prom-client uplot, then restart spillway serve)"
+    : "spillway serve runs with --no-metrics (start it without that flag for /metrics, /v1/top, /v1/stats and /dashboard)";
 }
 
 /** A listen that failed, said with its cause and what to do (EADDRINUSE, EACCES). */
