@@ -130,7 +130,7 @@ describe("httpLimiter", () => {
       });
     });
     const limiter = httpLimiter({ url: `http://127.0.0.1:${port}`, token: "t" });
-    await expect(limiter.check("k", [catalog.get("per-minute")!], 1)).rejects.toThrow(
+    await expect(limiter.check("k", [catalog.get("per-minute")!], { cost: 1, mode: "reject", maxWaitMs: 0 })).rejects.toThrow(
       `limiter at 127.0.0.1:${port} unreachable: fetch failed (ECONNREFUSED 127.0.0.1:${port})`,
     );
   });
