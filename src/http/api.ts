@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
-import type { Checked, SpillwayService } from "../service.js";
+import type { Checked, SpillwayService } from "../service/service.js";
 import { bearerAuth } from "./auth.js";
-import { FAILED_OPEN_HEADER } from "../wire.js";
+import { FAILED_OPEN_HEADER } from "../core/wire.js";
 import { BodyTooLargeError, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { NoOverrideTableError } from "../overrides/admin.js";
 import { findDuplicateKey } from "../core/json-duplicates.js";
@@ -18,7 +18,7 @@ export const apiRouteOf = (path: string): ApiRoute | undefined => API_PATHS.get(
 
 /**
  * An API answer, runtime-neutral: the Hono routes make it a Response, the Node server's fast
- * path (src/node/api-edge.ts) writes it straight to node:http.
+ * path (src/node/http/api-edge.ts) writes it straight to node:http.
  */
 export interface ApiAnswer {
   status: number;

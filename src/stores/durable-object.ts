@@ -5,7 +5,7 @@ import { sleep } from "../core/sleep.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
-import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../limiter.js";
+import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../core/limiter.js";
 import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./debit-carry.js";
 
 /**

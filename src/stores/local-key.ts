@@ -4,7 +4,7 @@ import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { newLeaseId } from "../limiter.js";
+import { newLeaseId } from "../core/limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
 
 const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;

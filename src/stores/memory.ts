@@ -2,7 +2,7 @@ import { stackLeaseMs } from "../core/concurrency.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { assertCreditsChange } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
-import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
+import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../core/limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";

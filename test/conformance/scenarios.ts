@@ -10,7 +10,7 @@ import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 
 /** What a store must offer the runner: every call carries the (injected) time. */
 export interface ConformanceAdapter {

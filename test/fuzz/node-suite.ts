@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import type { Limiter } from "../../src/limiter.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { type Answer, FUZZ_POLICIES, FUZZ_RUNS, answerOf, assertGeneratedBodies, nested } from "./bodies.js";
 
 /**

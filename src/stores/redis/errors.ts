@@ -1,4 +1,4 @@
-import { StoreFaultError, StoreUnavailableError } from "../../limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../core/limiter.js";
 
 /** Reply errors that mean "this node can't serve right now": failMode applies. */
 const TRANSIENT_REPLIES = /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|BUSY|MOVED|ASK|NOREPLICAS)\b/;

@@ -5,7 +5,7 @@ import { assertCreditsChange } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
-import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../core/limiter.js";
 import { CallQueue } from "../call-queue.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision, decodeStackDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
