@@ -209,11 +209,15 @@ export class UnknownPolicyError extends Error {
   }
 }
 
+/** What a `policy` field (or a route's `policies`) takes, for "is required (…)". */
+export const POLICY_TAKES = "a policy name, an inline policy or an array of them";
+
 /**
  * Resolves the `policy` field of a request: a name from the catalog, an inline policy,
  * or an array of them (a stack). Stacks must not name one policy twice.
  */
 export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = "policy"): Policy[] {
+  if (input === undefined) throw new ValidationError(field, `is required (${POLICY_TAKES})`);
   const items = Array.isArray(input) ? input : [input];
   if (items.length === 0) throw new ValidationError(field, "must name at least one policy, got []");
   if (items.length > 16) throw new ValidationError(field, `may stack at most 16 policies, got ${items.length}`);

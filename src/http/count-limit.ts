@@ -24,6 +24,8 @@ export type CountedOutcome =
       headers: Record<string, string>;
       lease?: HeldLease;
       settle: Settle;
+      /** The peek's decision (before the debit): what rateLimit() hands the handler. */
+      decision?: Decision;
     };
 
 /**
@@ -64,7 +66,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
         context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
       }
-      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, { ...context, key }, headers) }, limiter, key, leased, plan, context);
+      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, { ...context, key }, headers), decision: peeked }, limiter, key, leased, plan, context);
     },
     (failure: unknown) => {
       if (!plan.dryRun) throw failure;
@@ -88,11 +90,11 @@ function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy
 /** Concurrency policies take their lease as always (limitRequest), once the rate policies let the request in; their fields join. */
 function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, leased: readonly Policy[], plan: LimitPlan, context: LimitContext): CountedOutcome | Promise<CountedOutcome> {
   if (!outcome.admitted || leased.length === 0) return outcome;
-  const { headers, settle } = outcome;
+  const { headers, settle, decision } = outcome;
   return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
     if (!leasing.admitted) return leasing;
     const withLeaseFields = (after: Fields) => joinFields(after, leasing.headers);
-    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost, later) => whenSettled(settle(cost, later), withLeaseFields) };
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost, later) => whenSettled(settle(cost, later), withLeaseFields), decision };
   });
 }
 
@@ -107,7 +109,7 @@ function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[],
     const headers = fieldsOf(decision, rated, plan);
     if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, 1, rated) };
     context.log({ event: "count-refill-race", route: context.label, key });
-    return { admitted: true, headers, settle: () => headers };
+    return { admitted: true, headers, settle: () => headers, decision };
   });
 }
 

@@ -8,6 +8,7 @@ import { DEFAULT_MEMORY_MAX_KEYS } from "../../stores/memory.js";
 import { DEFAULT_MAX_IN_FLIGHT } from "../../stores/call-queue.js";
 import { DEFAULT_TIMEOUT_MS } from "../../stores/redis/options.js";
 import { goDurationMs } from "./go-duration.js";
+import { flagError, flagsIn } from "./flag-errors.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls.js";
 import { SENTINEL_FLAG_OPTIONS, SENTINEL_USAGE, type SentinelChoice, type SentinelFlagValues, parseSentinelChoice } from "./sentinel.js";
 
@@ -137,7 +138,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       },
     }));
   } catch (error) {
-    throw new ValidationError("arguments", (error as Error).message);
+    throw flagError(error, "serve", flagsIn(SERVE_USAGE));
   }
   const rls = parseRlsArgs(values);
   if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
@@ -292,7 +293,7 @@ export function parseCheckArgs(argv: string[]): { configPath?: string; rlsConfig
   try {
     ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { config: { type: "string" }, "rls-config": { type: "string" } } }));
   } catch (error) {
-    throw new ValidationError("arguments", (error as Error).message);
+    throw flagError(error, "check", ["config", "rls-config"]);
   }
   if (!values.config && !values["rls-config"]) throw new ValidationError("--config", "is required: the path of spillway.config.json (or --rls-config PATH)");
   return { ...(values.config ? { configPath: values.config } : {}), ...(values["rls-config"] ? { rlsConfigPath: values["rls-config"] } : {}) };
