@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parsePolicy } from "../../src/core/policy.js";
-import type { Override } from "../../src/overrides/parse.js";
-import { OverrideIndex } from "../../src/overrides/resolver.js";
+import { parsePolicy } from "../../../src/core/policy.js";
+import type { Override } from "../../../src/overrides/parse.js";
+import { OverrideIndex } from "../../../src/overrides/resolver.js";
 
 // What one lookup of a key's override costs, counted rather than timed (a busy machine times
 // nothing reliably): the Map lookups it makes, and what they read. A string key is read whole
