@@ -165,12 +165,23 @@ export function rangeContains(range: IpRange, address: IpAddress): boolean {
 
 export const anyRangeContains = (ranges: readonly IpRange[], address: IpAddress) => ranges.some((range) => rangeContains(range, address));
 
+/** `203.0.113.7:5555` and `[2001:db8::1]:5555`: an address with the port a proxy may write (RFC 7239 allows it). */
+const WITH_PORT = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/;
+
+/** One X-Forwarded-For hop: an address, with or without a port (the port is not part of the client). */
+function parseHop(text: string): IpAddress | undefined {
+  const withPort = WITH_PORT.exec(text);
+  if (withPort && Number(withPort[3]) <= 65535) return parseIp(withPort[1] ?? withPort[2]!);
+  return parseIp(text);
+}
+
 /**
  * The client's address behind proxies. `peer` is who connected to us (the socket, or
  * CF-Connecting-IP on Cloudflare). Only when the peer is one of `trustedProxies` is
  * X-Forwarded-For read, right to left, skipping trusted hops: everything left of the first
- * untrusted hop was written by the client and is ignored. A malformed hop in the trusted
- * part yields undefined (no key) rather than a guess.
+ * untrusted hop was written by the client and is ignored. A hop may carry a port
+ * (`203.0.113.7:5555`, `[2001:db8::1]:5555`): the address is read. A malformed hop in the
+ * trusted part yields undefined (no key) rather than a guess.
  */
 export function resolveClientIp(peer: string | undefined, forwardedFor: string | null, trustedProxies: readonly IpRange[]): IpAddress | undefined {
   const peerAddress = peer === undefined ? undefined : parseIp(peer);
@@ -178,7 +189,7 @@ export function resolveClientIp(peer: string | undefined, forwardedFor: string |
   const hops = (forwardedFor ?? "").split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
   let client = peerAddress;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseIp(hops[i]!);
+    const hop = parseHop(hops[i]!);
     if (!hop) return undefined;
     client = hop;
     if (!anyRangeContains(trustedProxies, hop)) break;

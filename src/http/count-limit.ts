@@ -52,6 +52,8 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       const headers = fieldsOf(peeked, rated, plan);
       if (!peeked.allowed) {
         if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
+        // A denial, told as a check's is (config `notify`: `exhausted`); refuseAndBlock's check tells its own.
+        limiter.deniedOnPeek?.(key, rated, peeked);
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers, 1, rated) };
         delete headers["Retry-After"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);

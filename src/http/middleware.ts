@@ -1,3 +1,4 @@
+import { apiStoreKey } from "../overrides/key-source.js";
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "./counting-options.js";
 import { peekRequest } from "./count-limit.js";
@@ -97,11 +98,13 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     if (skip && (await skip(c))) return next();
     const key = requestKey(await keyOf(c));
     if (typeof key !== "string") return problemResponse(key);
-    const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) };
+    // The key's own namespace (apiStoreKey); overrides match the key as the function gave it.
+    const storeKey = apiStoreKey(key);
+    const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c), overrideKey: key };
     let outcome: LimitOutcome;
     try {
-      if (counting) return await counted(counting, c, next, key, context);
-      outcome = await limitRequest(store, key, plan, context);
+      if (counting) return await counted(counting, c, next, storeKey, context);
+      outcome = await limitRequest(store, storeKey, plan, context);
     } catch (error) {
       const failure = storeFailureProblem(error, log, c.req.routePath);
       if (failure) return problemResponse(failure);

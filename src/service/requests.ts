@@ -3,7 +3,7 @@ import { assertDebitable } from "../core/debit.js";
 import { type PolicyCatalog, resolvePolicies } from "../core/policy.js";
 import type { CheckMode, CreditsChange, Policy } from "../core/types.js";
 import { MAX_BALANCE } from "../core/credits.js";
-import { parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
+import { type KeySource, apiStoreKey, parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
 
@@ -81,6 +81,8 @@ export interface CreditsRequest {
    * `<source>:<key>`, and the overrides of that source apply (docs/overrides.md).
    */
   source?: string;
+  /** The source as the body wrote it, parsed (its parts, for the check against the routes). */
+  keySource?: KeySource;
 }
 
 function object(body: unknown): Record<string, unknown> {
@@ -147,11 +149,12 @@ export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequ
     const source = parseKeySource(parsed.source);
     if (typeof source === "string") throw new ValidationError("source", source);
     request.source = sourceName(source);
+    request.keySource = source;
   }
   return request;
 }
 
-/** The store key of a credits request: the key itself, or, with a source, the key that source's gateway routes count it under. */
+/** The store key of a credits request: the API's (apiStoreKey), or, with a source, the key that source's gateway routes count it under. */
 export function creditsStoreKey(request: CreditsRequest): string | Promise<string> {
-  return request.source === undefined ? request.key : sourceStoreKey(request.source, request.key);
+  return request.source === undefined ? apiStoreKey(request.key) : sourceStoreKey(request.source, request.key);
 }

@@ -1,3 +1,4 @@
+import { apiStoreKey } from "../../overrides/key-source.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../../core/concurrency.js";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../../http/counting-options.js";
@@ -132,7 +133,8 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       const key = requestKey(await keyOf(req));
       if (typeof key !== "string") return sendProblem(res, key);
       const signal = watchesClose ? closeSignal(res) : undefined;
-      const outcome = await limit(req, key, { signal, label, log });
+      // The key's own namespace (apiStoreKey); overrides match the key as the function gave it.
+      const outcome = await limit(req, apiStoreKey(key), { signal, label, log, overrideKey: key });
       if (!outcome.admitted) return await deny(req, res, outcome.response);
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
       if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
