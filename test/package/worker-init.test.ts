@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
 import { bundleWorker, wrangler } from "../../scripts/bench/worker-scaffold.js";
+import { lockInto, unlocked } from "../../scripts/locked-versions.js";
 
 // `npx spillway init` as a user on a fresh machine runs it: on the machine's own Node (the global
 // `node`, 20 here, older than wrangler and spillway need), from the installed tarball, into a new
@@ -45,14 +46,17 @@ beforeAll(async () => {
   const tools = join(work, "tools");
   mkdirSync(tools);
   writeFileSync(join(tools, "package.json"), JSON.stringify({ name: "tools", private: true }));
+  lockInto(tools);
   await onGlobalNode("npm", ["install", tarball, ...NPM_QUIET], tools);
   await onGlobalNode(join(tools, "node_modules", ".bin", "spillway"), ["init", "my-limiter"], work);
   project = join(work, "my-limiter");
   configText = readFileSync(join(project, "spillway.config.json"), "utf8");
-  // The tarball in place of the registry's spillway; everything else as generated.
+  // The tarball in place of the registry's spillway; everything else as generated, installed at
+  // the versions our package-lock.json holds (the scaffold's ranges admit them).
   const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> };
   manifest.dependencies.spillway = `file:${tarball}`;
   writeFileSync(join(project, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  lockInto(project);
   await onGlobalNode("npm", ["install", ...NPM_QUIET], project);
 }, 300_000);
 
@@ -61,6 +65,11 @@ afterAll(() => {
 });
 
 describe("a Worker project from spillway init, on the machine's global Node", () => {
+  it("installs only versions package-lock.json holds", () => {
+    expect(unlocked(join(work, "tools"))).toEqual([]);
+    expect(unlocked(project)).toEqual([]);
+  });
+
   it("the global Node is older than wrangler needs, and spillway says which it needs in one line", async () => {
     expect(globalNode).toMatch(/^v\d+\./);
     if (Number(globalNode.slice(1).split(".")[0]) >= 22) return; // a machine with a new Node: nothing to show
