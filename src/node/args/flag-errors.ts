@@ -17,8 +17,9 @@ export function flagError(error: unknown, command: string, flags: Iterable<strin
   if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
     // `Option '--port <value>' argument missing`, or a boolean flag given a value.
     const flag = /'(--[\w-]+)/.exec(message)?.[1] ?? "arguments";
-    const missing = /argument missing/.test(message);
-    return new ValidationError(flag, `${missing ? "needs a value" : "takes no value"}; spillway ${command} --help says what it takes`);
+    // "argument is ambiguous": a flag that takes a value was followed by another flag.
+    const what = /argument missing/.test(message) ? "needs a value" : /ambiguous/.test(message) ? "needs a value (the next argument is a flag)" : "takes no value";
+    return new ValidationError(flag, `${what}; spillway ${command} --help says what it takes`);
   }
   if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
     const given = /'([^']*)'/.exec(message)?.[1];

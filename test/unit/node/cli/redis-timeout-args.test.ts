@@ -91,7 +91,7 @@ describe("--redis-timeout", () => {
   });
 
   it("still takes a flag after a flag that wants a value for what it is", () => {
-    expect(() => parseServeArgs([...redis, "--port", "--workers", "2"], {})).toThrow(/^arguments: Option '--port' argument is ambiguous/);
+    expect(() => parseServeArgs([...redis, "--port", "--workers", "2"], {})).toThrow(/^--port: needs a value \(the next argument is a flag\); spillway serve --help says what it takes$/);
     expect(() => parseServeArgs([...config, "--store", "memory", "--memory-max-keys", "-1"], {})).toThrow(/^--memory-max-keys: must be a positive integer, got "-1"$/);
   });
 
