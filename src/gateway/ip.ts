@@ -196,3 +196,33 @@ export function resolveClientIp(peer: string | undefined, forwardedFor: string |
   }
   return client;
 }
+
+/** What `ipKey` reads an address from: the text, or a request that carries it (Express's `req.ip`, else the socket's peer). */
+export type IpKeySource = string | null | undefined | { ip?: string; socket?: { remoteAddress?: string } };
+
+/**
+ * A rate-limit key from a client's address, as a gateway route's `ip/N` key makes it: every
+ * spelling of one address is one key, and an IPv6 address is counted by its /`ipv6Subnet`
+ * (default 56, as express-rate-limit v8 does: one customer's /56 is one budget, not 2^72 of
+ * them). IPv4 addresses are whole. `ipv6Subnet: false` (or 128) keeps IPv6 addresses whole.
+ * Undefined when there is no address (the middleware then answers 400, never a shared key).
+ *
+ * @example key: (req) => ipKey(req) // "2001:db8:0:100::/56", "203.0.113.7"
+ * @example key: (c) => ipKey(c.req.header("cf-connecting-ip"), { ipv6Subnet: 64 })
+ */
+export function ipKey(source: IpKeySource, options: { ipv6Subnet?: number | false } = {}): string | undefined {
+  const subnet = options.ipv6Subnet ?? 56;
+  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) throw new TypeError(`ipKey: ipv6Subnet must be an integer from 1 to 128 or false, got ${String(subnet)}`);
+  const text = typeof source === "string" ? source : (source?.ip ?? source?.socket?.remoteAddress);
+  const address = text ? parseIp(text) : undefined;
+  return address ? prefixKey(address, subnet === false ? 128 : subnet) : undefined;
+}
+
+/**
+ * The key of an address counted by its IPv6 prefix (a route's `ip/56`, ipKey): `2001:db8:0:100::/56`;
+ * an IPv4 address, or a prefix of 128, is the address itself.
+ */
+export function prefixKey(address: IpAddress, ipv6PrefixBits: number): string {
+  if (address.version === 4 || ipv6PrefixBits >= 128) return formatIp(address);
+  return `${formatIp(maskIp(address, ipv6PrefixBits))}/${ipv6PrefixBits}`;
+}

@@ -1,6 +1,6 @@
 import { joinKeyParts } from "../overrides/key-parts.js";
 import { type KeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
-import { type IpAddress, formatIp, maskIp } from "./ip.js";
+import { type IpAddress, prefixKey } from "./ip.js";
 
 export { type CfField, type KeySource, CF_FIELDS, DEFAULT_IPV6_PREFIX_BITS, KEY_SOURCE_FORMS, parseKeySource } from "../overrides/key-source.js";
 
@@ -64,8 +64,7 @@ function valueOf(source: KeySource, facts: RequestFacts): Value {
   switch (source.kind) {
     case "ip": {
       if (!facts.clientIp) return undefined;
-      const aggregate = facts.clientIp.version === 6 && source.ipv6PrefixBits < 128;
-      value = aggregate ? `${formatIp(maskIp(facts.clientIp, source.ipv6PrefixBits))}/${source.ipv6PrefixBits}` : formatIp(facts.clientIp);
+      value = prefixKey(facts.clientIp, source.ipv6PrefixBits);
       break;
     }
     case "header":
