@@ -21,7 +21,7 @@ export interface WireRequest {
   domain?: string;
   descriptors?: WireDescriptor[];
   hits_addend?: number;
-  /** Set by a decoder that stopped at MAX_DESCRIPTORS (rls-decode.ts): how many descriptors the request holds. */
+  /** Set by a decoder that stopped at MAX_DESCRIPTORS (node/grpc/decode.ts): how many descriptors the request holds. */
   descriptorCount?: number;
 }
 

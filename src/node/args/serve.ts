@@ -49,7 +49,7 @@ export interface ServeArgs {
   rls?: RlsArgs;
   /** --watch: reload --config when the file changes (as on SIGHUP). */
   watch?: boolean;
-  /** --workers N|auto: N processes serving the same ports (workers.ts); Redis stores only. */
+  /** --workers N|auto: N processes serving the same ports (cluster/primary.ts); Redis stores only. */
   workers?: number;
 }
 

@@ -322,7 +322,7 @@ function untilStopSignal(worker?: WorkerLink): Promise<void> {
 
 /**
  * `spillway serve --workers N` in the primary: everything checked here first (flags, config,
- * RLS files: a mistake exits 2 once, before any worker starts), then runPrimary (workers.ts).
+ * RLS files: a mistake exits 2 once, before any worker starts), then runPrimary (cluster/primary.ts).
  */
 async function servePrimary(argv: string[]): Promise<number> {
   // SIGHUP's default ends the process: ignored until runPrimary takes it.

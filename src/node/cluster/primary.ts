@@ -193,7 +193,7 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
  */
 function primaryReloader(path: string, startText: string, broadcast: (message: ToWorker) => void): ConfigReloader {
   let generation = 1;
-  // The policies in force, for the policies a reload starts fresh (serve-reload.ts, configReloader).
+  // The policies in force, for the policies a reload starts fresh (serve/serving.ts, configReloader).
   let inForce = configOf(startText, path).policies;
   return new ConfigReloader({
     path,

@@ -1,5 +1,5 @@
 /**
- * The messages between `spillway serve --workers N`'s primary (workers.ts) and its workers
+ * The messages between `spillway serve --workers N`'s primary (primary.ts) and its workers
  * (worker-link.ts), over node:cluster's IPC channel. Each carries `spillway` (its kind), so
  * that nothing else sent on the channel is taken for one.
  */

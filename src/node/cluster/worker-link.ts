@@ -28,7 +28,7 @@ export interface WorkerLink {
 /** How long a worker waits for the primary's sum before answering /metrics with an error. */
 const SCRAPE_TIMEOUT_MS = 5000;
 
-/** The worker's end of the IPC channel (workers.ts is the primary's). Only in a cluster worker. */
+/** The worker's end of the IPC channel (primary.ts is the primary's). Only in a cluster worker. */
 export function linkToPrimary(): WorkerLink {
   const worker = cluster.worker!;
   const send = (message: ToPrimary) => worker.send(message);

@@ -28,7 +28,7 @@ const WATCH_INTERVAL_MS = 1000;
 
 /**
  * `spillway rls`: envoyproxy/ratelimit's service configured as the reference is, by its
- * environment alone (rls-env-table.ts: every variable honoured, not applicable, or refused).
+ * environment alone (env-table.ts: every variable honoured, not applicable, or refused).
  * The config is read, certificates loaded and variables checked before anything connects:
  * a mistake is a ValidationError naming the variable or file (exit 2).
  */

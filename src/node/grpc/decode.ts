@@ -2,7 +2,7 @@
 // (protobufjs) decodes into message objects and then copies them into plain ones (toObject), on
 // every decision. This reads exactly the fields Spillway uses, into the same plain objects as
 // proto-loader under RLS_PROTO_OPTIONS (test/unit/node/grpc/codec.test.ts holds it to that); the
-// answer is written by rls-encode.ts.
+// answer is written by encode.ts.
 import { MAX_DESCRIPTORS, type WireDescriptor, type WireRequest } from "../../rls/request.js";
 
 /** envoy.type.v3.RateLimitUnit by number, as proto-loader names enums (an unknown number stays a number). */

@@ -3,7 +3,7 @@
  * `spillway rls` does with it (docs/envoy.md has the same table in words, and a test holds
  * the two together):
  *
- * - honoured: read by rls-env.ts, mapped to what `flag` says;
+ * - honoured: read by env.ts, mapped to what `flag` says;
  * - ignored: not applicable here (telemetry Spillway does not speak, tuning of the reference's
  *   own machinery); one startup line names those that are set;
  * - refused: asks for behaviour Spillway does not have; when `refuses(value)` says so, startup

@@ -2,7 +2,7 @@ import { ValidationError } from "../../core/validation.js";
 import { goDurationMs } from "../args/go-duration.js";
 import { RLS_ENV_ROWS } from "./env-table.js";
 
-/** `spillway rls`'s settings, read from envoyproxy/ratelimit's variables (rls-env-table.ts lists every one). */
+/** `spillway rls`'s settings, read from envoyproxy/ratelimit's variables (env-table.ts lists every one). */
 export interface RlsEnvSettings {
   grpc: { host: string; port: number; uds?: string; maxConnectionAgeMs: number; maxConnectionAgeGraceMs: number; tls?: { certPath: string; keyPath: string; clientCaPath?: string } };
   http: { host: string; port: number };

@@ -168,7 +168,7 @@ class MalformedRequest {
   }
 }
 
-/** The service with ShouldRateLimit's request and answer read by rls-decode.ts and written by rls-encode.ts (proto-loader's for answers it does not write). */
+/** The service with ShouldRateLimit's request and answer read by decode.ts and written by encode.ts (proto-loader's for answers it does not write). */
 function withOwnCodec(service: grpc.ServiceDefinition): grpc.ServiceDefinition {
   const method = service.ShouldRateLimit as grpc.MethodDefinition<WireRequest | MalformedRequest, RlsAnswer>;
   const fallback = method.responseSerialize;
