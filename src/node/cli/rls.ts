@@ -1,0 +1,37 @@
+// `spillway rls`: envoyproxy/ratelimit's service, configured by its environment variables.
+import { ValidationError } from "../../core/validation.js";
+import { onHangup } from "../serve/reload.js";
+import { MissingPackageError, importNeeding } from "./optional-packages.js";
+import { untilStopSignal } from "./run.js";
+
+/** What `spillway rls` loads: gRPC, its metrics and its Redis client. */
+const RLS_COMMAND_PACKAGES = ["@grpc/grpc-js", "@grpc/proto-loader", "prom-client", "ioredis"];
+
+/**
+ * `spillway rls`: envoyproxy/ratelimit's service, configured by the reference's environment
+ * alone (docs/envoy.md, "spillway rls"). Exit 0 after a signal's clean shutdown, 2 for a bad
+ * variable or config file (the message names it), 1 for anything else. SIGHUP re-reads the files.
+ */
+export async function rls(argv: string[]): Promise<number> {
+  if (argv.length > 0) {
+    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}; spillway rls --help says more`);
+    return 2;
+  }
+  const stopSignal = untilStopSignal();
+  const reloads: Array<() => Promise<unknown>> = [];
+  const offHangup = onHangup(reloads);
+  try {
+    // Loaded only for this command: its optional packages (optional-packages.ts) must be installed.
+    const { startRlsCommand } = await importNeeding(() => import("../grpc/command.js"), RLS_COMMAND_PACKAGES, "the rls command");
+    const running = await startRlsCommand(process.env);
+    reloads.push(() => running.reload());
+    await stopSignal;
+    await running.close();
+    return 0;
+  } catch (error) {
+    console.error(`spillway: ${(error as Error).message}`);
+    return error instanceof ValidationError || error instanceof MissingPackageError ? 2 : 1;
+  } finally {
+    offHangup();
+  }
+}
