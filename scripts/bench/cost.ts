@@ -78,7 +78,7 @@ function goals(rows: Priced[]): string[] {
   const once = find("keys seen once");
   const counted = rows.filter((row) => row.label.startsWith("a counted route") || row.label.startsWith("a costed route"));
   return [
-    "Goals (issue 31), this run:",
+    "Goals, this run:",
     `- a stack of 3 costs what one policy costs: ${per(stack, (row) => row.rowsWritten)} rows written per decision for the stack, ${per(one, (row) => row.rowsWritten)} for one policy (the earlier layout wrote one row per policy: 3 for the stack);`,
     `- a key seen once: ${once ? fixed((once.rowsWritten + once.alarmsSet) / once.keys) : "?"} billed rows in its life, its row and its alarm (the earlier layout: a row and its primary-key index, the alarm, then a DELETE before deleteAll);`,
     `- object requests per gateway request on counted routes: ${counted.map((row) => `${row.label}: ${per(row, (r) => r.objectRequests)}`).join("; ")}. A cost in the body rides with the key's next request; a cost known at the head is debited before the head goes out, so each counted answer is a second request.`,

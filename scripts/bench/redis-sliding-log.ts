@@ -150,7 +150,7 @@ export const SLIDING_LOG_GOAL_US = 50;
 export function slidingLogGoal(rows: readonly SlidingLogRow[]): string[] {
   const largest = rows.reduce((top, row) => (row.limit > top.limit ? row : top), rows[0]!);
   const met = largest.redisUsPerDecision <= SLIDING_LOG_GOAL_US;
-  return [`Goal (issue 12): at most ${SLIDING_LOG_GOAL_US} µs of Redis time per decision at limit ${largest.limit.toLocaleString("en-US")} — this run: ${us(largest.redisUsPerDecision)} µs: **${met ? "met" : "missed"}**.`];
+  return [`Goal: at most ${SLIDING_LOG_GOAL_US} µs of Redis time per decision at limit ${largest.limit.toLocaleString("en-US")} — this run: ${us(largest.redisUsPerDecision)} µs: **${met ? "met" : "missed"}**.`];
 }
 
 export function slidingLogTable(rows: readonly SlidingLogRow[]): string[] {

@@ -148,7 +148,7 @@ async function main(): Promise<void> {
       `\`npm run bench:redis\` (scripts/bench/redis.ts), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}, ${minutes} min for the whole run, against ${redis.description}.`,
       "The load generator, the limiters' Node side and Redis share the project's 2-core machine: read the ratios, not the absolute numbers.",
       "",
-      "### Goals (issue 3)",
+      "### Goals",
       "",
       ...goalLines({ options: throughput, results, admission: admitted, libraryUs }),
       "",
