@@ -1,7 +1,7 @@
 import { readFile, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { ValidationError } from "../../core/validation.js";
-import { parseRlsConfig } from "../../rls/config.js";
+import { type RlsFile, parseRlsConfig } from "../../rls/config.js";
 import { isRlsConfigFile, parseRlsText } from "../../rls/files.js";
 import type { RlsConfig } from "../../rls/types.js";
 
@@ -19,14 +19,17 @@ export async function loadRlsConfig(path: string): Promise<RlsConfig> {
   }
   if (names.length === 0) throw new ValidationError("--rls-config", `${path} holds no .yaml, .yml or .json file`);
   const files = await Promise.all(
-    names.map(async (name) => {
-      try {
-        return parseRlsText(name, await readFile(name, "utf8"));
-      } catch (error) {
-        if (error instanceof ValidationError) throw error;
-        throw new ValidationError(name, `cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-      }
-    }),
+    names.map((name) => readRlsFile(name, name)),
   );
   return parseRlsConfig(files);
+}
+
+/** One rule file read and parsed, named `name` in its errors: a file that cannot be read is a ValidationError naming it. */
+export async function readRlsFile(name: string, path: string): Promise<RlsFile> {
+  try {
+    return parseRlsText(name, await readFile(path, "utf8"));
+  } catch (error) {
+    if (error instanceof ValidationError) throw error;
+    throw new ValidationError(name, `cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
 }

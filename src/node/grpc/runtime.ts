@@ -1,10 +1,10 @@
-import { readFile, readdir, realpath, stat } from "node:fs/promises";
+import { readdir, realpath, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { ValidationError } from "../../core/validation.js";
 import { type RlsFile, parseRlsConfig } from "../../rls/config.js";
-import { parseRlsText } from "../../rls/files.js";
 import type { RlsConfig } from "../../rls/types.js";
 import type { RlsEnvSettings } from "./env.js";
+import { readRlsFile } from "./files.js";
 
 type Runtime = RlsEnvSettings["runtime"];
 
@@ -25,15 +25,7 @@ export async function loadRuntimeConfig(runtime: Runtime): Promise<RlsConfig> {
   const dir = runtimeConfigDir(runtime);
   const paths = await listFiles(dir, runtime.ignoreDotFiles);
   const files: RlsFile[] = await Promise.all(
-    paths.map(async (path) => {
-      const name = relative(dir, path);
-      try {
-        return parseRlsText(name, await readFile(path, "utf8"));
-      } catch (error) {
-        if (error instanceof ValidationError) throw error;
-        throw new ValidationError(name, `cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-      }
-    }),
+    paths.map((path) => readRlsFile(relative(dir, path), path)),
   );
   return parseRlsConfig(files);
 }
