@@ -52,7 +52,7 @@ for (const kind of ["nginx", "caddy"] as const) {
         expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
         expectRateLimitFields(answer.headers);
         expect(answer.headers.get("ratelimit")).toMatch(/;r=0;/);
-        expect(JSON.parse(answer.body)).toMatchObject({ status: 429, title: "Too Many Requests" });
+        expect(JSON.parse(answer.body)).toMatchObject({ status: 429, type: "https://iana.org/assignments/http-problem-types#quota-exceeded" });
       }
     }, 15_000);
 
