@@ -126,14 +126,19 @@ export class ForwardAuth {
       headers.set(FORWARD_AUTH_ROUTE_HEADER, route);
       return new Response(step.response.body, { status: step.response.status, headers });
     }
-    // The origin's answer never comes here: a concurrency slot cannot be held for it, and a
-    // cost the answer reports cannot be read. Such a route is refused rather than let through uncounted.
-    void step.lease?.release();
-    if (step.count) {
-      return problemResponse(problem(501, `${route} counts what the origin answers (count, or a cost from the answer), which a forward-auth service never sees: serve this route through the gateway`, { title: "Not Implemented" }), { [FORWARD_AUTH_ROUTE_HEADER]: route });
+    // The origin's answer never comes here: a cost it reports cannot be read, and a concurrency
+    // slot would be released before the upstream is done (so it would bound nothing). Such a
+    // route is refused rather than let through uncounted.
+    if (step.lease) {
+      void step.lease.release();
+      return notHere(route, "holds a concurrency lease for the whole exchange, whose end a forward-auth service never sees");
     }
+    if (step.count) return notHere(route, "counts what the origin answers (count, or a cost from the answer), which a forward-auth service never sees");
     return new Response(null, { status: 200, headers: { ...step.extra, [FORWARD_AUTH_ROUTE_HEADER]: route } });
   }
 }
+
+const notHere = (route: string, why: string) =>
+  problemResponse(problem(501, `${route} ${why}: serve this route through the gateway`, { title: "Not Implemented" }), { [FORWARD_AUTH_ROUTE_HEADER]: route });
 
 const forbidden = (detail: string) => problemResponse(problem(403, detail, { title: "Forbidden" }));

@@ -18,6 +18,7 @@ describe("spillway serve's /v1/forward-auth", () => {
       policies: [
         { name: "two", algorithm: "fixed-window", limit: 2, period: "1h" },
         { name: "one", algorithm: "fixed-window", limit: 1, period: "1h" },
+        { name: "slots", algorithm: "concurrency", limit: 5, lease: "1m" },
       ],
       overrides: [{ policy: "two", key: "gold", source: "header:x-api-key", limit: 5 }],
       routes: [
@@ -25,6 +26,7 @@ describe("spillway serve's /v1/forward-auth", () => {
         { match: { path: "/by-ip/*" }, key: "ip", policies: ["one"] },
         { match: { path: "/dry/*" }, key: "ip", policies: ["one"], dryRun: true },
         { match: { path: "/counted/*" }, key: "ip", policies: ["two"], count: { status: ["2xx"] } },
+        { match: { path: "/leased/*" }, key: "ip", policies: ["slots"] },
       ],
       deny: { ips: ["198.51.100.0/24"] },
     });
@@ -102,6 +104,13 @@ describe("spillway serve's /v1/forward-auth", () => {
     const answer = await ask({ "x-forwarded-method": "GET", "x-forwarded-uri": "/counted/x", "x-forwarded-for": "192.0.2.10" });
     expect(answer.status).toBe(501);
     expect(JSON.parse(answer.body).detail).toContain("routes.3 counts what the origin answers");
+  });
+
+  it("refuses a concurrency route (the exchange's end never comes here) and gives its slot back", async () => {
+    for (let i = 0; i < 7; i++) {
+      const answer = await ask({ "x-forwarded-method": "GET", "x-forwarded-uri": "/leased/x", "x-forwarded-for": "192.0.2.11" });
+      expect([answer.status, JSON.parse(answer.body).detail]).toEqual([501, expect.stringContaining("routes.4 holds a concurrency lease")]);
+    }
   });
 
   it("gives bad input the gateway's own 400s, naming the field", async () => {
