@@ -43,6 +43,10 @@ class ForwardedHeaders implements HeaderLookup {
     if (name.toLowerCase() === "host") return this.#headers.get("x-forwarded-host") ?? this.#headers.get("host");
     return this.#headers.get(name);
   }
+  /** A key's field sent on two lines is the gateway's 400 here too (keys.ts). */
+  repeated(lowerName: string): boolean {
+    return this.#headers.repeated?.(lowerName) ?? false;
+  }
 }
 
 /** The first of the fields set, with the name it came under. */

@@ -4,7 +4,7 @@ import type { GatewayCore } from "../../gateway/core.js";
 import type { HeaderLookup } from "../../gateway/keys.js";
 import { errorResponse } from "../../http/problems.js";
 import { flatFields } from "./message-fields.js";
-import { rawField } from "./raw-fields.js";
+import { rawField, rawFieldRepeated } from "./raw-fields.js";
 import { quietly } from "./request-facts.js";
 
 /** The check request's fields as Headers.get reads them, from rawHeaders (repeats joined). */
@@ -15,6 +15,9 @@ class RawLookup implements HeaderLookup {
   }
   get(name: string): string | null {
     return rawField(this.#raw, name) ?? null;
+  }
+  repeated(lowerName: string): boolean {
+    return rawFieldRepeated(this.#raw, lowerName);
   }
 }
 

@@ -4,6 +4,7 @@ import { parseConfig } from "../../../../src/config/config.js";
 import { createNodeGateway } from "../../../../src/node/http/gateway.js";
 import { type RunningServer, startServer } from "../../../../src/node/serve/server.js";
 import { MemoryStore } from "../../../../src/stores/memory.js";
+import { rawExchange } from "./gateway-helpers.js";
 
 // /v1/forward-auth spoken to directly, in the request shapes the proxies send: Traefik's
 // ForwardAuth (X-Forwarded-*, any method), nginx's auth_request recipe (X-Original-*), and bad input.
@@ -122,6 +123,9 @@ describe("spillway serve's /v1/forward-auth", () => {
       [{ "x-forwarded-method": "GET", "x-forwarded-uri": "/by-ip/a%2Fb" }, 'encoded "/"'],
       [{ "x-forwarded-method": "POST", "x-forwarded-host": "api.example.com", "x-forwarded-uri": "/orders/1" }, "does not carry"],
     ];
+    const twice = await rawExchange(server.port, "GET /v1/forward-auth HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Method: POST\r\nX-Forwarded-Host: api.example.com\r\nX-Forwarded-Uri: /orders/1\r\nX-Api-Key: a\r\nX-Api-Key: b\r\nConnection: close\r\n\r\n");
+    expect(twice.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(twice).toContain("more than once");
     for (const [fields, detail] of cases) {
       const answer = await ask({ "x-forwarded-for": "192.0.2.77", ...fields });
       expect([answer.status, JSON.parse(answer.body).detail]).toEqual([400, expect.stringContaining(detail)]);
