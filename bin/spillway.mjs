@@ -24,15 +24,15 @@ process.title = "spillway";
 const fromSources =
   process.features.typescript &&
   !new URL(import.meta.url).pathname.split("/").includes("node_modules") &&
-  existsSync(new URL("../src/node/cli.ts", import.meta.url)) &&
+  existsSync(new URL("../src/node/cli/main.ts", import.meta.url)) &&
   existsSync(new URL("./ts-hooks.mjs", import.meta.url));
 
 let cli;
 if (fromSources) {
   await import("./ts-hooks.mjs");
-  cli = await import("../src/node/cli.ts");
-} else if (existsSync(new URL("../dist/node/cli.js", import.meta.url))) {
-  cli = await import("../dist/node/cli.js");
+  cli = await import("../src/node/cli/main.ts");
+} else if (existsSync(new URL("../dist/node/cli/main.js", import.meta.url))) {
+  cli = await import("../dist/node/cli/main.js");
 } else {
   console.error("spillway: dist/ is missing: run `npm run build` first");
   process.exit(1);

@@ -15,12 +15,12 @@ rmSync(`${root}dist`, { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, "-p", `${root}tsconfig.build.json`], { stdio: "inherit" });
 cpSync(`${root}src/stores/redis/lua`, `${root}dist/stores/redis/lua`, { recursive: true });
 
-// spillway.schema.json, from the schemas the config parser uses (src/node/json-schema.ts).
+// spillway.schema.json, from the schemas the config parser uses (src/node/cli/json-schema.ts).
 // It is committed too, so a checkout's own config can name it; a test holds the two equal.
-const { configJsonSchema } = await import(`${root}dist/node/json-schema.js`);
+const { configJsonSchema } = await import(`${root}dist/node/cli/json-schema.js`);
 writeFileSync(`${root}spillway.schema.json`, `${JSON.stringify(configJsonSchema(), null, 2)}\n`);
 // That module runs here only (no module of the package imports it): not shipped, so the
 // vendored zod need not carry zod's JSON Schema writer.
-for (const ext of [".js", ".js.map", ".d.ts"]) rmSync(`${root}dist/node/json-schema${ext}`);
+for (const ext of [".js", ".js.map", ".d.ts"]) rmSync(`${root}dist/node/cli/json-schema${ext}`);
 
 await vendorZod(root, `${root}dist`);

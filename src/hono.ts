@@ -10,6 +10,6 @@
  */
 export * from "./http/middleware.js";
 export { MemoryStore } from "./stores/memory.js";
-export type { Limiter, StoreHealth } from "./limiter.js";
+export type { Limiter, StoreHealth } from "./core/limiter.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
-export { ForwardingLimiter } from "./limiter.js";
+export { ForwardingLimiter } from "./core/limiter.js";

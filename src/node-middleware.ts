@@ -11,16 +11,16 @@
  * import { MemoryStore, parseConfig, startServer } from "spillway/node";
  * const server = await startServer({ config: parseConfig({ policies: [] }), limiter: new MemoryStore(), port: 8787, token: "secret" });
  */
-export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/middleware.js";
+export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/http/middleware.js";
 export type { PolicyInput, RateLimitBaseOptions, RateLimitKey } from "./http/rate-limit-plan.js";
 export type { CountOption, CostOption, StatusClass } from "./http/counting-options.js";
 export type { LogFn } from "./http/limit.js";
 export type { Denial } from "./http/middleware-options.js";
 export type { HeaderStyle } from "./core/header-styles.js";
 export { MemoryStore } from "./stores/memory.js";
-export type { Limiter, StoreHealth } from "./limiter.js";
-export { startServer, type RunningServer, type ServerOptions } from "./node/server.js";
-export type { RuntimeParts } from "./node/runtime.js";
-export { parseConfig, type SpillwayConfig } from "./config.js";
+export type { Limiter, StoreHealth } from "./core/limiter.js";
+export { startServer, type RunningServer, type ServerOptions } from "./node/serve/server.js";
+export type { RuntimeParts } from "./node/serve/runtime.js";
+export { parseConfig, type SpillwayConfig } from "./config/config.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
-export { ForwardingLimiter } from "./limiter.js";
+export { ForwardingLimiter } from "./core/limiter.js";

@@ -3,7 +3,7 @@
  * LocalCache (or none), share one authoritative MemoryStore behind an injected round trip,
  * on one virtual clock. A hot key gets evenly spaced traffic; the same arrival trace runs
  * through an exact single store with no round trip, for comparison. Used by
- * scripts/bench/hotkeys.ts with large numbers and by test/unit/local-cache-sim.test.ts with small ones.
+ * scripts/bench/hotkeys.ts with large numbers and by test/unit/local/local-cache-sim.test.ts with small ones.
  */
 import { setImmediate } from "node:timers";
 import { type CheckOptions, type Decision, type Policy, parsePolicy } from "../../src/core/index.js";

@@ -5,7 +5,7 @@
 // each reading, so that the figure is what stays, not what has not been collected yet.
 //
 // Used by scripts/bench/memory.ts (`npm run bench:memory`, BENCHMARKS.md) with large numbers
-// and by test/unit/memory-store-bytes.test.ts with a small one (as a child process).
+// and by test/unit/stores/memory-store-bytes.test.ts with a small one (as a child process).
 //
 //   node --expose-gc --import ./bin/ts-hooks.mjs scripts/bench/memory-per-key.ts KEYS KEY_LENGTH ALGORITHM
 // prints one JSON line: { keys, keyLength, algorithm, heapBytesPerKey, rssBytesPerKey, keyBytes }

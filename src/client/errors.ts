@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from "../limiter.js";
+import { StoreUnavailableError } from "../core/limiter.js";
 
 /**
  * The earliest slot (or lease) is further away than the caller agreed to wait.

@@ -28,6 +28,6 @@ export {
 } from "./retry-after.js";
 export { MaxWaitExceededError, LimiterUnavailableError, LimiterRequestError, LeaseLostError } from "./errors.js";
 // A remote store fault (bindingLimiter) reaches callers as the same class an in-process store throws.
-export { OverloadedError, StoreFaultError } from "../limiter.js";
-export { OVERLOADED_PREFIX, STORE_UNAVAILABLE_PREFIX, STORE_FAULT_PREFIX } from "../wire.js";
+export { OverloadedError, StoreFaultError } from "../core/limiter.js";
+export { OVERLOADED_PREFIX, STORE_UNAVAILABLE_PREFIX, STORE_FAULT_PREFIX } from "../core/wire.js";
 export { type PolicyItem, type PolicyRef, type PolicySpec, type RemoteLimiter } from "./target.js";

@@ -1,7 +1,7 @@
 import { describeValue } from "../core/validation.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, ReleaseResult } from "../core/types.js";
-import { OverloadedError, type StoreHealth, StoreFaultError } from "../limiter.js";
-import { OVERLOADED_PREFIX, OVERLOADED_TYPE, STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../wire.js";
+import { OverloadedError, type StoreHealth, StoreFaultError } from "../core/limiter.js";
+import { OVERLOADED_PREFIX, OVERLOADED_TYPE, STORE_FAULT_PREFIX, STORE_FAULT_TYPE, STORE_UNAVAILABLE_PREFIX } from "../core/wire.js";
 import { LimiterRequestError, LimiterUnavailableError } from "./errors.js";
 import { functionOption, integerOption } from "./options.js";
 import { type PolicyRef, type PolicySpec, type RemoteLimiter, policyToWire } from "./target.js";

@@ -1,6 +1,6 @@
 import { describeValue } from "../core/validation.js";
 import { sleep } from "../core/sleep.js";
-import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
 
 /**
  * Small named checks for factory options. Each throws a TypeError that names the option

@@ -1,6 +1,6 @@
 import { describeValue } from "../core/validation.js";
 import type { AcquireResult } from "../core/types.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import { LeaseLostError, MaxWaitExceededError } from "./errors.js";
 import { MAX_TIMER_MS } from "../core/sleep.js";
 import { integerOption, keyOption, signalOption } from "./options.js";

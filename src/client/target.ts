@@ -1,7 +1,7 @@
 import { POLICY_NAME_PATTERN, parsePolicy } from "../core/policy.js";
 import type { AcquireOptions, AcquireResult, AlgorithmName, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
+import { type Limiter, applyFailMode } from "../core/limiter.js";
 import { asLimiterError } from "./errors.js";
 
 /** An inline policy as a config writes it (README "Algorithms"; what the HTTP API and the RPC binding accept). */

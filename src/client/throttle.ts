@@ -1,6 +1,6 @@
 import { describeValue } from "../core/validation.js";
 import type { Decision } from "../core/types.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import { MaxWaitExceededError } from "./errors.js";
 import { functionOption, integerOption, keyOption, signalOption, sleepOrThrow } from "./options.js";
 import { MAX_TIMER_MS } from "../core/sleep.js";

@@ -133,7 +133,7 @@ export function calendarWindow(spec: CalendarSpec, timeMs: number): CalendarWind
 
 /** How far the store's clock may be from the client's before the boundaries sent to Redis no longer cover it. */
 export const CALENDAR_CLOCK_MARGIN_MS = 3_600_000;
-/** How far past now a decision may look: the longest reserve wait (MAX_RESERVE_WAIT_MS in src/requests.ts). */
+/** How far past now a decision may look: the longest reserve wait (MAX_RESERVE_WAIT_MS in src/service/requests.ts). */
 const CALENDAR_REACH_MS = 86_400_000;
 
 /**

@@ -119,11 +119,24 @@ export function changeCredits(state: CreditsState | undefined, policy: Policy, n
   return { balance: base + change.add, windowStartMs };
 }
 
-/** The most one credits change may add or set (SPEC §1: like a cost, 1e9). */
-export const MAX_CREDITS_CHANGE = 1e9;
+/**
+ * The most a balance holds (and so the most one change may add or set): past 2^53 a number
+ * loses units, past 2^63 Redis's integers wrap, and a balance of a quadrillion units is no
+ * customer's. A change that would take a balance past it is refused, nothing changed.
+ */
+export const MAX_BALANCE = 1e15;
 
 /**
- * Refuses a credits change that is not `{ add }` or `{ set }` with an integer 0 … 1e9, or one
+ * The refusal of a credits change that would take the balance past MAX_BALANCE (field `add`:
+ * only an add can, a set is refused past it when parsed), or undefined when it fits.
+ */
+export function pastBalanceCap(before: number, after: CreditsState): string | undefined {
+  if (after.balance <= MAX_BALANCE) return undefined;
+  return `would take the balance to ${after.balance}, past the most a balance holds (${MAX_BALANCE}); it holds ${Math.max(0, before)}`;
+}
+
+/**
+ * Refuses a credits change that is not `{ add }` or `{ set }` with an integer 0 … 1e15, or one
  * on a policy that is not `credits` (ValidationError naming `policy`, as the HTTP API answers).
  */
 export function assertCreditsChange(policy: Policy, change: unknown): asserts change is CreditsChange {
@@ -135,7 +148,20 @@ export function assertCreditsChange(policy: Policy, change: unknown): asserts ch
   if ((add === undefined) === (set === undefined)) throw new ValidationError(add === undefined ? "add" : "set", "give exactly one of add and set");
   const field = add !== undefined ? "add" : "set";
   const value = add ?? set;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_CREDITS_CHANGE) {
-    throw new ValidationError(field, `must be an integer from 0 to ${MAX_CREDITS_CHANGE}, got ${describeValue(value)}`);
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > MAX_BALANCE) {
+    throw new ValidationError(field, `must be an integer from 0 to ${MAX_BALANCE}, got ${describeValue(value)}`);
   }
+}
+
+/** A store's answer to a credits change: the balance after it, or why it was refused (field `add`). */
+export interface CreditsOutcome {
+  remaining: number;
+  /** Set when the change would take the balance past MAX_BALANCE: nothing changed. */
+  refused?: string;
+}
+
+/** What a store answers for an outcome: the result, or the ValidationError naming `add`. */
+export function creditsAnswer(outcome: CreditsOutcome): { remaining: number } {
+  if (outcome.refused !== undefined) throw new ValidationError("add", outcome.refused);
+  return { remaining: outcome.remaining };
 }

@@ -1,6 +1,6 @@
 import type { StoredState } from "./algorithms.js";
 import { type ConcurrencyState, concurrencyPolicies, extendLease, releaseLease } from "./concurrency.js";
-import { type CreditsState, changeCredits, credits } from "./credits.js";
+import { type CreditsOutcome, type CreditsState, changeCredits, credits, pastBalanceCap } from "./credits.js";
 import { lastUntilMs } from "./entries.js";
 import { type DecideInput, type DecideOutput, type StateChange, decide, stateChange } from "./decision.js";
 import { liveBlockMs, liveState } from "./algorithms.js";
@@ -76,13 +76,19 @@ export class KeyState {
 
   /**
    * Raises or sets the balance of a credits policy (POST /v1/credits); answers what a decision
-   * would report as `remaining` after it. A balance equal to a fresh one is dropped.
+   * would report as `remaining` after it. A balance equal to a fresh one is dropped; an `add` of
+   * 0 is a read and writes nothing (the policy it was given may not be the one the key is
+   * spent under: only a change judges the state against it); a change that would take the
+   * balance past MAX_BALANCE is refused (`refused`), nothing changed.
    */
-  credits(policy: Policy, nowMs: number, change: CreditsChange): { remaining: number; changes: Map<string, StateChange> } {
+  credits(policy: Policy, nowMs: number, change: CreditsChange): CreditsOutcome & { changes: Map<string, StateChange> } {
     if (policy.algorithm !== "credits") throw new TypeError(`policy "${policy.name}" is ${policy.algorithm}, not credits`);
     const stored = this.states.get(policy.name);
     const live = liveState(stored, policy, nowMs) as CreditsState | undefined;
     const state = changeCredits(live, policy, nowMs, change);
+    const refused = pastBalanceCap(credits.standing(live, policy, nowMs).remaining, state);
+    if (refused !== undefined) return { remaining: floorCount(credits.standing(live, policy, nowMs).remaining), refused, changes: new Map() };
+    if ("add" in change && change.add === 0) return { remaining: floorCount(credits.standing(state, policy, nowMs).remaining), changes: new Map() };
     const written = stateChange(policy, state, liveBlockMs(stored, policy, nowMs))!;
     const changes = new Map<string, StateChange>([[policy.name, written.freshAtMs <= nowMs ? null : written]]);
     this.apply(changes);

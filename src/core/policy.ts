@@ -229,6 +229,34 @@ export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = 
     }
     if (seen.has(policy.name)) throw new ValidationError(at, `stacks "${policy.name}" twice`);
     seen.add(policy.name);
+    const configured = typeof item === "string" ? undefined : catalog.get(policy.name);
+    if (configured) assertSameShape(policy, configured, at);
     return policy;
   });
+}
+
+/**
+ * Refuses an inline policy that takes a configured policy's name with another shape. A key's
+ * state belongs to the pair (key, policy name) on every store, so such a policy would read the
+ * configured policy's state in another meaning: a credits balance spent to 0 read as a fixed
+ * window's (none) and written back fresh (a refill for the price of one check), a balance of
+ * 5000 judged fresh against an inline `limit` of 5000 and dropped (the configured 100 again), a
+ * GCRA's timestamp read on another interval. Fields that shape no state (failMode, warnAt,
+ * local, block, lease) may differ. The field named is the first that differs, as written.
+ */
+function assertSameShape(inline: Policy, configured: Policy, at: string): void {
+  const differs = (field: string, written: unknown, expected: unknown): never => {
+    throw new ValidationError(
+      `${at}.${field}`,
+      `must be ${describeValue(expected)}, as the configured policy "${configured.name}" has it: a key's state belongs to the policy's name, so an inline policy of that name must keep its shape (give its name alone, or another name), got ${describeValue(written)}`,
+    );
+  };
+  if (inline.algorithm !== configured.algorithm) differs("algorithm", inline.algorithm, configured.algorithm);
+  if (inline.limit !== configured.limit) differs("limit", inline.limit, configured.limit);
+  if (inline.burst !== configured.burst) differs("burst", inline.burst, configured.burst);
+  const calendarField = inline.algorithm === "credits" ? "refill" : "calendar";
+  if (inline.calendar?.unit !== configured.calendar?.unit) differs(calendarField === "refill" ? "refill.calendar" : "calendar", inline.calendar?.unit, configured.calendar?.unit);
+  if (inline.calendar?.timezone !== configured.calendar?.timezone) differs(calendarField === "refill" ? "refill.timezone" : "timezone", inline.calendar?.timezone, configured.calendar?.timezone);
+  if (inline.periodMs !== configured.periodMs) differs("period", inline.periodMs, configured.periodMs);
+  if (inline.refillTo !== configured.refillTo) differs("refill.to", inline.refillTo, configured.refillTo);
 }

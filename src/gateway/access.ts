@@ -45,7 +45,7 @@ export const accessKeySchema = z.strictObject(
   { error: `must be an object like ${EXAMPLE}` },
 );
 
-/** The list as written: `{ ips, keys }` (src/config-schema.ts checks that much). */
+/** The list as written: `{ ips, keys }` (src/config/schema.ts checks that much). */
 export interface AccessListFields {
   ips: readonly string[];
   keys: readonly unknown[];

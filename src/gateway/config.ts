@@ -1,8 +1,8 @@
-import type { SpillwayConfig } from "../config.js";
+import type { SpillwayConfig } from "../config/config.js";
 import { UnknownPolicyError, resolvePolicies } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue, parseWith } from "../core/validation.js";
-import { routeSchema } from "../config-schema.js";
+import { routeSchema } from "../config/schema.js";
 import { type AccessList, parseAccessList } from "./access.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
 import { type IpRange, parseIpRange } from "./ip.js";

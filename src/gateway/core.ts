@@ -1,4 +1,4 @@
-import type { SpillwayConfig } from "../config.js";
+import type { SpillwayConfig } from "../config/config.js";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
 import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
@@ -6,10 +6,10 @@ import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { UsageWarnings } from "../http/counting.js";
 import { type CanonicalPath, type RefusedPath, isRefused } from "../http/path.js";
 import { problem, problemResponse } from "../http/problems.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import { observeLimiter } from "../observe/observed-limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
-import { DRY_RUN_HEADER } from "../wire.js";
+import { DRY_RUN_HEADER } from "../core/wire.js";
 import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewayConfig } from "./config.js";
 import { listsKey } from "./access.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
@@ -126,7 +126,7 @@ export interface GatewayCoreOptions {
 
 /**
  * The runtime-neutral gateway of docs/gateway.md: route match, key, allow/deny lists, the limit plan
- * and its headers, origin feedback. The edges (gateway.ts on Hono, node/gateway-edge.ts on
+ * and its headers, origin feedback. The edges (gateway.ts on Hono, node/http/gateway-edge.ts on
  * node:http) only move bytes.
  */
 export class GatewayCore {

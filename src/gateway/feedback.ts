@@ -1,6 +1,6 @@
 import { DEFAULT_LEASE_MS } from "../core/policy.js";
 import type { Decision, Policy } from "../core/types.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import { ORIGIN_PAUSE_POLICY } from "./config.js";
 
 /** An origin asking for more than a day is more likely broken than serious: cap the pause. */

@@ -1,9 +1,9 @@
 import { type Context, Hono } from "hono";
-import type { SpillwayConfig } from "../config.js";
+import type { SpillwayConfig } from "../config/config.js";
 import { deferOf, type LogFn, onBodyDone } from "../http/limit.js";
 import { canonicalPath, isRefused, rawPathOf } from "../http/path.js";
 import { onError } from "../http/problems.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import type { GatewayConfig } from "./config.js";
 import type { CfProperties } from "./keys.js";
@@ -48,7 +48,7 @@ export interface GatewayOptions {
  * request that is not /v1 or /healthz is matched against the routes, limited by its key,
  * and streamed to the origin and back. Requests no route matches pass through unlimited.
  * The deciding is GatewayCore's (core.ts); this is the Request/Response edge the Worker
- * serves (on Node, node/gateway-edge.ts serves the same core on node:http).
+ * serves (on Node, node/http/gateway-edge.ts serves the same core on node:http).
  *
  * @example
  * const fallback = createGateway({ config, limiter, clientIpOf: (c) => c.req.header("cf-connecting-ip") });

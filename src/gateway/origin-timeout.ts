@@ -1,5 +1,5 @@
 import { problem, problemResponse } from "../http/problems.js";
-import { ORIGIN_TIMEOUT_TYPE } from "../wire.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../core/wire.js";
 import type { OriginAnswer } from "./origin.js";
 
 

@@ -3,7 +3,7 @@ import type { BodyTap } from "./answer-count.js";
 /**
  * A costed answer is always charged (docs/counting.md): on a counted route the client's
  * leaving does not end the exchange with the origin. These are the Request/Response edge's
- * parts of that (the Worker's, and the Hono edge on Node); node/gateway-edge.ts does the same
+ * parts of that (the Worker's, and the Hono edge on Node); node/http/gateway-edge.ts does the same
  * on node:http. Both are bounded by the route's maxReadMs and maxReadBytes (ReadLimits).
  */
 

@@ -4,7 +4,7 @@ import type { HeaderLookup } from "./keys.js";
 // WebSocket upgrades through the gateway (docs/gateway.md, "WebSockets"): the rules both edges
 // share. An upgrade is decided like any request of its route (its rate policies count it once;
 // a concurrency policy's lease is held for the life of the socket); only how the bytes move
-// differs: node/upgrade-edge.ts pipes raw sockets, websocket-relay.ts relays messages in workerd.
+// differs: node/http/upgrade-edge.ts pipes raw sockets, websocket-relay.ts relays messages in workerd.
 
 /**
  * Whether a request asks to become a WebSocket (RFC 6455 §4.1: a GET with `Upgrade: websocket`).

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
-import type { Checked, SpillwayService } from "../service.js";
+import type { Checked, SpillwayService } from "../service/service.js";
 import { bearerAuth } from "./auth.js";
-import { FAILED_OPEN_HEADER } from "../wire.js";
+import { FAILED_OPEN_HEADER } from "../core/wire.js";
 import { BodyTooLargeError, costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { NoOverrideTableError } from "../overrides/admin.js";
 import { findDuplicateKey } from "../core/json-duplicates.js";
@@ -18,7 +18,7 @@ export const apiRouteOf = (path: string): ApiRoute | undefined => API_PATHS.get(
 
 /**
  * An API answer, runtime-neutral: the Hono routes make it a Response, the Node server's fast
- * path (src/node/api-edge.ts) writes it straight to node:http.
+ * path (src/node/http/api-edge.ts) writes it straight to node:http.
  */
 export interface ApiAnswer {
   status: number;
@@ -39,26 +39,22 @@ async function jsonBody(request: Request): Promise<unknown> {
 }
 
 /**
- * A JSON body in which each field appears once: JSON.parse keeps the last of two silently, and
- * for an admin change (`{"limit": 10, "limit": 10000}`) that is a mistake to name, as config
- * files do. The decision routes skip the scan: it would cost every request.
+ * A body's text as the API's JSON; an empty or malformed one is a 400 naming `body`, and so
+ * is one that sets a field twice, on every /v1 route: JSON.parse keeps the last of two
+ * silently, and `{"set": 10, "set": 1000000}` or `{"cost": 1, "cost": 0}` is a mistake (or a
+ * trick) to name, as config files do. The scan costs about what JSON.parse does.
  */
-async function strictJsonBody(request: Request): Promise<unknown> {
-  const text = await boundedText(request, MAX_BODY_BYTES);
-  const body = parseJsonBody(text);
-  const duplicate = findDuplicateKey(text);
-  if (duplicate) throw new ValidationError(duplicate.join("."), "appears twice: set each field once (JSON keeps the last one silently)");
-  return body;
-}
-
-/** A body's text as the API's JSON; an empty or malformed one is a 400 naming `body`. */
 export function parseJsonBody(text: string): unknown {
   if (text.trim() === "") throw new ValidationError("body", "must be a JSON object, got an empty body");
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new ValidationError("body", "must be valid JSON");
   }
+  const duplicate = findDuplicateKey(text);
+  if (duplicate) throw new ValidationError(duplicate.join("."), "appears twice: set each field once (JSON keeps the last one silently)");
+  return body;
 }
 
 /**
@@ -161,8 +157,8 @@ export function createApi({ service, tokenOf }: ApiOptions): Hono {
       },
     );
   api.use("/overrides", auth);
-  api.put("/overrides", async (c) => answered(async () => admin.put(await strictJsonBody(c.req.raw))));
-  api.delete("/overrides", async (c) => answered(async () => admin.delete(await strictJsonBody(c.req.raw))));
+  api.put("/overrides", async (c) => answered(async () => admin.put(await jsonBody(c.req.raw))));
+  api.delete("/overrides", async (c) => answered(async () => admin.delete(await jsonBody(c.req.raw))));
   api.get("/overrides", (c) => answered(() => admin.list(c.req.query())));
   return api;
 }

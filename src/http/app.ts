@@ -1,6 +1,6 @@
 import { type Context, Hono, type Next } from "hono";
 import { type CanonicalPath, canonicalPath, isRefused, rawPathOf } from "./path.js";
-import type { SpillwayService } from "../service.js";
+import type { SpillwayService } from "../service/service.js";
 import { createApi } from "./api.js";
 import { type Observability, createObserveRoutes } from "./observe-routes.js";
 import { onError, problem, problemResponse } from "./problems.js";

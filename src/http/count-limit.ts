@@ -1,8 +1,8 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { styledHeaders } from "../core/header-styles.js";
 import type { Decision, Policy } from "../core/types.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
-import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../wire.js";
+import { type Limiter, applyFailMode } from "../core/limiter.js";
+import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../core/wire.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse, resolvedPlan } from "./limit.js";
 
 /**

@@ -3,9 +3,9 @@ import { type HeaderStyle, styledHeaders } from "../core/header-styles.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { sleep } from "../core/sleep.js";
 import type { Decision, Policy } from "../core/types.js";
-import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../wire.js";
+import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../core/wire.js";
 import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
-import { type Limiter, applyFailMode } from "../limiter.js";
+import { type Limiter, applyFailMode } from "../core/limiter.js";
 import type { Overrides } from "../overrides/overrides.js";
 
 /** How one route (or one rateLimit() middleware) limits. */

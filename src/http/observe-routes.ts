@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import type { LiveStats } from "../observe/live-stats.js";
 import { bearerAuth } from "./auth.js";
 import { problem, problemResponse } from "./problems.js";

@@ -3,9 +3,9 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { UnknownPolicyError } from "../core/policy.js";
 import type { Decision, Policy } from "../core/types.js";
 import { ValidationError } from "../core/validation.js";
-import { OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
+import { OverloadedError, StoreFaultError, StoreUnavailableError } from "../core/limiter.js";
 import { defaultStoreErrorLog, errorText } from "../observe/log-lines.js";
-import { OVERLOADED_TYPE, STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../wire.js";
+import { OVERLOADED_TYPE, STORE_FAULT_TYPE, STORE_UNAVAILABLE_TYPE } from "../core/wire.js";
 
 
 /** An RFC 9457 problem body; extra members (`field`, `violated-policies`) ride along. */

@@ -1,10 +1,10 @@
 import { parsePolicyList } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
-import { MAX_DELAY_MS } from "../config-schema.js";
+import { MAX_DELAY_MS } from "../config/schema.js";
 import type { LimitPlan, LogFn } from "./limit.js";
-import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../limiter.js";
-import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
+import { type Limiter, OverloadedError, StoreFaultError, StoreUnavailableError } from "../core/limiter.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
 import { type Problem, problem, problemFor } from "./problems.js";
 import { joinKeyParts } from "../overrides/key-parts.js";
 import { Overrides } from "../overrides/overrides.js";

@@ -2,7 +2,7 @@ import { describeValue } from "../core/validation.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import type { CheckOptions, Decision, Policy } from "../core/types.js";
-import { ForwardingLimiter, type Limiter } from "../limiter.js";
+import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import { type HotKey, batchDecision, batchSize, deniedDecision, leasable, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
 
 export interface LocalCacheOptions {

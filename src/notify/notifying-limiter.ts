@@ -1,5 +1,5 @@
 import type { CheckOptions, CreditsChange, CreditsResult, Decision, Policy } from "../core/types.js";
-import { ForwardingLimiter, type Limiter } from "../limiter.js";
+import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import type { Notifier } from "./notifier.js";
 
 /**

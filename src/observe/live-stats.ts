@@ -1,5 +1,5 @@
 import type { PolicyDecision } from "../core/types.js";
-import type { StoreHealth } from "../limiter.js";
+import type { StoreHealth } from "../core/limiter.js";
 import { HeavyHitters, type HeavyHitter } from "./heavy-hitters.js";
 import type { DecisionEvent, DecisionOutcome, StoreErrorEvent, SpillwayObserver } from "./observer.js";
 

@@ -11,7 +11,7 @@ import type { BlockEvent, DecisionEvent, SpillwayObserver, StoreErrorEvent, Stor
  * - `store-reset`: the store lost its data (src/stores/redis/data-loss.ts)
  * - `block`: key, source, policy, store, blockedMs (a block that a denial or a debit started)
  * - `config-reload` (Node): result (`ok` | `error`), generation (the one in force after it),
- *   path, trigger (`signal` | `watch`), and for an error the `field` and `error` (src/node/reload.ts)
+ *   path, trigger (`signal` | `watch`), and for an error the `field` and `error` (src/node/serve/reload.ts)
  */
 export type LogLine = { spillway: true; event: "deny" | "fail-open" | "store-error" | "store-reset" | "block" | "config-reload"; time: string } & Record<string, unknown>;
 

@@ -1,5 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
-import { type Limiter, OverloadedError, StoreUnavailableError, failOpenOrRethrow } from "../limiter.js";
+import { type Limiter, OverloadedError, StoreUnavailableError, failOpenOrRethrow } from "../core/limiter.js";
 import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
 
 /** failed_open exactly when applyFailMode will admit (its rule, not a copy of it). */

@@ -6,7 +6,7 @@
  * Here, below the gateway, because config overrides and the store's override tables name
  * sources too.
  */
-import { keyFitsBytes } from "../wire.js";
+import { keyFitsBytes } from "../core/wire.js";
 import { joinKeyParts } from "./key-parts.js";
 
 /** Where a route's rate-limit key comes from (docs/gateway.md, docs/overrides.md). */

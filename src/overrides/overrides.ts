@@ -1,7 +1,7 @@
-import type { SpillwayConfig } from "../config.js";
+import type { SpillwayConfig } from "../config/config.js";
 import type { PolicyCatalog } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
-import { DEFAULT_OVERRIDES_TTL_MS } from "../config-schema.js";
+import { DEFAULT_OVERRIDES_TTL_MS } from "../config/schema.js";
 import { type Override, fieldKey } from "./parse.js";
 import { OverrideIndex } from "./resolver.js";
 import { MAX_CHANGES_PER_READ, type OverrideChanges, type OverrideTable } from "./table.js";

@@ -2,8 +2,8 @@ import * as z from "zod/mini";
 import { MAX_SLIDING_LOG_LIMIT, MAX_LIMIT, durationSchema, type PolicyCatalog, UnknownPolicyError } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
-import { MAX_KEY_BYTES, keyFitsBytes } from "../wire.js";
-import { MAX_KEY_PARTS } from "../config-schema.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
+import { MAX_KEY_PARTS } from "../config/schema.js";
 import { parseKeySource, sourceName } from "./key-source.js";
 import { splitKeyParts } from "./key-parts.js";
 

@@ -1,6 +1,6 @@
 import type { CheckOptions, Decision, Policy } from "../core/types.js";
 import { DEFAULT_CHECK_OPTIONS } from "../core/check-options.js";
-import { type Limiter, failOpenOrRethrow } from "../limiter.js";
+import { type Limiter, failOpenOrRethrow } from "../core/limiter.js";
 import { type Digest, type Planned, Planner } from "./plan.js";
 import { StackCache } from "./stacks.js";
 import { type RlsRequest, type WireRequest, parseRlsRequest } from "./request.js";
@@ -41,7 +41,7 @@ export function domainKey(domain: string): string {
 }
 
 /**
- * ShouldRateLimit, transport-free: the gRPC edge (src/node/rls-server.ts) decodes, calls
+ * ShouldRateLimit, transport-free: the gRPC edge (src/node/grpc/server.ts) decodes, calls
  * `shouldRateLimit`, and encodes. Bad requests throw ValidationError; an unreachable store
  * throws StoreUnavailableError unless every limit involved is `failMode: "open"`.
  *

@@ -32,7 +32,7 @@ const MAX_INDEXED_KEYS = 16_384;
 /**
  * Counts per (domain, key): the key is the rule's path in the config (`message_type_marketing.to_number`),
  * never a request's value, unless the rule sets `detailed_metric` (then bounded by MAX_DETAILED_SERIES).
- * Plain numbers here; src/node/rls-metrics.ts reads them into Prometheus at scrape time.
+ * Plain numbers here; src/node/grpc/metrics.ts reads them into Prometheus at scrape time.
  */
 export class RlsStats {
   readonly counts = new Map<string, { domain: string; key: string; counts: RuleCounts }>();

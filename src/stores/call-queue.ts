@@ -1,4 +1,4 @@
-import { type CallCounts, OverloadedError } from "../limiter.js";
+import { type CallCounts, OverloadedError } from "../core/limiter.js";
 
 /** Store calls in flight at most, per store (`spillway serve --max-inflight`). */
 export const DEFAULT_MAX_IN_FLIGHT = 256;

@@ -1,4 +1,4 @@
-import { StoreUnavailableError } from "../limiter.js";
+import { StoreUnavailableError } from "../core/limiter.js";
 import { MAX_OVERRIDES_PER_POLICY, type Override, decodeOverride, overrideField } from "../overrides/parse.js";
 import { KEPT_CHANGES, MAX_CHANGES_PER_READ, type OverrideChanges, type OverridePage, type OverrideTable, tooManyOverrides } from "../overrides/table.js";
 import { withRetries } from "./durable-object.js";

@@ -1,11 +1,11 @@
 import { assertClaimArgs } from "./notice-claims.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { assertCreditsChange } from "../core/credits.js";
+import { type CreditsOutcome, assertCreditsChange, creditsAnswer } from "../core/credits.js";
 import { sleep } from "../core/sleep.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
-import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../limiter.js";
+import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../core/limiter.js";
 import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./debit-carry.js";
 
 /**
@@ -22,7 +22,7 @@ export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   acquire(policies: Policy[], options: AcquireOptions): Promise<AcquireResult>;
   release(policies: Policy[], leaseId: string): ReleaseResult;
   extend(policies: Policy[], leaseId: string, leaseMs?: number): ExtendResult;
-  credits(policy: Policy, change: CreditsChange): CreditsResult;
+  credits(policy: Policy, change: CreditsChange): CreditsOutcome;
   claimNotice(notice: string, ttlMs: number): boolean;
 }
 
@@ -176,7 +176,7 @@ export class DurableObjectStore implements Limiter {
     assertCreditsChange(checked!, change);
     const plain: CreditsChange = "add" in change ? { add: change.add } : { set: change.set };
     // A retried top-up may land twice if the first attempt did: only runtime-retryable errors are retried.
-    return this.call(key, (stub) => stub.credits(checked!, plain));
+    return creditsAnswer(await this.call(key, (stub) => stub.credits(checked!, plain)));
   }
 
   async health(): Promise<StoreHealth> {

@@ -3,8 +3,9 @@ import { storedFreshAtMs } from "../core/algorithms.js";
 import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { newLeaseId } from "../limiter.js";
+import type { CreditsOutcome } from "../core/credits.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { newLeaseId } from "../core/limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
 
 const PEEK = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;
@@ -80,10 +81,10 @@ export class LocalKey {
   }
 
   /** Raises or sets a credits balance (the change already validated). */
-  credits(policy: Policy, change: CreditsChange): CreditsResult {
-    const { remaining, changes } = this.state.credits(policy, this.clockMs(), change);
+  credits(policy: Policy, change: CreditsChange): CreditsOutcome {
+    const { changes, ...outcome } = this.state.credits(policy, this.clockMs(), change);
     this.persist(changes);
-    return { remaining };
+    return outcome;
   }
 
   reset(policies: readonly Policy[]): void {

@@ -1,8 +1,8 @@
 import { stackLeaseMs } from "../core/concurrency.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
-import { assertCreditsChange } from "../core/credits.js";
+import { assertCreditsChange, creditsAnswer } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
-import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../limiter.js";
+import { type LeaseCount, type Limiter, type StoreHealth, StoreFaultError } from "../core/limiter.js";
 import { type KeyEntry, KeyTable } from "./key-table.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
@@ -108,7 +108,7 @@ export class MemoryStore implements Limiter {
   async credits(key: string, policy: Policy, change: CreditsChange): Promise<CreditsResult> {
     const [checked] = storePolicies([policy]);
     assertCreditsChange(checked!, change);
-    return this.entry(key, [checked!]).credits(checked!, change);
+    return creditsAnswer(this.entry(key, [checked!]).credits(checked!, change));
   }
 
   /** Notices (config `notify`) are claimed in this process: it is the only one using this store. */

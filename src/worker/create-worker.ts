@@ -1,13 +1,13 @@
 import type { Hono } from "hono";
-import { type SpillwayConfig, parseConfig, withDryRunEnv } from "../config.js";
+import { type SpillwayConfig, parseConfig, withDryRunEnv } from "../config/config.js";
 import { Overrides, overrideTableOf } from "../overrides/overrides.js";
 import { DurableObjectOverrideTable } from "../stores/durable-object-overrides.js";
-import type { Limiter } from "../limiter.js";
+import type { Limiter } from "../core/limiter.js";
 import { ValidationError } from "../core/validation.js";
 import { parseGatewayConfig } from "../gateway/config.js";
 import { createGateway } from "../gateway/gateway.js";
 import { createApp } from "../http/app.js";
-import { SpillwayService } from "../service.js";
+import { SpillwayService } from "../service/service.js";
 import { notifyingStore } from "./notify.js";
 import { LocalCache } from "../local/local-cache.js";
 import { LiveStats } from "../observe/live-stats.js";

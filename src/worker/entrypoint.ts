@@ -1,7 +1,7 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
 import type { Decision, ExtendResult, ReleaseResult } from "../core/types.js";
-import { rpcAnswer } from "../rpc-errors.js";
-import type { AcquireAnswer, SpillwayService } from "../service.js";
+import { rpcAnswer } from "../service/rpc-errors.js";
+import type { AcquireAnswer, SpillwayService } from "../service/service.js";
 import type { OverrideView } from "../overrides/admin.js";
 import { ValidationError } from "../core/validation.js";
 import type { Env } from "./env.js";

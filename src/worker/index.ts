@@ -18,4 +18,4 @@ export { cloudflareClientIp } from "./client-ip.js";
 export { DurableObjectStore } from "../stores/durable-object.js";
 export type { Env } from "./env.js";
 export { LocalCache, type LocalCacheOptions } from "../local/local-cache.js";
-export { ForwardingLimiter } from "../limiter.js";
+export { ForwardingLimiter } from "../core/limiter.js";

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import type { StoredState } from "../core/algorithms.js";
-import { NEVER_FRESH_MS } from "../core/credits.js";
+import { type CreditsOutcome, NEVER_FRESH_MS } from "../core/credits.js";
 import type { StateChange } from "../core/decision.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
@@ -93,7 +93,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.extend(policies, leaseId, leaseMs);
   }
 
-  credits(policy: Policy, change: CreditsChange): CreditsResult {
+  credits(policy: Policy, change: CreditsChange): CreditsOutcome {
     return this.local.credits(policy, change);
   }
 

@@ -1,6 +1,6 @@
 import { waitUntil } from "cloudflare:workers";
-import type { SpillwayConfig } from "../config.js";
-import type { Limiter } from "../limiter.js";
+import type { SpillwayConfig } from "../config/config.js";
+import type { Limiter } from "../core/limiter.js";
 import type { NotifyConfig } from "../notify/config.js";
 import { type Notice, Notifier } from "../notify/notifier.js";
 import { NotifyingLimiter } from "../notify/notifying-limiter.js";

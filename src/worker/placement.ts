@@ -1,4 +1,4 @@
-import type { DurableObjectPlacement } from "../config-schema.js";
+import type { DurableObjectPlacement } from "../config/schema.js";
 
 /** What the stores need of a namespace: a stub by name (`env.LIMITER` and `env.OVERRIDES` fit it). */
 interface NamedObjects<T extends Rpc.DurableObjectBranded | undefined> {

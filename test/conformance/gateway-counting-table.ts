@@ -3,7 +3,7 @@ import type { Policy } from "../../src/core/types.js";
 import { type GatewayDriver, uniqueIp, uniqueUser } from "./gateway-table.js";
 
 // Counting what the origin answers (docs/counting.md), written once and run by the Node gateway
-// (test/unit/gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts)
+// (test/unit/node/http/gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts)
 // against the routes of GATEWAY_TABLE_CONFIG marked "counting". No node:* imports: loads in workerd.
 
 const BUDGET: Policy = { name: "budget", algorithm: "fixed-window", limit: 100, periodMs: 3_600_000, burst: 100, leaseMs: 30_000, failMode: "closed" };

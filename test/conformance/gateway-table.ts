@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } from "./gateway-table-access.js";
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
-// gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
+// node/http/gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
 // Loads in workerd too: no node:* imports here, only what both runtimes have.
 
 /** An answer as the client sees it, resolved when its head arrives (the body may still stream). */

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { Limiter } from "../../src/limiter.js";
-import { ORIGIN_TIMEOUT_TYPE } from "../../src/wire.js";
+import type { Limiter } from "../../src/core/limiter.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../../src/core/wire.js";
 import { type GatewayReply, uniqueIp, uniqueUser } from "./gateway-table.js";
 
-// The gateway table's WebSocket cases, run by the Node gateway (test/unit/gateway-conformance
-// .test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts) against one real
+// The gateway table's WebSocket cases, run by the Node gateway (test/unit/node/http/
+// gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts) against one real
 // origin: test/conformance/ws-origin.ts, a `ws` server on loopback, steered by the path's last
 // segment (echo, deaf, hang, plain101, anything else refuses the upgrade). Loads in workerd too.
 

@@ -5,6 +5,7 @@ const peek = (atMs: number, extra: Record<string, unknown> = {}) => ({ atMs, op:
 const debit = (atMs: number, cost: number, extra: Record<string, unknown> = {}) => ({ atMs, op: "debit" as const, cost, ...extra });
 const add = (atMs: number, amount: number, remaining: number) => ({ atMs, op: "credits" as const, change: { add: amount }, expect: { remaining } });
 const set = (atMs: number, amount: number, remaining: number) => ({ atMs, op: "credits" as const, change: { set: amount }, expect: { remaining } });
+const refusedAdd = (atMs: number, amount: number) => ({ atMs, op: "credits" as const, change: { add: amount }, expect: { refused: "add" } });
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
@@ -102,6 +103,41 @@ export const CREDITS_SCENARIOS: Scenario[] = [
       check(2, { cost: 3, mode: "reserve", maxWaitMs: HOUR, expect: { allowed: true, waitMs: 30 * 60_000 - 2 } }),
       peek(30 * 60_000, { use: ["c"], expect: { remaining: 0 } }),
       peek(30 * 60_000 + 1, { use: ["r"], expect: { allowed: true, remaining: 2 } }),
+    ],
+  },
+  {
+    name: "credits: a balance holds at most 1e15; an add that would cross it is refused and changes nothing",
+    policies: { c: { name: "c", algorithm: "credits", limit: 10 } },
+    steps: [
+      set(0, 1e15, 1e15),
+      refusedAdd(1, 1),
+      add(2, 0, 1e15),
+      check(3, { cost: 1, expect: { allowed: true, remaining: 1e15 - 1 } }),
+      add(4, 1, 1e15),
+      refusedAdd(5, 1e15),
+      set(6, 5, 5),
+      // From 5, an add of 1e15 crosses by 5: refused, the 5 kept.
+      refusedAdd(7, 1e15),
+      add(8, 1e15 - 5, 1e15),
+      // A key never seen starts at its limit: 10 + 1e15 crosses too.
+      { atMs: 9, key: "fresh", op: "credits", change: { add: 1e15 }, expect: { refused: "add" } },
+      { atMs: 10, key: "fresh", op: "peek", expect: { remaining: 10 } },
+    ],
+  },
+  {
+    name: "credits: an add of 0 reads and writes nothing, whatever policy of that name it is given",
+    // The same name with another limit (a redefined policy): the store judges "fresh, so drop
+    // it" on a change only, so a read under another limit cannot drop a balance.
+    policies: { c: { name: "c", algorithm: "credits", limit: 100 }, wide: { name: "c", algorithm: "credits", limit: 5000 } },
+    steps: [
+      set(0, 5000, 5000),
+      { atMs: 1, op: "credits", use: ["wide"], change: { add: 0 }, expect: { remaining: 5000 } },
+      peek(2, { use: ["c"], expect: { remaining: 5000 } }),
+      check(3, { use: ["c"], cost: 4000, expect: { allowed: true, remaining: 1000 } }),
+      // A set back to the limit is dropped (a key never seen): each definition reads its own limit.
+      set(4, 100, 100),
+      { atMs: 5, op: "credits", use: ["c"], change: { add: 0 }, expect: { remaining: 100 } },
+      { atMs: 6, op: "credits", use: ["wide"], change: { add: 0 }, expect: { remaining: 5000 } },
     ],
   },
 ];

@@ -9,8 +9,10 @@
 import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
+import { creditsAnswer } from "../../src/core/credits.js";
+import { ValidationError } from "../../src/core/validation.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
-import type { Limiter } from "../../src/limiter.js";
+import type { Limiter } from "../../src/core/limiter.js";
 
 /** What a store must offer the runner: every call carries the (injected) time. */
 export interface ConformanceAdapter {
@@ -42,7 +44,7 @@ export type Step =
   | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
   | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
   | (StepBase & { op: "extend"; lease: string; leaseMs?: number; expect?: Partial<ExtendResult> })
-  | (StepBase & { op: "credits"; change: CreditsChange; expect?: Partial<CreditsResult> });
+  | (StepBase & { op: "credits"; change: CreditsChange; expect?: Partial<CreditsResult> | { refused: string } });
 
 export interface Scenario {
   name: string;
@@ -120,7 +122,13 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
         result = await adapter.extend(key, policies, leases.get(step.lease) ?? `unknown-${step.lease}`, step.leaseMs, nowMs);
         break;
       case "credits":
-        result = await adapter.credits(key, policies[0]!, step.change, nowMs);
+        try {
+          result = await adapter.credits(key, policies[0]!, step.change, nowMs);
+        } catch (error) {
+          // A change past the balance's cap is refused naming its field, on every store.
+          if (!(error instanceof ValidationError)) throw error;
+          result = { refused: error.field };
+        }
         break;
     }
     outcomes.push({ step: index, op: step.op, result: normalize(result, names) });
@@ -186,7 +194,7 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
       return { extended: stateOf(key).extend(policies, leaseId, nowMs, lengthMs).extended, leaseMs: lengthMs };
     },
     async credits(key, policy, change, nowMs) {
-      return { remaining: stateOf(key).credits(policy, nowMs, change).remaining };
+      return creditsAnswer(stateOf(key).credits(policy, nowMs, change));
     },
   };
 }

@@ -68,7 +68,7 @@ afterAll(async () => {
 
 describe("the packed tarball", () => {
   it("holds the build, the command, the gRPC protos and the documents; no sources, tests, benchmark code or CI", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "BENCHMARKS.md", "docs/serve.md", "bin/spillway.mjs", "dist/node/cli.js", "dist/stores/redis/lua/gcra.lua", "proto/envoy/service/ratelimit/v3/rls.proto", "proto/LICENSE"]) {
+    for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "BENCHMARKS.md", "docs/serve.md", "bin/spillway.mjs", "dist/node/cli/main.js", "dist/stores/redis/lua/gcra.lua", "proto/envoy/service/ratelimit/v3/rls.proto", "proto/LICENSE"]) {
       expect(packedFiles).toContain(file);
     }
     const stray = packedFiles.filter((file) => !/^(dist|bin|proto|docs)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|BENCHMARKS\.md|spillway\.schema\.json)$/.test(file));

@@ -3,12 +3,12 @@
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { LocalCache } from "../../src/local/local-cache.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { RedisStore, type RedisStoreOptions } from "../../src/stores/redis/store.js";
-import { OVERLOADED_TYPE } from "../../src/wire.js";
+import { OVERLOADED_TYPE } from "../../src/core/wire.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { type BurstServer, LIMIT, startBurstServer } from "../unit/burst-servers.js";
-import { pipelinedMixed } from "../unit/burst-scenarios.js";
+import { type BurstServer, LIMIT, startBurstServer } from "../unit/node/serve/burst-servers.js";
+import { pipelinedMixed } from "../unit/node/serve/burst-scenarios.js";
 
 const big = parsePolicy({ name: "big", algorithm: "fixed-window", limit: 1_000_000, period: "1h" }, "policy");
 const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };

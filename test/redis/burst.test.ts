@@ -2,12 +2,12 @@
 // front of a loopback origin, and /v1/check): a burst on a healthy Redis is never an outage.
 // Admitted ≤ limit per key, nothing fails open, not one 503 on 5,000 connections × 2 requests;
 // a concurrency route leaves no slot taken, even when Redis stalls mid-burst. The same shapes
-// run on memory in test/unit/burst.test.ts.
+// run on memory in test/unit/node/serve/burst.test.ts.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { type BurstServer, LEASE_POLICY, SLOTS, startServeProcess } from "../unit/burst-servers.js";
-import { connectionsMixed, expectExact, expectSlotsFree, leasedBurst, pipelinedMixed } from "../unit/burst-scenarios.js";
+import { type BurstServer, LEASE_POLICY, SLOTS, startServeProcess } from "../unit/node/serve/burst-servers.js";
+import { connectionsMixed, expectExact, expectSlotsFree, leasedBurst, pipelinedMixed } from "../unit/node/serve/burst-scenarios.js";
 import { type RedisProxy, startRedisProxy } from "./burst-proxy.js";
 
 let redis: RedisServer;

@@ -1,7 +1,7 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { StoreFaultError } from "../../src/limiter.js";
+import { StoreFaultError } from "../../src/core/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
@@ -97,7 +97,7 @@ describe("calendar windows and credits on Redis's own clock", () => {
 
   it("bad changes are refused before Redis is asked", async () => {
     await expect(store.credits("erin", daily, { add: 1 })).rejects.toThrow(/^policy: "daily" is fixed-window/);
-    await expect(store.credits("erin", prepaid, { add: -1 })).rejects.toThrow(/^add: must be an integer from 0 to 1000000000, got -1/);
+    await expect(store.credits("erin", prepaid, { add: -1 })).rejects.toThrow(/^add: must be an integer from 0 to 1000000000000000, got -1/);
     await expect(store.credits("erin", prepaid, { add: 1, set: 1 } as never)).rejects.toThrow(/give exactly one of add and set/);
   });
 });

@@ -1,7 +1,7 @@
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { StoreFaultError, StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { StoreFaultError, StoreUnavailableError, applyFailMode } from "../../src/core/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { translateRedisError } from "../../src/stores/redis/errors.js";
 import { escapeUserKey, keyLayout } from "../../src/stores/redis/keys.js";

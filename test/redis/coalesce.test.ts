@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { COALESCE_MIN_IN_FLIGHT } from "../../src/stores/redis/coalesce.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { AcquireResult, Policy } from "../../src/core/types.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { hashSlot } from "../../src/stores/redis/nodes.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";

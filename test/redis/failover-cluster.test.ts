@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunningServer } from "../../src/node/server.js";
+import type { RunningServer } from "../../src/node/serve/server.js";
 import { hashSlot } from "../../src/stores/redis/nodes.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type ReplicatedCluster, startClusterWithReplica } from "../../scripts/redis-cluster-replicas.js";

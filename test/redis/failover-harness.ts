@@ -1,9 +1,9 @@
 // What the two failover tests share: a `spillway serve`-like server over a RedisStore, a
 // steady load of decisions recorded one by one, and the reads made around the failover.
-import { parseConfig } from "../../src/config.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import type { RedisStore } from "../../src/stores/redis/store.js";
-import { STORE_UNAVAILABLE_TYPE } from "../../src/wire.js";
+import { STORE_UNAVAILABLE_TYPE } from "../../src/core/wire.js";
 
 export const LEASE_MS = 3000;
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { RunningServer } from "../../src/node/server.js";
+import type { RunningServer } from "../../src/node/serve/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type SentinelGroup, redisCli, startSentinelGroup } from "../../scripts/redis-sentinel.js";
 import { LEASE_MS, admitUntilDenied, call, serveStore, sleep, steadyLoad, summarize, untilDecidesAgain } from "./failover-harness.js";

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { Decision, Policy } from "../../src/core/types.js";
-import { StoreUnavailableError, applyFailMode } from "../../src/limiter.js";
+import { StoreUnavailableError, applyFailMode } from "../../src/core/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

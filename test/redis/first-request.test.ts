@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { rateLimit } from "../../src/http/middleware.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";

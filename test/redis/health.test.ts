@@ -1,9 +1,9 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import type { LogLine } from "../../src/observe/log-lines.js";
-import { createNodeObservability } from "../../src/node/observability.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { createNodeObservability } from "../../src/node/metrics/observability.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

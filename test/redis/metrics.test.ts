@@ -1,8 +1,8 @@
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
-import { type MetricsServer, type NodeObservability, createNodeObservability, startMetricsServer } from "../../src/node/observability.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { parseConfig } from "../../src/config/config.js";
+import { type MetricsServer, type NodeObservability, createNodeObservability, startMetricsServer } from "../../src/node/metrics/observability.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { overridesFor } from "../../src/overrides/overrides.js";
 import { MAX_OVERRIDES_PER_POLICY } from "../../src/overrides/parse.js";
-import { type RunningServer, startServer } from "../../src/node/server.js";
+import { type RunningServer, startServer } from "../../src/node/serve/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
-import { reloadAlgorithmSuite } from "../unit/reload-algorithm-suite.js";
+import { reloadAlgorithmSuite } from "../unit/node/serve/reload-algorithm-suite.js";
 
 let server: RedisServer;
 beforeAll(async () => {

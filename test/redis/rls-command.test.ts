@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { d, rlsClient } from "../unit/rls-helpers.js";
+import { d, rlsClient } from "../unit/node/grpc/rls-helpers.js";
 import { runtimeRoot, waitFor } from "./rls-env-helpers.js";
 
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;

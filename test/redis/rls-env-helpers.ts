@@ -1,8 +1,8 @@
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type RunningRlsCommand, startRlsCommand } from "../../src/node/rls-command.js";
-import { type RlsClient, rlsClient } from "../unit/rls-helpers.js";
+import { type RunningRlsCommand, startRlsCommand } from "../../src/node/grpc/command.js";
+import { type RlsClient, rlsClient } from "../unit/node/grpc/rls-helpers.js";
 
 /** A runtime root as the reference lays it out: ROOT/SUBDIRECTORY/config/<files>. */
 export async function runtimeRoot(files: Record<string, string>, options: { subdirectory?: string; appDirectory?: string } = {}): Promise<{ root: string; dir: string }> {

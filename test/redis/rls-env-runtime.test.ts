@@ -2,7 +2,7 @@ import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { d, unique } from "../unit/rls-helpers.js";
+import { d, unique } from "../unit/node/grpc/rls-helpers.js";
 import { LIMITS, type Started, refusal, runtimeRoot, startRls, waitFor } from "./rls-env-helpers.js";
 
 const TEN = "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 10 }\n";

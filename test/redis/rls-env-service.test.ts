@@ -8,7 +8,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { d, rlsClient, unique } from "../unit/rls-helpers.js";
+import { d, rlsClient, unique } from "../unit/node/grpc/rls-helpers.js";
 import { type Started, runtimeRoot, startRls } from "./rls-env-helpers.js";
 
 const run = promisify(execFile);

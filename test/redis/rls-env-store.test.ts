@@ -7,7 +7,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis, startRedisCluster } from "../../scripts/redis-server.js";
 import { startSentinelGroup } from "../../scripts/redis-sentinel.js";
-import { d } from "../unit/rls-helpers.js";
+import { d } from "../unit/node/grpc/rls-helpers.js";
 import { LIMITS, type Started, refusal, runtimeRoot, startRls } from "./rls-env-helpers.js";
 
 const run = promisify(execFile);

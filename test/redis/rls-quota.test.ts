@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
-import { QUOTA_NOW_MS, describeQuotaSuite } from "../unit/rls-quota-suite.js";
+import { QUOTA_NOW_MS, describeQuotaSuite } from "../unit/node/grpc/quota-suite.js";
 
 let redis: RedisServer;
 beforeAll(async () => {

@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, connectRedisCluster, startRedis } from "../../scripts/redis-server.js";
 import { parseRlsConfig } from "../../src/rls/config.js";
 import { parseRlsText } from "../../src/rls/files.js";
-import { type RunningRlsServer, startRlsServer } from "../../src/node/rls-server.js";
+import { type RunningRlsServer, startRlsServer } from "../../src/node/grpc/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
-import { type RlsClient, d, rlsClient, unique } from "../unit/rls-helpers.js";
-import { describeRlsSuite } from "../unit/rls-suite.js";
+import { type RlsClient, d, rlsClient, unique } from "../unit/node/grpc/rls-helpers.js";
+import { describeRlsSuite } from "../unit/node/grpc/rls-suite.js";
 
 describeRlsSuite("Redis", async () => {
   const server = await startRedis();

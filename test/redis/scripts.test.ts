@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { ALGORITHMS, type AlgorithmName } from "../../src/core/types.js";
-import { StoreFaultError } from "../../src/limiter.js";
+import { StoreFaultError } from "../../src/core/limiter.js";
 import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";
 import { runnerFor } from "../../src/stores/redis/run.js";

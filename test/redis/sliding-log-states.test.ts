@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckOptions } from "../../src/core/types.js";
-import { StoreFaultError } from "../../src/limiter.js";
+import { StoreFaultError } from "../../src/core/limiter.js";
 import { decodeStoredState } from "../../src/stores/redis/codec.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Policy } from "../../src/core/types.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { type Served, startServe } from "./serve-process.js";
-import { configDir, d, rlsClient } from "../unit/rls-helpers.js";
+import { configDir, d, rlsClient } from "../unit/node/grpc/rls-helpers.js";
 
 // `spillway serve --workers 2` on a real Redis: the ports shared, one /metrics summing every
 // worker, SIGHUP reaching every worker (a bad file none), a killed worker replaced with one

@@ -1,8 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createApp } from "../../src/http/app.js";
-import { SpillwayService } from "../../src/service.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { MemoryStore } from "../../src/stores/memory.js";
 import { post, uniqueKey } from "./helpers.js";
 

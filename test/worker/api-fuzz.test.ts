@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type Answer, FUZZ_RUNS, answerOf, assertGeneratedBodies, nested } from "../fuzz/bodies.js";
 import { post } from "./helpers.js";
 
-/** The same fuzz as test/unit/api-fuzz.test.ts, against the Worker inside workerd. */
+/** The same fuzz as test/unit/node/serve/api-fuzz.test.ts, against the Worker inside workerd. */
 describe("/v1 fuzz on the Worker: no 5xx, every 400 names its field", () => {
   async function send(route: string, body: string): Promise<Answer> {
     return answerOf(await post(route, body));

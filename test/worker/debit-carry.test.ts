@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { StoreUnavailableError } from "../../src/limiter.js";
+import { StoreUnavailableError } from "../../src/core/limiter.js";
 import { DurableObjectStore, type KeyLimiterNamespace } from "../../src/stores/durable-object.js";
 import { uniqueKey } from "./helpers.js";
 

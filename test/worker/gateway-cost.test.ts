@@ -1,9 +1,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import { createApp } from "../../src/http/app.js";
-import { SpillwayService } from "../../src/service.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { DurableObjectStore, type KeyLimiterNamespace } from "../../src/stores/durable-object.js";
 import { cloudflareClientIp } from "../../src/worker/client-ip.js";
 import { uniqueUser } from "./gateway-helpers.js";

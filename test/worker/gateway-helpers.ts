@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
-import { parseConfig } from "../../src/config.js";
+import { parseConfig } from "../../src/config/config.js";
 import { createGateway } from "../../src/gateway/gateway.js";
 import type { LogFn } from "../../src/http/limit.js";
 import { cloudflareClientIp } from "../../src/worker/client-ip.js";
 import { createApp } from "../../src/http/app.js";
-import { SpillwayService } from "../../src/service.js";
+import { SpillwayService } from "../../src/service/service.js";
 import { DurableObjectStore } from "../../src/stores/durable-object.js";
 
 export type OriginHandler = (request: Request) => Response | Promise<Response>;

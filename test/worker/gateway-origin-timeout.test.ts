@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ORIGIN_TIMEOUT_TYPE } from "../../src/wire.js";
+import { ORIGIN_TIMEOUT_TYPE } from "../../src/core/wire.js";
 import { gatewayApp, uniqueIp, uniqueUser } from "./gateway-helpers.js";
 
 // An origin that never answers must not hold the client or its concurrency lease (kept in

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import { LocalCache } from "../../src/local/local-cache.js";
 import { DurableObjectStore } from "../../src/stores/durable-object.js";
-import { FlakyStore } from "../unit/local-cache-helpers.js";
+import { FlakyStore } from "../unit/local/local-cache-helpers.js";
 
 const one = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
 

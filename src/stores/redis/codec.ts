@@ -3,7 +3,7 @@ import { decide, decideOne } from "../../core/decision.js";
 import { markTopWarning, markWarning } from "../../core/warning.js";
 import type { Entry } from "../../core/entries.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "../../core/types.js";
-import { StoreFaultError } from "../../limiter.js";
+import { StoreFaultError } from "../../core/limiter.js";
 
 /**
  * What the Lua scripts answer and store, read back in TypeScript. A decision comes as one

@@ -1,7 +1,7 @@
 import type { Redis } from "ioredis";
 import { concurrencyPolicies } from "../../core/concurrency.js";
 import type { Decision, Policy } from "../../core/types.js";
-import { StoreUnavailableError } from "../../limiter.js";
+import { StoreUnavailableError } from "../../core/limiter.js";
 import { Subscriptions } from "./client-events.js";
 import { isCluster } from "./connection.js";
 import { withTimeout } from "./errors.js";

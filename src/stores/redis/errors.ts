@@ -1,7 +1,10 @@
-import { StoreFaultError, StoreUnavailableError } from "../../limiter.js";
+import { StoreFaultError, StoreUnavailableError } from "../../core/limiter.js";
 
 /** Reply errors that mean "this node can't serve right now": failMode applies. */
 const TRANSIENT_REPLIES = /^(CLUSTERDOWN|TRYAGAIN|LOADING|MASTERDOWN|READONLY|BUSY|MOVED|ASK|NOREPLICAS)\b/;
+
+/** A script's refusal to run past its caller's deadline: "LATE spillway: … nothing done" and Redis's script location. */
+const LATE_REPLY = /^LATE (spillway: .*?nothing done)/;
 
 function isReplyError(error: Error): boolean {
   // ioredis ReplyError (from redis-errors): the server's own answer.
@@ -16,6 +19,9 @@ function isReplyError(error: Error): boolean {
 export function translateRedisError(error: unknown, what: string): Error {
   if (error instanceof StoreUnavailableError || error instanceof StoreFaultError) return error;
   if (!(error instanceof Error)) return new StoreUnavailableError(`redis ${what} failed: ${String(error)}`, { cause: error });
+  // A call past its deadline (context.lua's read_clock) changed nothing: the store was too slow.
+  const late = isReplyError(error) ? LATE_REPLY.exec(error.message) : null;
+  if (late) return new StoreUnavailableError(`redis ${what} failed: ${late[1]}`, { cause: error });
   if (isReplyError(error) && !TRANSIENT_REPLIES.test(error.message)) {
     return new StoreFaultError(`redis ${what} failed: ${error.message}`, { cause: error });
   }

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { StoreUnavailableError } from "../../limiter.js";
+import { StoreUnavailableError } from "../../core/limiter.js";
 import { isCluster } from "./connection.js";
 import type { RedisClient } from "./scripts.js";
 

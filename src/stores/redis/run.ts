@@ -3,6 +3,7 @@ import { ioredis } from "./ioredis.js";
 import type { AlgorithmName } from "../../core/types.js";
 import { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
 import { isCluster } from "./connection.js";
+import { ServerClock } from "./server-clock.js";
 import { FUNCTION_LIBRARY, type RedisClient, type RedisScript, type ScriptName, scriptFor } from "./scripts.js";
 
 /**
@@ -37,12 +38,15 @@ export class ScriptRunner {
   private coalescerOnce: WriteCoalescer | ClusterWriteCoalescer | undefined;
   /** The library load ahead of the first call (prepare), once per client. */
   private prepared: Promise<void> | undefined;
+  /** Redis's clock as this process sees it, for the deadlines of calls that must not act late (server-clock.ts). */
+  readonly serverClock: ServerClock;
   /** ioredis's Command class, looked up once (a client exists, so ioredis is installed). */
   private readonly Command = ioredis().Command;
 
   constructor(client: RedisClient) {
     this.client = client;
     this.isCluster = isCluster(client);
+    this.serverClock = new ServerClock(client);
   }
 
   /** Which way the client runs scripts now. */

@@ -10,6 +10,8 @@ export interface Stack {
   /** N, then per policy "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name or ->[ <blockMs>]" (context.lua). */
   args: readonly string[];
   concurrency: boolean;
+  /** Some policy is credits: a call past its deadline must spend nothing (RedisStore's deadlines). */
+  credits: boolean;
   /** One policy without leases: single.lua decides admission only (decodeSingleDecision). */
   single: boolean;
   /**
@@ -66,6 +68,7 @@ function encodeStack(policies: readonly Policy[]): Stack {
     algorithms: policies.map((policy) => policy.algorithm),
     args,
     concurrency,
+    credits: policies.some((policy) => policy.algorithm === "credits"),
     single: policies.length === 1 && !concurrency && !blocks,
     // A calendar window takes the long way (its window comes from the boundaries sent).
     stepped: policies.length > 1 && !blocks && policies.every((policy) => STEPPED.has(policy.algorithm) && !policy.calendar),

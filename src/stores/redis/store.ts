@@ -1,11 +1,11 @@
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
 import { sleep } from "../../core/sleep.js";
 import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
-import { assertCreditsChange } from "../../core/credits.js";
+import { assertCreditsChange, creditsAnswer, pastBalanceCap } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../../core/debit.js";
-import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../limiter.js";
+import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError, newLeaseId } from "../../core/limiter.js";
 import { CallQueue } from "../call-queue.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision, decodeStackDecision } from "./codec.js";
 import type { ClusterWriteCoalescer, WriteCoalescer } from "./coalesce.js";
@@ -69,6 +69,12 @@ export class RedisStore implements Limiter {
   private readonly clockMs: (() => number) | undefined;
   private readonly expirySlackMs: number;
   private readonly timeoutMs: number;
+  /**
+   * How long after it is sent a balance's spend, top-up or debit may still act (its deadline): the
+   * timeout less a guard for its answer's way back, so that an answer that acted reaches this
+   * process before it gives up (Deadlines waits at least timeoutMs from the write).
+   */
+  private readonly deadlineBudgetMs: number;
   private readonly waiterTtlMs: number;
   private readonly channel: string;
   private readonly waiters: LeaseWaiters;
@@ -110,6 +116,8 @@ export class RedisStore implements Limiter {
       this.#connectionError = undefined;
       this.#connectionErrorField = undefined;
       this.everReady = true;
+      // Maybe another server now (a failover): its clock is measured afresh.
+      this.runner.serverClock.forget();
     });
     this.everReady = this.client.status === "ready";
     this.runner = runnerFor(this.client);
@@ -118,6 +126,7 @@ export class RedisStore implements Limiter {
     this.clockMs = options.clock === "client" ? (options.clockMs ?? Date.now) : undefined;
     this.expirySlackMs = positiveNumber("clientExpirySlackMs", options.clientExpirySlackMs ?? 1000, 0);
     this.timeoutMs = positiveNumber("timeoutMs", options.timeoutMs ?? DEFAULT_TIMEOUT_MS, 1);
+    this.deadlineBudgetMs = this.timeoutMs - Math.min(10, this.timeoutMs / 5);
     this.connectWaitMs = Math.max(this.timeoutMs, connectTimeoutOf(this.client));
     const pollIntervalMs = positiveNumber("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 1);
     // A waiter that stopped polling (its process died) is dropped after a few missed polls.
@@ -200,7 +209,11 @@ export class RedisStore implements Limiter {
 
   /** Connected: the script library loaded too (ScriptRunner.prepare), waited for at most `waitMs`. */
   private prepared(waitMs: number): Promise<void> {
-    return withTimeout(this.runner.prepare(), waitMs, "library load").catch(() => {});
+    // Redis's clock too, which the first spend, top-up or debit needs (withDeadline).
+    return withTimeout(Promise.all([this.runner.prepare(), this.runner.serverClock.sample()]), waitMs, "library load").then(
+      () => {},
+      () => {},
+    );
   }
 
   check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -217,6 +230,8 @@ export class RedisStore implements Limiter {
     if (stack.single) {
       // One policy without leases: single.lua decides admission, the core computes the rest.
       const reply = (await this.runSingle(key, stack, options, clientNowMs)) as string;
+      // A credits answer's TIME tells Redis's clock, which its deadlines need (server-clock.ts).
+      if (stack.credits && clientNowMs === undefined) this.observeClock(reply);
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
     if (stack.stepped && !peek && options.mode === "reject" && options.cost > 0) {
@@ -308,8 +323,10 @@ export class RedisStore implements Limiter {
     const [checked] = storePolicies([policy]);
     assertCreditsChange(checked!, change);
     const [op, amount] = "add" in change ? ["add", change.add] : ["set", change.set];
-    const remaining = await this.run("balance", key, stackOf([checked!]), [op, amount]);
-    return { remaining: Number(remaining) };
+    const reply = (await this.run("balance", key, stackOf([checked!]), [op, amount])) as number | string;
+    // "cap <balance>": the change would take the balance past MAX_BALANCE, and nothing changed.
+    if (typeof reply === "string" && reply.startsWith("cap ")) return creditsAnswer({ remaining: Number(reply.slice(4)), refused: pastBalanceCap(Number(reply.slice(4)), { balance: Number(reply.slice(4)) + amount, windowStartMs: 0 }) });
+    return { remaining: Number(reply) };
   }
 
   /**
@@ -394,12 +411,16 @@ export class RedisStore implements Limiter {
     const waiters = name !== "extend" && name !== "debit" && name !== "stack" && (name !== "check" || stack.concurrency);
     if (waiters) keys.push(`${base}~queue`, `${base}~waiters`);
     const args: (string | number)[] = [clientNowMs === undefined ? "" : `${clientNowMs}:${this.expirySlackMs}`];
+    // A balance's spend, top-up or debit must do nothing once its caller gave up: ARGV[1], the
+    // clock, carries a deadline. A rate policy's call carries none: counted late, it only costs
+    // later callers capacity (the safe side), and a late debit counts what was served.
+    const clockAt = name === "balance" || stack.credits ? 0 : undefined;
     // A calendar's boundaries around this process's clock; the script picks by the store's.
     const policyArgs = stack.calendar ? argsAt(stack, clientNowMs ?? Date.now()) : stack.args;
     for (let i = 0; i < policyArgs.length; i++) args.push(policyArgs[i]!);
     if (waiters) args.push(this.channel);
     for (let i = 0; i < extraArgs.length; i++) args.push(extraArgs[i]!);
-    return this.send(name, stack, keys, args);
+    return this.send(name, stack, keys, args, clockAt);
   }
 
   /**
@@ -410,25 +431,29 @@ export class RedisStore implements Limiter {
     const keys = [`${this.keyPrefix}{${escapeUserKey(key)}}:${stack.names[0]!}`];
     // stack.args is [N, the policy]: single.lua takes the policy alone.
     const args: (string | number)[] = [(stack.calendar ? argsAt(stack, clientNowMs ?? Date.now()) : stack.args)[1]!];
-    if (clientNowMs !== undefined) args.push(options.cost, options.mode, options.maxWaitMs, `${clientNowMs}:${this.expirySlackMs}`);
+    // A credits spend carries a deadline in its clock (ARGV[5], "" for the server's own): every argument then.
+    if (clientNowMs !== undefined || stack.credits) args.push(options.cost, options.mode, options.maxWaitMs, clientNowMs === undefined ? "" : `${clientNowMs}:${this.expirySlackMs}`);
     else if (options.mode === "reserve") args.push(options.cost, options.mode, options.maxWaitMs);
     else if (options.cost !== 1) args.push(options.cost);
-    return this.send("single", stack, keys, args);
+    return this.send("single", stack, keys, args, stack.credits ? 4 : undefined);
   }
 
   /** One call: at once when a slot is free (the usual case), else when one frees up, FIFO (or shed). */
-  private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.calls.tryTake()) return this.sendNow(name, stack, keys, args);
-    return this.calls.wait(() => this.sendNow(name, stack, keys, args));
+  private send(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[], clockAt: number | undefined): Promise<unknown> {
+    if (this.calls.tryTake()) return this.sendNow(name, stack, keys, args, clockAt);
+    return this.calls.wait(() => this.sendNow(name, stack, keys, args, clockAt));
   }
 
   /**
    * One FCALL (or EVALSHA) on a slot taken, bounded by timeoutMs, recovering from a missing
    * library or script. Always ends in deadlines.run, whose settlement gives the slot back.
+   * `clockAt`: the index of the clock argument of a call that must do nothing once its
+   * caller gave up (a balance's spend, top-up or debit): it gets the deadline, in Redis's time.
    */
-  private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
-    if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args);
+  private sendNow(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[], clockAt: number | undefined): Promise<unknown> {
+    if (this.client.status !== "ready" && CONNECTING.has(this.client.status)) return this.sendWhenConnected(name, stack, keys, args, clockAt);
     if (this.client.status !== "ready" && this.#connectionError) return this.notConnected(name);
+    if (clockAt !== undefined) return this.deadlines.run(this.sendDated(name, stack, keys, args, clockAt), name);
     let first: ReturnType<ScriptRunner["send"]>;
     try {
       this.coalescer?.beforeSend();
@@ -449,7 +474,7 @@ export class RedisStore implements Limiter {
    * its own timeoutMs; when the wait ends unconnected nothing is sent (no late write nobody was
    * told of) and failMode decides.
    */
-  private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  private async sendWhenConnected(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[], clockAt: number | undefined): Promise<unknown> {
     const first = !this.everReady;
     const waitMs = first ? this.connectWaitMs : this.timeoutMs;
     const startedMs = Date.now();
@@ -458,11 +483,55 @@ export class RedisStore implements Limiter {
     if (this.client.status === "ready") {
       // The first connection is up once its scripts are loaded too, within the same wait.
       if (first) await this.prepared(Math.max(1, waitMs - (Date.now() - startedMs)));
-      return this.sendNow(name, stack, keys, args);
+      return this.sendNow(name, stack, keys, args, clockAt);
     }
     if (this.#connectionError) return this.notConnected(name);
     const error = new StoreUnavailableError(`redis ${name} failed: not connected within ${waitMs} ms (${this.client.status})`);
     return this.deadlines.run(Promise.reject(error), name);
+  }
+
+  /** single.lua's "<0|1> <sec> <usec> …": Redis's clock when it ran, read now. */
+  private observeClock(reply: string): void {
+    const first = reply.indexOf(" ", 2);
+    const second = reply.indexOf(" ", first + 1);
+    const serverMs = Number(reply.slice(2, first)) * 1000 + Number(reply.slice(first + 1, second < 0 ? undefined : second)) / 1000;
+    if (Number.isFinite(serverMs)) this.runner.serverClock.observe(serverMs, performance.now());
+  }
+
+  /**
+   * `args` with the deadline of a call sent at sentMs (performance.now()) in its clock argument:
+   * Redis's time at sentMs + deadlineBudgetMs, which is before this store gives up on it
+   * (its timeout counts from the write, later still). Undefined while Redis's clock is unknown.
+   */
+  private withDeadline(args: readonly (string | number)[], clockAt: number, sentMs: number): (string | number)[] | undefined {
+    const deadlineMs = this.runner.serverClock.serverMsAt(sentMs + this.deadlineBudgetMs);
+    if (deadlineMs === undefined) return undefined;
+    const dated = args.slice();
+    dated[clockAt] = `${args[clockAt]}@${deadlineMs}`;
+    return dated;
+  }
+
+  /**
+   * A call that carries a deadline (sendNow's `clockAt`), inside its caller's deadlines.run.
+   * The deadline counts from the call's write, as this store's timeout does: time queued here,
+   * spent connecting, or in a turn whose writes the coalescer holds (a burst of requests parsed
+   * in one long turn) is not the store's, so a held call waits for the held writes to go out and
+   * is then written at once. Recovers from a missing library or script as sendNow does (the retry
+   * carries the same deadline, so it can never act late).
+   */
+  private async sendDated(name: ScriptName, stack: Stack, keys: readonly string[], args: readonly (string | number)[], clockAt: number): Promise<unknown> {
+    if (this.coalescer) await new Promise<void>((resolve) => this.coalescer!.afterHeldWrites(resolve) || resolve());
+    const sentMs = performance.now();
+    let dated = this.withDeadline(args, clockAt, sentMs);
+    if (dated === undefined) {
+      // Redis's clock not read for a while (the first such call): one TIME first, the deadline still from sentMs.
+      await this.runner.serverClock.sample();
+      dated = this.withDeadline(args, clockAt, sentMs);
+      if (dated === undefined) throw new StoreUnavailableError(`redis ${name} failed: Redis's clock could not be read (TIME), and this call must carry a deadline`);
+    }
+    const sent = dated;
+    const first = this.runner.send(name, stack.algorithms, keys, sent);
+    return first.recoverable ? first.reply.catch((error: unknown) => this.runner.recover(error, name, stack.algorithms, keys, sent)) : first.reply;
   }
 
   /** A call while disconnected fails with why (ioredis alone says "Stream isn't writeable …"). */

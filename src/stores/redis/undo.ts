@@ -1,4 +1,4 @@
-import { OverloadedError, StoreUnavailableError } from "../../limiter.js";
+import { OverloadedError, StoreUnavailableError } from "../../core/limiter.js";
 
 /** First retry after this long; the wait doubles up to MAX_RETRY_DELAY_MS. */
 const FIRST_RETRY_DELAY_MS = 25;

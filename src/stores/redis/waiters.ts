@@ -1,5 +1,5 @@
 import type { AcquireResult } from "../../core/types.js";
-import { OverloadedError, newLeaseId } from "../../limiter.js";
+import { OverloadedError, newLeaseId } from "../../core/limiter.js";
 import type { AcquireAttempt } from "./codec.js";
 import { isCluster } from "./connection.js";
 import { withTimeout } from "./errors.js";

@@ -3,7 +3,8 @@
 -- KEYS[i]    state of policy i of the stack, i = 1..N
 -- KEYS[N+1]  waiter queue of the user key (zset), only when the stack has a concurrency policy
 -- KEYS[N+2]  waiters of the user key (hash), likewise
--- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either may
+--            end in "@<deadlineMs>": past it the call raises LATE and changes nothing (read_clock)
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
 -- ARGV[3+N]  pub/sub channel that wakes waiters, only with the waiter keys

@@ -3,7 +3,8 @@
 --   KEYS[i] state of policy i, i = 1..N (string "<tag>:<fields>", see common.lua)
 --   KEYS[N+1] waiter queue (zset waiterId -> arrival number), when the script touches it
 --   KEYS[N+2] waiters (hash waiterId -> "expiresAtMs|policy,policy"), likewise
---   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+--   ARGV[1] clock: "" to read the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>";
+--           either may end in "@<deadlineMs>" (read_clock)
 --   ARGV[2] N, the number of policies
 --   ARGV[2+i] policy i as "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>", then
 --             " <blockMs>" when the policy has a block (a name has no spaces), and for a
@@ -33,13 +34,36 @@ end
 -- The clock of a call: now_ms, the expiry slack (nil for the server clock: its times are
 -- Redis times, so keys expire exactly when their state becomes fresh), and TIME's answer
 -- {seconds, microseconds} (nil for the client clock).
+-- A clock may end in "@<deadlineMs>", a Redis time (src/stores/redis/server-clock.ts): the
+-- caller stops waiting then, and a call that runs later (Redis was paused, stopped, or
+-- behind) must change nothing, since its caller was told it failed (a spend, a top-up, a
+-- debit: docs/limits.md). It raises LATE before anything is read or written.
 local function read_clock(clock)
-  if clock == "" then
-    local time = redis.call("TIME")
-    return time[1] * 1000 + floor(time[2] / 1000), nil, time
+  local deadline_ms = nil
+  local at = find(clock, "@", 1, true)
+  if at then
+    deadline_ms = sub(clock, at + 1) + 0
+    clock = sub(clock, 1, at - 1)
   end
-  local now_ms, slack_ms = match(clock, "^([^:]+):(.+)$")
-  return now_ms + 0, slack_ms + 0, nil
+  local now_ms, slack_ms, time
+  if clock == "" then
+    time = redis.call("TIME")
+    now_ms = time[1] * 1000 + floor(time[2] / 1000)
+  else
+    local now_text, slack_text = match(clock, "^([^:]+):(.+)$")
+    now_ms, slack_ms = now_text + 0, slack_text + 0
+  end
+  if deadline_ms then
+    local server_ms = now_ms
+    if time == nil then
+      local server = redis.call("TIME")
+      server_ms = server[1] * 1000 + floor(server[2] / 1000)
+    end
+    if server_ms > deadline_ms then
+      error({ err = format("LATE spillway: the call ran %d ms after its caller stopped waiting: nothing done", server_ms - deadline_ms) })
+    end
+  end
+  return now_ms, slack_ms, time
 end
 
 -- Parsed policies by their argument text. As Redis Functions the library stays loaded, so

@@ -2,7 +2,8 @@
 -- (a refund: a negative cost), in one atomic step (debit() in src/core/debit.ts), and answers
 -- the state after it as a peek sees it.
 -- KEYS[i]    state of policy i of the stack, i = 1..N
--- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either may
+--            end in "@<deadlineMs>": past it the call raises LATE and changes nothing (read_clock)
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]"
 -- then: cost (−1e9 … 1e9; 0 only peeks; negative: a refund)

@@ -6,7 +6,8 @@
 -- ARGV[2]  cost (0 peeks), absent for 1
 -- ARGV[3]  mode, "reject" or "reserve", absent for reject
 -- ARGV[4]  maxWaitMs, absent for 0
--- ARGV[5]  clock: absent for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[5]  clock: absent for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either
+--          may be given with "@<deadlineMs>" ("" + it for the server clock: context.lua's read_clock)
 -- Returns "<1|0> <sec> <usec> <stored>": whether it was admitted, the server clock (TIME's two
 --   numbers; absent with the client clock) and the state stored before the call (empty when
 --   none). The caller computes the rest of the decision from those with src/core
@@ -18,7 +19,8 @@ if policy.concurrency then error("spillway: single.lua decides no concurrency po
 local impl, key = policy.impl, KEYS[1]
 local now_ms, slack_ms, time
 if ARGV[5] then
-  now_ms, slack_ms = read_clock(ARGV[5])
+  -- The client clock, or a deadline (read_clock): the server clock's TIME comes back too.
+  now_ms, slack_ms, time = read_clock(ARGV[5])
 else
   time = redis.call("TIME")
   now_ms = time[1] * 1000 + floor(time[2] / 1000)

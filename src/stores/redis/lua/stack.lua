@@ -6,7 +6,8 @@
 -- this is the same decision for half the Redis time, which is what a multi-descriptor
 -- Envoy request or a route with two limits costs.
 -- KEYS[i]    state of policy i, i = 1..N
--- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"
+-- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either may
+--            end in "@<deadlineMs>": past it the call raises LATE and changes nothing (read_clock)
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
 -- ARGV[3+N]  cost, absent for 1

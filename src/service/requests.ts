@@ -1,0 +1,157 @@
+import * as z from "zod/mini";
+import { assertDebitable } from "../core/debit.js";
+import { type PolicyCatalog, resolvePolicies } from "../core/policy.js";
+import type { CheckMode, CreditsChange, Policy } from "../core/types.js";
+import { MAX_BALANCE } from "../core/credits.js";
+import { parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
+import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
+import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
+
+/** Reserve mode only computes a slot, so it may look far ahead. */
+export const MAX_RESERVE_WAIT_MS = 86_400_000;
+/** acquire holds a connection open while it waits: keep that bounded. */
+export const MAX_ACQUIRE_WAIT_MS = 300_000;
+export const MAX_LEASE_MS = 366 * 86_400_000;
+
+const encoder = new TextEncoder();
+
+const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).check(
+  z.superRefine((value: string, ctx) => {
+    if (value.length > 0 && keyFitsBytes(value)) return; // most keys fit without being encoded
+    const bytes = encoder.encode(value).length;
+    if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
+  }),
+);
+const leaseId = z.string({ error: "must be a lease id string" }).check(z.minLength(1, { error: "must not be empty" }), z.maxLength(128, { error: "must be at most 128 characters" }));
+
+const checkBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  cost: z._default(integerIn(0, 1e9), 1),
+  mode: z._default(z.enum(["reject", "reserve", "debit"], { error: 'must be "reject", "reserve" or "debit"' }), "reject"),
+  maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
+});
+const keyAndPolicy = z.strictObject({ key, policy: z.unknown() });
+const acquireBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  maxWaitMs: z._default(integerIn(0, MAX_ACQUIRE_WAIT_MS), 0),
+  leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)),
+});
+const releaseBody = z.strictObject({ key, policy: z.unknown(), leaseId });
+const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)) });
+const creditsBody = z.strictObject({
+  key,
+  policy: z.unknown(),
+  add: z.optional(integerIn(0, MAX_BALANCE)),
+  set: z.optional(integerIn(0, MAX_BALANCE)),
+  source: z.optional(z.union([z.string(), z.array(z.string())], { error: 'must be a route\'s key source like "header:x-api-key", or an array of them for a composite key' })),
+});
+
+export interface CheckRequest {
+  key: string;
+  policies: Policy[];
+  cost: number;
+  /** "debit": consume cost even past the limit (SPEC §2), answered 200 with the state after it. */
+  mode: CheckMode | "debit";
+  maxWaitMs: number;
+}
+export interface KeyRequest {
+  key: string;
+  policies: Policy[];
+}
+export interface AcquireRequest extends KeyRequest {
+  maxWaitMs: number;
+  leaseMs?: number;
+}
+export interface ReleaseRequest extends KeyRequest {
+  leaseId: string;
+}
+export interface ExtendRequest extends ReleaseRequest {
+  leaseMs?: number;
+}
+export interface CreditsRequest {
+  key: string;
+  /** One credits policy (a balance is one policy's, never a stack's). */
+  policy: Policy;
+  change: CreditsChange;
+  /**
+   * The name of the gateway key source the key is a value of (`header:x-api-key`), when the
+   * body names one: the balance is then the one that source's routes spend, stored under
+   * `<source>:<key>`, and the overrides of that source apply (docs/overrides.md).
+   */
+  source?: string;
+}
+
+function object(body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw new ValidationError("body", `must be a JSON object, got ${describeValue(body)}`);
+  return body as Record<string, unknown>;
+}
+
+function requirePolicy(body: Record<string, unknown>, catalog: PolicyCatalog): Policy[] {
+  if (body.policy === undefined) throw new ValidationError("policy", "is required: a policy name, a policy object or an array of them");
+  return resolvePolicies(body.policy, catalog, "policy");
+}
+
+/** Lease operations only make sense on concurrency policies. */
+function requireConcurrency(policies: Policy[]): Policy[] {
+  const other = policies.find((policy) => policy.algorithm !== "concurrency");
+  if (other) throw new ValidationError("policy", `"${other.name}" is ${other.algorithm}; acquire, release and extend take concurrency policies (use check for rate limits)`);
+  return policies;
+}
+
+/** Body of POST /v1/check (and the RPC `check`). */
+export function parseCheck(body: unknown, catalog: PolicyCatalog): CheckRequest {
+  const parsed = parseWith(checkBody, object(body), "");
+  const policies = requirePolicy(object(body), catalog);
+  if (parsed.mode === "debit") assertDebitable(policies);
+  return { key: parsed.key, policies, cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
+}
+
+/** Body of POST /v1/peek and /v1/reset. */
+export function parseKeyRequest(body: unknown, catalog: PolicyCatalog): KeyRequest {
+  const parsed = parseWith(keyAndPolicy, object(body), "");
+  return { key: parsed.key, policies: requirePolicy(object(body), catalog) };
+}
+
+export function parseAcquire(body: unknown, catalog: PolicyCatalog): AcquireRequest {
+  const parsed = parseWith(acquireBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), maxWaitMs: parsed.maxWaitMs, leaseMs: parsed.leaseMs };
+}
+
+export function parseRelease(body: unknown, catalog: PolicyCatalog): ReleaseRequest {
+  const parsed = parseWith(releaseBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), leaseId: parsed.leaseId };
+}
+
+export function parseExtend(body: unknown, catalog: PolicyCatalog): ExtendRequest {
+  const parsed = parseWith(extendBody, object(body), "");
+  return { key: parsed.key, policies: requireConcurrency(requirePolicy(object(body), catalog)), leaseId: parsed.leaseId, leaseMs: parsed.leaseMs };
+}
+
+/**
+ * Body of POST /v1/credits (and the RPC `credits`): `{ key, policy, add | set }`, one policy
+ * (a name or an inline policy) that is `credits`; `add` and `set` are integers 0 … 1e15 (MAX_BALANCE), exactly
+ * one of them. Each refusal names its field.
+ */
+export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequest {
+  const parsed = parseWith(creditsBody, object(body), "");
+  const raw = object(body);
+  if (Array.isArray(raw.policy)) throw new ValidationError("policy", "must be one credits policy (a name or a policy object), not a stack");
+  const [policy] = requirePolicy(raw, catalog);
+  if (policy!.algorithm !== "credits") throw new ValidationError("policy", `"${policy!.name}" is ${policy!.algorithm}; /v1/credits changes the balance of a credits policy`);
+  if (parsed.add === undefined && parsed.set === undefined) throw new ValidationError("add", "is required (or set): the amount to add to the balance, or set it to");
+  if (parsed.add !== undefined && parsed.set !== undefined) throw new ValidationError("set", "give add or set, not both");
+  const request: CreditsRequest = { key: parsed.key, policy: policy!, change: parsed.add !== undefined ? { add: parsed.add } : { set: parsed.set! } };
+  if (parsed.source !== undefined) {
+    const source = parseKeySource(parsed.source);
+    if (typeof source === "string") throw new ValidationError("source", source);
+    request.source = sourceName(source);
+  }
+  return request;
+}
+
+/** The store key of a credits request: the key itself, or, with a source, the key that source's gateway routes count it under. */
+export function creditsStoreKey(request: CreditsRequest): string | Promise<string> {
+  return request.source === undefined ? request.key : sourceStoreKey(request.source, request.key);
+}

@@ -1,0 +1,4 @@
+import { MemoryStore } from "../../../../src/stores/memory.js";
+import { nodeFuzzSuite } from "../../../fuzz/node-suite.js";
+
+nodeFuzzSuite("memory store", async () => new MemoryStore());

@@ -1,0 +1,4 @@
+import { MemoryStore } from "../../../../src/stores/memory.js";
+import { creditsRulesSuite } from "./credits-rules-suite.js";
+
+creditsRulesSuite("memory store", async () => new MemoryStore());

@@ -1,4 +1,0 @@
-import { MemoryStore } from "../../src/stores/memory.js";
-import { reloadAlgorithmSuite } from "./reload-algorithm-suite.js";
-
-reloadAlgorithmSuite("the memory store", async () => new MemoryStore());
