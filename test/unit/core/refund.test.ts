@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { KeyState } from "../../src/core/key-state.js";
+import { KeyState } from "../../../src/core/key-state.js";
 import { policyOf, reject, snapshot } from "./core-helpers.js";
 import { RUNS } from "./property-helpers.js";
 
