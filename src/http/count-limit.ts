@@ -74,7 +74,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
 
 /** A stack's rate policies (peeked, debited) and concurrency policies (leased), split once per stack: a plan lives as long as its route. */
 const splits = new WeakMap<readonly Policy[], { rated: Policy[]; leased: Policy[] }>();
-function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy[] } {
+export function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy[] } {
   let split = splits.get(policies);
   if (!split) {
     split = { rated: policies.filter((policy) => policy.algorithm !== "concurrency"), leased: concurrencyPolicies(policies) };
@@ -122,7 +122,7 @@ function whenSettled(settled: Fields | Promise<Fields>, then: (fields: Fields) =
   return settled instanceof Promise ? settled.then(then) : then(settled);
 }
 
-function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Fields): Settle {
+export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Fields): Settle {
   const fieldsAfter = (debited: Decision): Fields => {
     const after = fieldsOf(debited, rated, plan);
     // The answer is the origin's, not a refusal: a key in debt shows r=0 and t, never Retry-After.
@@ -150,7 +150,7 @@ function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: 
 }
 
 /** RateLimit fields are lists: the lease's items join the rate policies'; other fields keep the first's. */
-function joinFields(first: Record<string, string>, second: Record<string, string>): Record<string, string> {
+export function joinFields(first: Record<string, string>, second: Record<string, string>): Record<string, string> {
   const joined = { ...first };
   for (const name in second) {
     if (name === "RateLimit" || name === "RateLimit-Policy") joined[name] = joined[name] ? `${joined[name]}, ${second[name]}` : second[name]!;
