@@ -9,10 +9,14 @@ import { type GatewayUnderTest, type Running, request, startGateway, startOrigin
 const TOKENS = parsePolicy({ name: "tokens", algorithm: "token-bucket", limit: 10_000, period: "1m" }, "policy");
 const cost = { responseJson: "usage.total_tokens", max: 8000 };
 const config = {
-  policies: [{ name: "tokens", algorithm: "token-bucket", limit: 10_000, period: "1m" }],
+  policies: [
+    { name: "tokens", algorithm: "token-bucket", limit: 10_000, period: "1m" },
+    { name: "one-at-a-time", algorithm: "concurrency", limit: 1 },
+  ],
   routes: [
     { match: { path: "/reserved/*" }, key: "header:x-user", policies: ["tokens"], cost, estimate: 2000 },
     { match: { path: "/header/*" }, key: "header:x-user", policies: ["tokens"], cost, estimate: { requestHeader: "x-max-tokens" } },
+    { match: { path: "/leased/*" }, key: "header:x-user", policies: ["tokens", "one-at-a-time"], cost, estimate: 2000 },
     { match: { path: "/peeked/*" }, key: "header:x-user", policies: ["tokens"], cost },
   ],
 };
@@ -101,5 +105,28 @@ describe("Node gateway: reserve, then settle", () => {
     expect(absent.atOrigin).toBe(1);
     expect(absent.remainingWhileHeld).toBe(2000);
     await waitFor(async () => (await remaining(other)) === 8500);
+  });
+
+  it("a lease refused after the reservation gives the reservation back (all-or-nothing over the stack)", async () => {
+    const user = newUser();
+    const { atOrigin, remainingWhileHeld, statuses } = await burst("/leased/chat", user, 3);
+    expect(atOrigin).toBe(1);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(2);
+    expect(remainingWhileHeld).toBe(8000);
+    await waitFor(async () => (await remaining(user)) === 8500);
+  });
+
+  it("a client that leaves before the answer is charged the answer's usage, not the reservation", async () => {
+    const user = newUser();
+    const before = reached;
+    const controller = new AbortController();
+    const gone = fetch(`${gateway.url}/reserved/chat`, { method: "POST", headers: { "x-user": user }, body: "{}", signal: controller.signal }).catch(() => "aborted");
+    await waitFor(() => reached === before + 1);
+    controller.abort();
+    expect(await gone).toBe("aborted");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    releaseAll();
+    await waitFor(async () => (await remaining(user)) === 8500);
+    expect(await remaining(user)).toBe(8500);
   });
 });
