@@ -10,6 +10,7 @@
  */
 export * from "./http/middleware.js";
 export { MemoryStore } from "./stores/memory.js";
+export { ipKey, type IpKeySource } from "./gateway/ip.js";
 export type { Limiter, StoreHealth } from "./core/limiter.js";
 export { LocalCache, type LocalCacheOptions } from "./local/local-cache.js";
 export { ForwardingLimiter } from "./core/limiter.js";

@@ -11,8 +11,9 @@
  * import { MemoryStore, parseConfig, startServer } from "spillway/node";
  * const server = await startServer({ config: parseConfig({ policies: [] }), limiter: new MemoryStore(), port: 8787, token: "secret" });
  */
-export { type NextFunction, type NodeMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/http/middleware.js";
-export type { PolicyInput, RateLimitBaseOptions, RateLimitKey } from "./http/rate-limit-plan.js";
+export { type NextFunction, type NodeMiddleware, type NodeRateLimitMiddleware, type NodeRateLimitOptions, rateLimit } from "./node/http/middleware.js";
+export type { PolicyInput, RateLimitBaseOptions, RateLimitInfo, RateLimitKey } from "./http/rate-limit-plan.js";
+export { ipKey, type IpKeySource } from "./gateway/ip.js";
 export type { CountOption, CostOption, StatusClass } from "./http/counting-options.js";
 export type { LogFn } from "./http/limit.js";
 export type { Denial } from "./http/middleware-options.js";

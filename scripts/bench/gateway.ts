@@ -5,7 +5,9 @@
 //   @fastify/rate-limit (fastify-proxy.mjs) · `spillway serve --store memory` · `--redis`.
 // BENCH_WORKER=1 also measures the Worker rows (under `wrangler dev`), in their own section.
 // The origin is examples/origin/server.mjs on loopback; every row sends GET /api/hello.
-// BENCH_SERVE_BIN runs another build of the CLI (default bin/spillway.mjs).
+// BENCH_SERVE_BIN runs another build of the CLI (default bin/spillway.mjs). BENCH_COMPARE_BIN: the
+// paired rounds also measure that build's pairings, turn about with this one's (a before and after
+// in one run). BENCH_PAIRED_ONLY=1 runs the paired rounds alone and writes nothing.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
@@ -19,7 +21,11 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 8000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const TOKEN = "bench-token";
-const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797, counted: 8798, overridden: 8799, memoryTwin: 8800, redisWorkers: 8801 };
+const PORTS = { origin: 8790, minimal: 8791, memory: 8792, redis: 8793, workerBare: 8794, worker: 8795, fastify: 8796, nginx: 8797, counted: 8798, overridden: 8799, memoryTwin: 8800, redisWorkers: 8801, countedPartner: 8802, overriddenPartner: 8803 };
+/** BENCH_COMPARE_BIN's servers: the same pairings, each port this far up. */
+const COMPARE_PORT_OFFSET = 100;
+const COMPARE_BIN = process.env.BENCH_COMPARE_BIN;
+const PAIRED_ONLY = process.env.BENCH_PAIRED_ONLY === "1";
 /** Paired rounds for the goals that compare two of our own rows (issues 24, 25): both loaded at once. */
 const PAIRED_ROUNDS = Number(process.env.BENCH_PAIRED_ROUNDS ?? 9);
 const PAIRED_SECONDS = 3;
@@ -216,14 +222,20 @@ async function pairedRatio(a: string, b: string, seconds: number, bFirst = false
   return second!.perSecond / first!.perSecond;
 }
 
-/** The processes the paired rounds pin, and whether pinning worked (said in the write-up). */
-interface Pinned {
-  origin?: ChildProcess;
-  plain?: ChildProcess;
-  counted?: ChildProcess;
-  overridden?: ChildProcess;
-  twin?: ChildProcess;
-  done: boolean;
+type PairingName = "twin" | "counted" | "overridden";
+
+/**
+ * One comparison of the paired rounds: `measured` against a plain server of its own (`partner`),
+ * loaded only with it. A plain server shared by every pairing is loaded all the time while the
+ * others rest between their turns, and that alone read three identical plain servers at 0.71 to
+ * 0.75 of it on a busy machine; partners of their own read 0.99 to 1.02 (BENCHMARKS.md).
+ */
+interface Pairing {
+  name: PairingName;
+  partner: { url: string; child: ChildProcess };
+  measured: { url: string; child: ChildProcess };
+  /** Whose build: this run's, or BENCH_COMPARE_BIN's. */
+  build: string;
 }
 
 interface Paired {
@@ -240,12 +252,12 @@ const spread = (values: number[]) => `${Math.min(...values).toFixed(2)}–${Math
 function countedGoal(rows: NodeRow[], paired: Paired | undefined): string[] {
   const plain = rows.find((r) => r.label === LABELS.memory)?.result;
   const counted = rows.find((r) => r.label === LABELS.counted)?.result;
-  if (!plain || !counted || !paired) return [`- ${LABELS.counted}: not measured.`];
+  if (!paired) return [`- ${LABELS.counted}: not measured.`];
   const ratio = median(paired.counted);
   return [
-    `- ${LABELS.counted}, loaded at the same time as the plain route (${paired.counted.length} paired rounds of ${PAIRED_SECONDS} s): median ${ratio.toFixed(3)}× the plain route's req/s (rounds ${spread(paired.counted)}; goal ≥ 0.95: ${ratio >= 0.95 ? "met" : "**not met**"}).`,
+    `- ${LABELS.counted}, loaded at the same time as a plain route's server of its own (${paired.counted.length} paired rounds of ${PAIRED_SECONDS} s): median ${ratio.toFixed(3)}× the plain route's req/s (rounds ${spread(paired.counted)}; goal ≥ 0.95: ${ratio >= 0.95 ? "met" : "**not met**"}).`,
     `- The same pairing of the plain route with a second process of itself: median ${median(paired.twin).toFixed(3)}× (rounds ${spread(paired.twin)}): the method's noise.`,
-    `- In the interleaved table above: ${(counted.perSecond / plain.perSecond).toFixed(3)}× the plain route's req/s, ${(cpuMicros(counted) / cpuMicros(plain)).toFixed(2)}× its CPU per request.`,
+    ...(plain && counted ? [`- In the interleaved table above: ${(counted.perSecond / plain.perSecond).toFixed(3)}× the plain route's req/s, ${(cpuMicros(counted) / cpuMicros(plain)).toFixed(2)}× its CPU per request.`] : []),
   ];
 }
 
@@ -253,11 +265,11 @@ function countedGoal(rows: NodeRow[], paired: Paired | undefined): string[] {
 function overridesGoal(rows: NodeRow[], paired: Paired | undefined): string[] {
   const plain = rows.find((r) => r.label === LABELS.memory)?.result;
   const overridden = rows.find((r) => r.label === LABELS.overridden)?.result;
-  if (!plain || !overridden || !paired) return [`- ${LABELS.overridden}: not measured.`];
+  if (!paired) return [`- ${LABELS.overridden}: not measured.`];
   const ratio = median(paired.overridden);
   return [
-    `- ${LABELS.overridden}, paired with the plain route as above: median ${ratio.toFixed(3)}× its req/s (rounds ${spread(paired.overridden)}; goal ≥ 0.97: ${ratio >= 0.97 ? "met" : "**not met**"}).`,
-    `- In the interleaved table above: ${(overridden.perSecond / plain.perSecond).toFixed(3)}× the plain route's req/s, ${(cpuMicros(overridden) / cpuMicros(plain)).toFixed(2)}× its CPU per request.`,
+    `- ${LABELS.overridden}, paired with a plain route's server of its own as above: median ${ratio.toFixed(3)}× its req/s (rounds ${spread(paired.overridden)}; goal ≥ 0.97: ${ratio >= 0.97 ? "met" : "**not met**"}).`,
+    ...(plain && overridden ? [`- In the interleaved table above: ${(overridden.perSecond / plain.perSecond).toFixed(3)}× the plain route's req/s, ${(cpuMicros(overridden) / cpuMicros(plain)).toFixed(2)}× its CPU per request.`] : []),
   ];
 }
 
@@ -295,35 +307,39 @@ function pinCpu(pid: number | undefined, cpu: number): boolean {
   return result.status === 0;
 }
 
-/** The paired rounds of issue 24's and 25's goals, once the interleaved rows are measured (their servers still run). */
-async function measurePaired(rows: NodeRow[], pinned: Pinned): Promise<Paired | undefined> {
-  const measured = (label: string) => rows.some((row) => row.label === label && row.result);
-  if (![LABELS.memory, LABELS.twin, LABELS.counted, LABELS.overridden].every(measured)) return undefined;
-  const twinUrl = `http://127.0.0.1:${PORTS.memoryTwin}`;
-  const plainUrl = `http://127.0.0.1:${PORTS.memory}`;
-  const countedUrl = `http://127.0.0.1:${PORTS.counted}`;
-  const overriddenUrl = `http://127.0.0.1:${PORTS.overridden}`;
+/**
+ * The paired rounds of issue 24's and 25's goals, once the interleaved rows are measured (their
+ * servers still run): each build's pairings (this one's, then BENCH_COMPARE_BIN's) take turns.
+ * Answers each build's ratios, and whether the processes could be pinned.
+ */
+async function measurePaired(builds: Pairing[][], origin: ChildProcess): Promise<{ paired: Map<string, Paired>; pinned: boolean }> {
+  const pairings = builds.flat();
+  for (const server of pairings.flatMap((pairing) => [pairing.partner, pairing.measured])) {
+    const problem = await probe({ label: server.url, ...server });
+    if (problem) throw new Error(`bench:gateway: ${server.url}: ${problem}`);
+  }
   // The servers measured share CPU 0; wrk and the origin get the last CPU (a machine with one CPU: no pinning).
   const loadCpu = availableParallelism() > 1 ? availableParallelism() - 1 : undefined;
+  let pinned = false;
   if (loadCpu !== undefined) {
-    const servers = [pinned.plain, pinned.counted, pinned.overridden, pinned.twin].every((child) => pinCpu(child?.pid, 0));
-    pinned.done = servers && pinCpu(pinned.origin?.pid, loadCpu);
+    const servers = pairings.flatMap((pairing) => [pairing.partner.child, pairing.measured.child]).every((child) => pinCpu(child.pid, 0));
+    pinned = servers && pinCpu(origin.pid, loadCpu);
   }
-  const load = pinned.done ? loadCpu : undefined;
+  const load = pinned ? loadCpu : undefined;
   // Warm-up, pinned, each pairing as long as a measured run: a process just moved to another
   // CPU ran slower for a while (a twin's first paired rounds read 0.68, then rose to 0.92).
-  for (const other of [twinUrl, countedUrl, overriddenUrl]) await pairedRatio(plainUrl, other, DURATION_MS / 1000, false, load);
-  const paired: Paired = { twin: [], counted: [], overridden: [] };
-  // The pairings take turns, so the machine's drift falls on all.
+  for (const pairing of pairings) await pairedRatio(pairing.partner.url, pairing.measured.url, DURATION_MS / 1000, false, load);
+  const paired = new Map(builds.map((pairs) => [pairs[0]!.build, { twin: [], counted: [], overridden: [] } as Paired]));
+  // The pairings take turns (a build's beside the other's), so the machine's drift falls on all.
+  const byName = (name: PairingName) => pairings.filter((pairing) => pairing.name === name);
+  const order = [...byName("twin"), ...byName("counted"), ...byName("overridden")];
   for (let round = 0; round < PAIRED_ROUNDS; round++) {
     const bFirst = round % 2 === 1;
-    paired.twin.push(await pairedRatio(plainUrl, twinUrl, PAIRED_SECONDS, bFirst, load));
-    paired.counted.push(await pairedRatio(plainUrl, countedUrl, PAIRED_SECONDS, bFirst, load));
-    paired.overridden.push(await pairedRatio(plainUrl, overriddenUrl, PAIRED_SECONDS, bFirst, load));
+    for (const pairing of order) paired.get(pairing.build)![pairing.name].push(await pairedRatio(pairing.partner.url, pairing.measured.url, PAIRED_SECONDS, bFirst, load));
   }
   const listed = (ratios: number[]) => ratios.map((r) => r.toFixed(2)).join(" ");
-  console.log(`paired rounds: twin ${listed(paired.twin)}; counted ${listed(paired.counted)}; overrides ${listed(paired.overridden)}`);
-  return paired;
+  for (const [build, ratios] of paired) console.log(`paired rounds (${build}): twin ${listed(ratios.twin)}; counted ${listed(ratios.counted)}; overrides ${listed(ratios.overridden)}`);
+  return { paired, pinned };
 }
 
 /** nginx with one worker, `limit_req` per client address at a rate no run reaches, keep-alive to the origin. */
@@ -362,7 +378,9 @@ http {
  */
 async function takenPorts(): Promise<number[]> {
   const taken: number[] = [];
-  for (const port of Object.values(PORTS)) {
+  const ports = Object.values(PORTS);
+  if (COMPARE_BIN) ports.push(...ports.map((port) => port + COMPARE_PORT_OFFSET));
+  for (const port of ports) {
     const answered = await new Promise<boolean>((resolve) => {
       const socket = connect(port, "127.0.0.1", () => {
         socket.destroy();
@@ -385,55 +403,96 @@ async function main(): Promise<void> {
   const configPath = await writeConfig();
   // Every answer (200) counted: each request is peeked, then debited when its head arrives.
   const countedConfigPath = await writeConfig({ count: { status: ["2xx"] } });
-  // 999 wildcard overrides that never match, and the client's own address exact: every
-  // request is resolved against the table (exact, then each wildcard length) and overridden.
+  // 999 wildcard overrides that never match, and the client's own address exact, all for the
+  // route's key source (an override without a source applies to no route): every request is
+  // resolved against the table and decided on the overridden limit.
   const overrides = [
-    ...Array.from({ length: 999 }, (_, i) => ({ policy: "bench", key: `customer-${i}-*`, limit: 500_000_000 })),
-    { policy: "bench", key: "127.0.0.1", limit: 999_999_999 },
+    ...Array.from({ length: 999 }, (_, i) => ({ policy: "bench", source: "ip", key: `customer-${i}-*`, limit: 500_000_000 })),
+    { policy: "bench", source: "ip", key: "127.0.0.1", limit: 999_999_999 },
   ];
   const overriddenConfigPath = await writeConfig({}, { overrides });
   const origin = start("node", ["examples/origin/server.mjs", String(PORTS.origin)]);
   await waitForHttp(`${ORIGIN_URL}/api/hello`);
 
-  const serve = (port: number, storeArgs: string[], config = configPath) =>
-    start("node", [process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs", "serve", "--config", config, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
-  // No redis-server on the machine: the Redis row is skipped, the others still measured.
-  const redis = await startRedis().catch((error: Error) => error);
-  // /healthz is Spillway's; the other proxies forward it to the origin, which answers too.
-  const pinned: Pinned = {
-    origin,
-    plain: serve(PORTS.memory, ["--store", "memory"]),
-    counted: serve(PORTS.counted, ["--store", "memory"], countedConfigPath),
-    overridden: serve(PORTS.overridden, ["--store", "memory"], overriddenConfigPath),
-    twin: serve(PORTS.memoryTwin, ["--store", "memory"]),
-    done: false,
+  const serveWith = (bin: string, port: number, storeArgs: string[], config = configPath) =>
+    start("node", [bin, "serve", "--config", config, "--port", String(port), ...storeArgs], { SPILLWAY_TOKEN: TOKEN });
+  const bin = process.env.BENCH_SERVE_BIN ?? "bin/spillway.mjs";
+  const serve = (port: number, storeArgs: string[], config = configPath) => serveWith(bin, port, storeArgs, config);
+  const memory = ["--store", "memory"];
+  const server = (child: ChildProcess, port: number) => ({ url: `http://127.0.0.1:${port}`, child });
+  /** One build's three pairings: the plain route with its twin, and each of the others with a plain partner of its own. */
+  const pairingsOf = (build: string, servers: Record<"plain" | "twin" | "counted" | "overridden" | "countedPartner" | "overriddenPartner", { url: string; child: ChildProcess }>): Pairing[] => [
+    { name: "twin", partner: servers.plain, measured: servers.twin, build },
+    { name: "counted", partner: servers.countedPartner, measured: servers.counted, build },
+    { name: "overridden", partner: servers.overriddenPartner, measured: servers.overridden, build },
+  ];
+  const ours = {
+    plain: server(serve(PORTS.memory, memory), PORTS.memory),
+    twin: server(serve(PORTS.memoryTwin, memory), PORTS.memoryTwin),
+    counted: server(serve(PORTS.counted, memory, countedConfigPath), PORTS.counted),
+    overridden: server(serve(PORTS.overridden, memory, overriddenConfigPath), PORTS.overridden),
+    countedPartner: server(serve(PORTS.countedPartner, memory), PORTS.countedPartner),
+    overriddenPartner: server(serve(PORTS.overriddenPartner, memory), PORTS.overriddenPartner),
   };
-  const nodeRows = await measureNode([
-    { label: LABELS.origin, url: ORIGIN_URL, child: origin },
-    await nginxTarget(),
-    { label: LABELS.minimal, url: `http://127.0.0.1:${PORTS.minimal}`, child: start("node", ["scripts/bench/minimal-proxy.mjs", String(PORTS.minimal), ORIGIN_URL]) },
-    { label: LABELS.fastify, url: `http://127.0.0.1:${PORTS.fastify}`, child: start("node", ["scripts/bench/fastify-proxy.mjs", String(PORTS.fastify), ORIGIN_URL]) },
-    { label: LABELS.memory, url: `http://127.0.0.1:${PORTS.memory}`, child: pinned.plain },
-    { label: LABELS.twin, url: `http://127.0.0.1:${PORTS.memoryTwin}`, child: pinned.twin },
-    { label: LABELS.counted, url: `http://127.0.0.1:${PORTS.counted}`, child: pinned.counted },
-    { label: LABELS.overridden, url: `http://127.0.0.1:${PORTS.overridden}`, child: pinned.overridden },
-    redis instanceof Error
-      ? { label: LABELS.redis, url: "", skip: redis.message }
-      : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
-    // Two workers (node:cluster) on one port: wrk's connections are handed to them in turn.
-    redis instanceof Error
-      ? { label: LABELS.redisWorkers, url: "", skip: redis.message }
-      : { label: LABELS.redisWorkers, url: `http://127.0.0.1:${PORTS.redisWorkers}`, child: serve(PORTS.redisWorkers, ["--redis", redis.url, "--workers", "2"]) },
-  ]);
-  if (!(redis instanceof Error)) await redis.stop();
-  const paired = await measurePaired(nodeRows, pinned);
+  const builds = [pairingsOf(bin, ours)];
+  if (COMPARE_BIN) {
+    const at = (port: number, config = configPath) => server(serveWith(COMPARE_BIN, port + COMPARE_PORT_OFFSET, memory, config), port + COMPARE_PORT_OFFSET);
+    builds.push(
+      pairingsOf(COMPARE_BIN, {
+        plain: at(PORTS.memory),
+        twin: at(PORTS.memoryTwin),
+        counted: at(PORTS.counted, countedConfigPath),
+        overridden: at(PORTS.overridden, overriddenConfigPath),
+        countedPartner: at(PORTS.countedPartner),
+        overriddenPartner: at(PORTS.overriddenPartner),
+      }),
+    );
+  }
+  const memoryTargets: Target[] = [
+    { label: LABELS.memory, ...ours.plain },
+    { label: LABELS.twin, ...ours.twin },
+    { label: LABELS.counted, ...ours.counted },
+    { label: LABELS.overridden, ...ours.overridden },
+  ];
+  let nodeRows: NodeRow[] = [];
+  if (!PAIRED_ONLY) {
+    // No redis-server on the machine: the Redis row is skipped, the others still measured.
+    const redis = await startRedis().catch((error: Error) => error);
+    // /healthz is Spillway's; the other proxies forward it to the origin, which answers too.
+    nodeRows = await measureNode([
+      { label: LABELS.origin, url: ORIGIN_URL, child: origin },
+      await nginxTarget(),
+      { label: LABELS.minimal, url: `http://127.0.0.1:${PORTS.minimal}`, child: start("node", ["scripts/bench/minimal-proxy.mjs", String(PORTS.minimal), ORIGIN_URL]) },
+      { label: LABELS.fastify, url: `http://127.0.0.1:${PORTS.fastify}`, child: start("node", ["scripts/bench/fastify-proxy.mjs", String(PORTS.fastify), ORIGIN_URL]) },
+      ...memoryTargets,
+      redis instanceof Error
+        ? { label: LABELS.redis, url: "", skip: redis.message }
+        : { label: LABELS.redis, url: `http://127.0.0.1:${PORTS.redis}`, child: serve(PORTS.redis, ["--redis", redis.url]) },
+      // Two workers (node:cluster) on one port: wrk's connections are handed to them in turn.
+      redis instanceof Error
+        ? { label: LABELS.redisWorkers, url: "", skip: redis.message }
+        : { label: LABELS.redisWorkers, url: `http://127.0.0.1:${PORTS.redisWorkers}`, child: serve(PORTS.redisWorkers, ["--redis", redis.url, "--workers", "2"]) },
+    ]);
+    if (!(redis instanceof Error)) await redis.stop();
+  }
+  const measuredAll = PAIRED_ONLY || memoryTargets.every(({ label }) => nodeRows.some((row) => row.label === label && row.result));
+  const { paired: pairedByBuild, pinned } = measuredAll ? await measurePaired(builds, origin) : { paired: new Map<string, Paired>(), pinned: false };
+  const paired = pairedByBuild.get(bin);
+  const compared = COMPARE_BIN ? pairedByBuild.get(COMPARE_BIN) : undefined;
+  if (PAIRED_ONLY) {
+    for (const [build, ratios] of pairedByBuild) {
+      console.log(`\n${build}:\n${[...countedGoal([], ratios), ...overridesGoal([], ratios)].join("\n")}`);
+    }
+    console.log("\nBENCH_PAIRED_ONLY: nothing written to BENCHMARKS.md");
+    return;
+  }
 
   const markdown = [
     `\`npm run bench:gateway\`: GET /api/hello through each path to a local origin (examples/origin/server.mjs), \`wrk -t1 -c${CONCURRENCY}\` on keep-alive connections, ${DURATION_MS / 1000} s per run after a 2 s warm-up, ${ROUNDS} interleaved rounds, the median run shown (Node ${process.version}).`,
     "Every gateway request is matched to a route, keyed by client address and decided by a GCRA policy it never exceeds (nginx and fastify: a per-address limit likewise never reached), so every row answers 200.",
     'The counted row\'s route adds `"count": { "status": ["2xx"] }`: every request is peeked before forwarding and debited when its answer\'s head arrives (two store operations where the plain route has one).',
-    "The overrides row's config adds 1,000 `overrides` for its policy: 999 wildcards (`customer-N-*`) that never match and the client's address exact, so every request is resolved against the table and decided on the overridden limit.",
-    `The goals that compare two of our own rows (issues 24 and 25) are read from paired rounds as well: the plain route's server and the other loaded at the same moment, by a wrk each, for ${PAIRED_SECONDS} s; the plain route is also paired with a second process of itself, which shows the method's own noise; the pairings take turns. ${pinned.done ? "In those rounds the servers measured share CPU 0 (taskset) while the wrks and the origin run on the other: each server gets half a CPU, so the ratio of their req/s is the inverse ratio of their CPU per request." : "The processes could not be pinned to CPUs (taskset) in this run: the paired rounds share all CPUs."}`,
+    "The overrides row's config adds 1,000 `overrides` for its policy: 999 wildcards (`customer-N-*`) that never match and the client's address exact, all for the route's key source (`\"source\": \"ip\"`), so every request is resolved against the table and decided on the overridden limit.",
+    `The goals that compare two of our own rows (issues 24 and 25) are read from paired rounds as well: the server measured and a plain route's server of its own loaded at the same moment, by a wrk each, for ${PAIRED_SECONDS} s; the plain route is also paired with a second process of itself, which shows the method's own noise; the pairings take turns, and each plain partner is loaded only in its own pairing's turns, as the server it is paired with is. ${pinned ? "In those rounds the servers measured share CPU 0 (taskset) while the wrks and the origin run on the other: each server gets half a CPU, so the ratio of their req/s is the inverse ratio of their CPU per request." : "The processes could not be pinned to CPUs (taskset) in this run: the paired rounds share all CPUs."}`,
     "Proxy CPU is the proxy's own processes' user + system time over the run (/proc, 10 ms ticks) divided by the requests it answered; for the origin row, the origin's.",
     "The minimal proxy is scripts/bench/minimal-proxy.mjs (keep-alive agent, hop-by-hop fields stripped, bodies piped, nothing else); fastify is scripts/bench/fastify-proxy.mjs.",
     "wrk, origin and proxy share one 2-core machine: read the ratios, not the absolute numbers.",
@@ -453,6 +512,7 @@ async function main(): Promise<void> {
     "Goal (issue 25):",
     "",
     ...overridesGoal(nodeRows, paired),
+    ...(compared ? ["", `The same paired rounds, turn about, with the build BENCH_COMPARE_BIN=${COMPARE_BIN}:`, "", ...countedGoal([], compared), ...overridesGoal([], compared)] : []),
   ].join("\n");
   console.log(`\n${markdown}`);
   await writeBenchmarkSection("Gateway (bench:gateway)", markdown);

@@ -32,17 +32,17 @@ export interface HttpLimiterOptions {
  * const throttle = createThrottle({ limiter, key: "github", policy: "github-rest" });
  */
 export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
-  if (typeof options !== "object" || options === null) throw new TypeError(`options: must be an object, got ${describeValue(options)}`);
+  if (typeof options !== "object" || options === null) throw new TypeError(`httpLimiter: options: must be an object like { url, token }, got ${describeValue(options)}`);
   let base: URL;
   try {
     base = new URL(options.url);
     if (base.protocol !== "http:" && base.protocol !== "https:") throw new Error("not http");
   } catch {
-    throw new TypeError(`url: must be an http(s) URL, got ${describeValue(options.url)}`);
+    throw new TypeError(`httpLimiter: url: must be an http(s) URL, got ${describeValue(options.url)}`);
   }
-  if (typeof options.token !== "string" || options.token === "") throw new TypeError(`token: must be a non-empty string, got ${describeValue(options.token)}`);
-  const timeoutMs = integerOption("timeoutMs", options.timeoutMs, 1, 600_000, 5_000);
-  const fetchImpl = functionOption<typeof fetch>("fetch", options.fetch, undefined) ?? ((input, init) => globalThis.fetch(input, init));
+  if (typeof options.token !== "string" || options.token === "") throw new TypeError(`httpLimiter: token: must be a non-empty string (the server's SPILLWAY_TOKEN), got ${describeValue(options.token)}`);
+  const timeoutMs = integerOption("httpLimiter: timeoutMs", options.timeoutMs, 1, 600_000, 5_000);
+  const fetchImpl = functionOption<typeof fetch>("httpLimiter: fetch", options.fetch, undefined) ?? ((input, init) => globalThis.fetch(input, init));
   const root = base.href.endsWith("/") ? base.href : `${base.href}/`;
 
   async function call(method: "GET" | "POST", path: string, body: unknown, okStatuses: number[], extraWaitMs = 0): Promise<unknown> {
@@ -58,7 +58,7 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
       });
     } catch (error) {
       clearTimeout(timer);
-      const why = controller.signal.aborted ? `no answer within ${timeoutMs + extraWaitMs} ms` : String((error as Error)?.message ?? error);
+      const why = controller.signal.aborted ? `no answer within ${timeoutMs + extraWaitMs} ms` : networkFailure(error);
       throw new LimiterUnavailableError(`limiter at ${base.host} unreachable: ${why}`, { cause: error });
     }
     try {
@@ -265,4 +265,29 @@ function asAcquireResult(value: unknown): AcquireResult {
 function asShape<T>(value: unknown, flag: string): T {
   if (typeof (value as Record<string, unknown> | null)?.[flag] !== "boolean") throw new LimiterUnavailableError(`limiter sent an answer without "${flag}": ${describeValue(value)}`);
   return value as T;
+}
+
+/**
+ * A failed fetch in words that say why: undici's "fetch failed" keeps the reason in `cause`
+ * (ECONNREFUSED, ENOTFOUND, a TLS error), an AggregateError when it tried several addresses.
+ * `fetch failed (ECONNREFUSED 127.0.0.1:8787)`.
+ */
+export function networkFailure(error: unknown): string {
+  const message = String((error as Error)?.message ?? error);
+  const cause = (error as { cause?: unknown })?.cause;
+  if (cause === null || typeof cause !== "object") return message;
+  const tried = cause instanceof AggregateError ? cause.errors : [cause];
+  const reasons = [...new Set(tried.map((one: unknown) => socketReason(one)).filter((one): one is string => one !== undefined))];
+  if (reasons.length === 0) {
+    const text = (cause as Error).message;
+    return text && text !== message ? `${message} (${text})` : message;
+  }
+  return `${message} (${reasons.join(", ")})`;
+}
+
+function socketReason(error: unknown): string | undefined {
+  const { code, address, port, hostname, message } = (error ?? {}) as { code?: unknown; address?: unknown; port?: unknown; hostname?: unknown; message?: unknown };
+  if (typeof code !== "string") return typeof message === "string" && message !== "" ? message : undefined;
+  const where = typeof address === "string" ? (typeof port === "number" ? `${address.includes(":") ? `[${address}]` : address}:${port}` : address) : typeof hostname === "string" ? hostname : "";
+  return where ? `${code} ${where}` : code;
 }

@@ -82,6 +82,10 @@ export function parseConfigText(text: string, fileName: string): SpillwayConfig 
   try {
     value = JSON.parse(json);
   } catch (error) {
+    // The config is JSON on purpose: the Worker imports the same file as a module (wrangler bundles
+    // JSON as it is), and the JSON Schema checks it in an editor; YAML is for --rls-config only.
+    const reason = (error as Error).message.replace(/\s+/g, " ");
+    if (/\.ya?ml$/i.test(fileName)) throw new ValidationError(fileName, `is not JSON, and --config takes JSON only (spillway.config.json: the one file the Worker and Node both read); YAML is for --rls-config, envoyproxy/ratelimit's files (${reason})`);
     throw new ValidationError(fileName, `is not valid JSON (${(error as Error).message})`);
   }
   const duplicate = findDuplicateKey(json);

@@ -35,16 +35,27 @@ function formatterOf(timezone: string): Intl.DateTimeFormat {
 }
 
 /**
- * Whether Intl knows the zone; answers its canonical spelling, or undefined.
+ * Whether the zone is an IANA name Intl knows (any case, and the database's aliases such as
+ * `US/Eastern`); answers its canonical spelling, or undefined. Intl also takes a UTC offset
+ * (`+05:00`, `-0500`): refused, since the docs promise IANA names and an offset is no zone
+ * (`Etc/GMT-5` is the IANA name of UTC+5).
  *
  * @example knownTimezone("europe/paris") // "Europe/Paris"
+ * @example knownTimezone("+05:00") // undefined
  */
 export function knownTimezone(timezone: string): string | undefined {
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat("en-US", { timeZone: timezone }).resolvedOptions().timeZone;
   } catch {
     return undefined;
   }
+  return isUtcOffset(timezone) || isUtcOffset(resolved) ? undefined : resolved;
+}
+
+/** `+05:00`, `-0500`, `+05`: how Intl writes an offset zone. */
+export function isUtcOffset(timezone: string): boolean {
+  return /^\s*[+-]/.test(timezone);
 }
 
 /** The wall clock of `timeMs` in the zone, as a UTC timestamp of the same fields (seconds precision). */

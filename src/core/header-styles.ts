@@ -5,8 +5,9 @@ import type { Decision, Policy } from "./types.js";
  * Which rate-limit fields an answer carries (`rateLimit({ headers })`):
  * - `draft-10` (the default): `RateLimit-Policy` and `RateLimit`, one item per policy
  *   (draft-ietf-httpapi-ratelimit-headers-10, what `spillway serve` and the gateway send).
- * - `draft-7`: one combined `RateLimit: limit=5, remaining=4, reset=60` and `RateLimit-Policy: 5;w=60`.
- * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy`.
+ *   -11 (May 2026) kept every field of -10 (`q`, `qu`, `w`, `pk`; `r`, `t`, `pk`): it is this style too.
+ * - `draft-7`: one combined `RateLimit: limit=5, remaining=4, reset=60` and `RateLimit-Policy: 5;w=60` (-07).
+ * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` and `RateLimit-Policy` (-06).
  * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` only.
  * The older drafts and legacy describe one policy: the most restrictive of a stack (the
  * decision's top level). Resets are delta seconds, rounded up. Denials carry `Retry-After` in

@@ -68,6 +68,12 @@ export interface Limiter {
    * once between them. Absent: each process claims for itself.
    */
   claimNotice?(key: string, notice: string, ttlMs: number): Promise<boolean>;
+  /**
+   * A counted request (docs/counting.md) was denied on a peek: it is refused on that decision
+   * (or, in a dry run, would be), so the peek's denial is a denial as a check's is. Stores
+   * leave it out; decorators that tell of denials (config `notify`) hear it. Never throws.
+   */
+  deniedOnPeek?(key: string, policies: readonly Policy[], decision: Decision): void;
   close?(): Promise<void>;
   /**
    * Leases held and callers waiting, per concurrency policy, where the store can tell without
@@ -190,6 +196,7 @@ export class ForwardingLimiter implements Limiter {
   readonly storeResets?: () => number;
   readonly callCounts?: () => CallCounts;
   readonly claimNotice?: (key: string, notice: string, ttlMs: number) => Promise<boolean>;
+  readonly deniedOnPeek?: (key: string, policies: readonly Policy[], decision: Decision) => void;
 
   constructor(store: Limiter) {
     this.store = store;
@@ -198,6 +205,7 @@ export class ForwardingLimiter implements Limiter {
     if (store.storeResets) this.storeResets = () => store.storeResets!();
     if (store.callCounts) this.callCounts = () => store.callCounts!();
     if (store.claimNotice) this.claimNotice = (key, notice, ttlMs) => store.claimNotice!(key, notice, ttlMs);
+    if (store.deniedOnPeek) this.deniedOnPeek = (key, policies, decision) => store.deniedOnPeek!(key, policies, decision);
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, type CalendarSpec, knownTimezone } from "./calendar.js";
+import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, type CalendarSpec, isUtcOffset, knownTimezone } from "./calendar.js";
 import { parseDurationMs } from "./duration.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./validation.js";
@@ -165,6 +165,9 @@ function calendarOf(raw: RawPolicy, written: { period?: unknown }, at: (sub: str
   const field = raw.calendar !== undefined ? at("timezone") : at("refill.timezone");
   const written_ = raw.calendar !== undefined ? raw.timezone : raw.refill?.timezone;
   const timezone = knownTimezone(written_ ?? "UTC");
+  if (timezone === undefined && typeof written_ === "string" && isUtcOffset(written_)) {
+    throw new ValidationError(field, `must be an IANA time zone name such as "Europe/Paris" or "UTC", not a UTC offset: got ${describeValue(written_)} (name the place, or use "Etc/GMT-5" for UTC+5: the Etc/ signs are inverted)`);
+  }
   if (timezone === undefined) throw new ValidationError(field, `must be an IANA time zone name such as "Europe/Paris" or "UTC", got ${describeValue(written_)}`);
   return { unit, timezone };
 }
@@ -206,11 +209,15 @@ export class UnknownPolicyError extends Error {
   }
 }
 
+/** What a `policy` field (or a route's `policies`) takes, for "is required (…)". */
+export const POLICY_TAKES = "a policy name, an inline policy or an array of them";
+
 /**
  * Resolves the `policy` field of a request: a name from the catalog, an inline policy,
  * or an array of them (a stack). Stacks must not name one policy twice.
  */
 export function resolvePolicies(input: unknown, catalog: PolicyCatalog, field = "policy"): Policy[] {
+  if (input === undefined) throw new ValidationError(field, `is required (${POLICY_TAKES})`);
   const items = Array.isArray(input) ? input : [input];
   if (items.length === 0) throw new ValidationError(field, "must name at least one policy, got []");
   if (items.length > 16) throw new ValidationError(field, `may stack at most 16 policies, got ${items.length}`);

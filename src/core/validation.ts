@@ -52,6 +52,11 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
     const given = new Set(issue.input !== null && typeof issue.input === "object" ? Object.keys(issue.input) : []);
     const near = missing ? String(missing.path[missing.path.length - 1]) : nearestName(String(issue.keys[0]), objectKeysAt(schema, issue.path).filter((key) => !given.has(key)));
     if (near) message += ` (did you mean ${JSON.stringify(near)}?)`;
+  } else if (issue.code === "invalid_type" && isMissing(value, issue.path)) {
+    // A required field left out: say so, and what it takes (its description, or its rule's words),
+    // never the validator's "expected nonoptional".
+    const what = describedAt(schema, issue.path) ?? (message.startsWith("must be ") ? message.slice("must be ".length) : undefined);
+    message = what ? `is required (${what})` : "is required";
   } else if (issue.code === "invalid_type" && (message.startsWith("Invalid input") || message === "Invalid input")) {
     // A schema without its own message: say it in Spillway's words, not the validator's.
     message = `must be ${EXPECTED[issue.expected] ?? issue.expected}, got ${describeValue(issue.input)}`;
@@ -62,19 +67,26 @@ export function parseWith<S extends zc.$ZodType>(schema: S, value: unknown, pref
 }
 
 /**
- * The closest of `candidates` to a mistyped `name` (`route` → `routes`, `ratelimit` →
- * `rate_limit`, `limt` → `limit`), or undefined when none is close: at most two edits, case,
- * `_` and `-` aside.
+ * The closest of `candidates` to a mistyped `name` (`route` → `routes`, `policy` → `policies`,
+ * `ratelimit` → `rate_limit`, `limt` → `limit`), or undefined when none is close: at most two
+ * edits, case, `_` and `-` aside; a singular for its plural counts as one.
  */
 export function nearestName(name: string, candidates: Iterable<string>): string | undefined {
   const plain = (text: string) => text.toLowerCase().replace(/[_-]/g, "");
   let best: string | undefined;
   let bestDistance = 3;
   for (const candidate of candidates) {
-    const distance = plain(candidate) === plain(name) ? 0 : editDistance(candidate.toLowerCase(), name.toLowerCase());
+    const [one, other] = [plain(candidate), plain(name)];
+    // A singular for a plural (`policy` for `policies`) is one slip, however many letters differ.
+    const distance = one === other ? 0 : plural(one) === other || plural(other) === one ? 1 : editDistance(candidate.toLowerCase(), name.toLowerCase());
     if (distance < bestDistance) [best, bestDistance] = [candidate, distance];
   }
   return best;
+}
+
+/** An English plural, as field names form it: `policy` → `policies`, `route` → `routes`. */
+function plural(word: string): string {
+  return /[^aeiou]y$/.test(word) ? `${word.slice(0, -1)}ies` : `${word}s`;
 }
 
 function editDistance(a: string, b: string): number {
@@ -85,6 +97,55 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
+}
+
+/** Whether the field at `path` is absent from `value` (left out, not given as something wrong). */
+function isMissing(value: unknown, path: readonly PropertyKey[]): boolean {
+  if (path.length === 0) return value === undefined;
+  let parent: unknown = value;
+  for (const step of path.slice(0, -1)) {
+    if (parent === null || typeof parent !== "object") return false;
+    parent = (parent as Record<PropertyKey, unknown>)[step];
+  }
+  if (parent === null || typeof parent !== "object") return false;
+  const last = path[path.length - 1]!;
+  return !Object.hasOwn(parent, last) || (parent as Record<PropertyKey, unknown>)[last] === undefined;
+}
+
+/**
+ * Names what a field takes, for "is required (…)": a schema that accepts anything (`z.unknown()`,
+ * checked later by its own parser) says it with `described(schema, "a policy name, …")`.
+ * @internal
+ */
+export function described<S extends zc.$ZodType>(schema: S, what: string): S {
+  descriptions.set(schema, what);
+  return schema;
+}
+const descriptions = new WeakMap<zc.$ZodType, string>();
+
+/** The description of the field schema at `path` (an object's field, through wrappers), if one was given. */
+function describedAt(schema: zc.$ZodType, path: readonly PropertyKey[]): string | undefined {
+  let found: string | undefined;
+  const walk = (node: { _zod: { def: SchemaDef } } | undefined, depth: number, seen: number): void => {
+    if (!node || found !== undefined || seen > 40) return;
+    const own = descriptions.get(node as unknown as zc.$ZodType);
+    if (depth === path.length) {
+      if (own !== undefined) found = own;
+      else if (node._zod.def.innerType) walk(node._zod.def.innerType, depth, seen + 1);
+      return;
+    }
+    const def = node._zod.def;
+    const next = (child: { _zod: { def: SchemaDef } } | undefined, nextDepth = depth) => walk(child, nextDepth, seen + 1);
+    if (def.innerType) return next(def.innerType);
+    if (def.in) return next(def.in);
+    if (def.options) return def.options.forEach((option) => next(option));
+    const step = path[depth];
+    if (def.type === "object" && def.shape && typeof step === "string") return next(def.shape[step], depth + 1);
+    if (def.type === "array") return next(def.element, depth + 1);
+    if (def.type === "record") return next(def.valueType, depth + 1);
+  };
+  walk(schema as unknown as { _zod: { def: SchemaDef } }, 0, 0);
+  return found;
 }
 
 /** Zod's definition of a schema, as far as objectKeysAt walks it. */

@@ -15,7 +15,7 @@ import { type GatewayConfig, type GatewayRoute, ORIGIN_PAUSE_POLICY, parseGatewa
 import { listsKey } from "./access.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
-import { type CfProperties, type HeaderLookup, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
+import { type CfProperties, type HeaderLookup, REPEATED, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
 import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
@@ -80,6 +80,17 @@ class KeyFacts implements RequestFacts {
   get path(): string {
     return keyPathOf(this.#pattern, this.#facts.path);
   }
+}
+
+/**
+ * The 400 for a request that carries its route's key source more than once (keys.ts REPEATED):
+ * counted under one value, the origin might serve another (PHP and Rails read a parameter's
+ * last value), so it is refused whatever the values, naming the source.
+ */
+function repeatedKey(source: GatewayRoute["key"], facts: RequestFacts, label: string): GatewayStep {
+  const repeated = describeKeySource(missingPart(source, facts));
+  const detail = `this route is limited by ${describeKeySource(source)}; the request carries ${repeated} more than once, and a route keys on one value: send it once`;
+  return { forward: false, route: label, response: problemResponse(problem(400, detail)) };
 }
 
 /** What to do with a request: answer it here, or forward it to the origin. */
@@ -185,7 +196,11 @@ export class GatewayCore {
     const keyFacts = new KeyFacts(clientIp, facts, route.pattern);
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
     let found = keyOf(route.key, keyFacts);
-    if (found === undefined && route.fallbackKey) found = keyOf(route.fallbackKey, keyFacts);
+    if (found === undefined && route.fallbackKey) {
+      found = keyOf(route.fallbackKey, keyFacts);
+      if (found === REPEATED) return repeatedKey(route.fallbackKey, keyFacts, this.#preparedOf.get(route)!.label);
+    }
+    if (found === REPEATED) return repeatedKey(route.key, keyFacts, this.#preparedOf.get(route)!.label);
     if (found instanceof Promise) return found.then((key) => this.#decideKeyed(facts, route, target, key, keyFacts));
     return this.#decideKeyed(facts, route, target, found, keyFacts);
   }

@@ -6,7 +6,7 @@ import { onError } from "../http/problems.js";
 import type { Limiter } from "../core/limiter.js";
 import type { SpillwayObserver } from "../observe/observer.js";
 import type { GatewayConfig } from "./config.js";
-import type { CfProperties } from "./keys.js";
+import type { CfProperties, HeaderLookup } from "./keys.js";
 import type { Overrides } from "../overrides/overrides.js";
 import { type GatewayFacts, GatewayCore, type GatewayStep, UNROUTED, refusal } from "./core.js";
 import { OriginTimeoutError, OriginWait, gatewayTimeout } from "./origin-timeout.js";
@@ -26,6 +26,12 @@ export interface GatewayOptions {
    * address on Node. Never a client-sent header: X-Forwarded-For is read only through `trustProxy`.
    */
   clientIpOf: (c: Context) => string | undefined;
+  /**
+   * Whether a request field came on more than one line, where the runtime can tell (Node's
+   * rawHeaders; a Worker's runtime joins the lines first): a `header:` key refuses such a request.
+   * @default none: a field is the one value Headers joins
+   */
+  fieldRepeated?: (c: Context, lowerName: string) => boolean;
   /** How requests reach the origin (default: global fetch). */
   fetchOrigin?: FetchOrigin;
   log?: LogFn;
@@ -59,9 +65,9 @@ export function createGateway(options: GatewayOptions): Hono {
 }
 
 /** The Hono edge over an existing core (the Node gateway serves its slow path with it). */
-export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fetchOrigin" | "readOnCapMs">): Hono {
+export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fieldRepeated" | "fetchOrigin" | "readOnCapMs">): Hono {
   const { gateway, observer } = core;
-  const { clientIpOf } = options;
+  const { clientIpOf, fieldRepeated } = options;
   const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
 
@@ -140,7 +146,8 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     if (framedTwice || isRefused(path)) return refusal(framedTwice, path);
     const url = new URL(request.url);
     const defer = deferOf(c);
-    const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers: request.headers, socketIp: clientIpOf(c), signal: () => request.signal, defer, cf: () => (request as { cf?: CfProperties }).cf };
+    const headers: HeaderLookup = fieldRepeated ? { get: (name) => request.headers.get(name), repeated: (name) => fieldRepeated(c, name) } : request.headers;
+    const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers, socketIp: clientIpOf(c), signal: () => request.signal, defer, cf: () => (request as { cf?: CfProperties }).cf };
     const step = await core.decide(facts);
     matched.route = step.route;
     if (!step.forward) return step.response;

@@ -165,12 +165,23 @@ export function rangeContains(range: IpRange, address: IpAddress): boolean {
 
 export const anyRangeContains = (ranges: readonly IpRange[], address: IpAddress) => ranges.some((range) => rangeContains(range, address));
 
+/** `203.0.113.7:5555` and `[2001:db8::1]:5555`: an address with the port a proxy may write (RFC 7239 allows it). */
+const WITH_PORT = /^(?:\[([^\]]+)\]|(\d{1,3}(?:\.\d{1,3}){3})):(\d{1,5})$/;
+
+/** One X-Forwarded-For hop: an address, with or without a port (the port is not part of the client). */
+function parseHop(text: string): IpAddress | undefined {
+  const withPort = WITH_PORT.exec(text);
+  if (withPort && Number(withPort[3]) <= 65535) return parseIp(withPort[1] ?? withPort[2]!);
+  return parseIp(text);
+}
+
 /**
  * The client's address behind proxies. `peer` is who connected to us (the socket, or
  * CF-Connecting-IP on Cloudflare). Only when the peer is one of `trustedProxies` is
  * X-Forwarded-For read, right to left, skipping trusted hops: everything left of the first
- * untrusted hop was written by the client and is ignored. A malformed hop in the trusted
- * part yields undefined (no key) rather than a guess.
+ * untrusted hop was written by the client and is ignored. A hop may carry a port
+ * (`203.0.113.7:5555`, `[2001:db8::1]:5555`): the address is read. A malformed hop in the
+ * trusted part yields undefined (no key) rather than a guess.
  */
 export function resolveClientIp(peer: string | undefined, forwardedFor: string | null, trustedProxies: readonly IpRange[]): IpAddress | undefined {
   const peerAddress = peer === undefined ? undefined : parseIp(peer);
@@ -178,10 +189,40 @@ export function resolveClientIp(peer: string | undefined, forwardedFor: string |
   const hops = (forwardedFor ?? "").split(",").map((hop) => hop.trim()).filter((hop) => hop !== "");
   let client = peerAddress;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseIp(hops[i]!);
+    const hop = parseHop(hops[i]!);
     if (!hop) return undefined;
     client = hop;
     if (!anyRangeContains(trustedProxies, hop)) break;
   }
   return client;
+}
+
+/** What `ipKey` reads an address from: the text, or a request that carries it (Express's `req.ip`, else the socket's peer). */
+export type IpKeySource = string | null | undefined | { ip?: string; socket?: { remoteAddress?: string } };
+
+/**
+ * A rate-limit key from a client's address, as a gateway route's `ip/N` key makes it: every
+ * spelling of one address is one key, and an IPv6 address is counted by its /`ipv6Subnet`
+ * (default 56, as express-rate-limit v8 does: one customer's /56 is one budget, not 2^72 of
+ * them). IPv4 addresses are whole. `ipv6Subnet: false` (or 128) keeps IPv6 addresses whole.
+ * Undefined when there is no address (the middleware then answers 400, never a shared key).
+ *
+ * @example key: (req) => ipKey(req) // "2001:db8:0:100::/56", "203.0.113.7"
+ * @example key: (c) => ipKey(c.req.header("cf-connecting-ip"), { ipv6Subnet: 64 })
+ */
+export function ipKey(source: IpKeySource, options: { ipv6Subnet?: number | false } = {}): string | undefined {
+  const subnet = options.ipv6Subnet ?? 56;
+  if (subnet !== false && (!Number.isInteger(subnet) || subnet < 1 || subnet > 128)) throw new TypeError(`ipKey: ipv6Subnet must be an integer from 1 to 128 or false, got ${String(subnet)}`);
+  const text = typeof source === "string" ? source : (source?.ip ?? source?.socket?.remoteAddress);
+  const address = text ? parseIp(text) : undefined;
+  return address ? prefixKey(address, subnet === false ? 128 : subnet) : undefined;
+}
+
+/**
+ * The key of an address counted by its IPv6 prefix (a route's `ip/56`, ipKey): `2001:db8:0:100::/56`;
+ * an IPv4 address, or a prefix of 128, is the address itself.
+ */
+export function prefixKey(address: IpAddress, ipv6PrefixBits: number): string {
+  if (address.version === 4 || ipv6PrefixBits >= 128) return formatIp(address);
+  return `${formatIp(maskIp(address, ipv6PrefixBits))}/${ipv6PrefixBits}`;
 }

@@ -1,6 +1,6 @@
 import { joinKeyParts } from "../overrides/key-parts.js";
 import { type KeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
-import { type IpAddress, formatIp, maskIp } from "./ip.js";
+import { type IpAddress, prefixKey } from "./ip.js";
 
 export { type CfField, type KeySource, CF_FIELDS, DEFAULT_IPV6_PREFIX_BITS, KEY_SOURCE_FORMS, parseKeySource } from "../overrides/key-source.js";
 
@@ -10,8 +10,20 @@ export function cfParts(source: KeySource): KeySource[] {
   return source.kind === "composite" ? source.parts.filter((part) => part.kind === "cf") : [];
 }
 
-/** Reads one request field (a Headers, or the Node edge's view of rawHeaders): repeated fields joined by ", ". */
-export type HeaderLookup = Pick<Headers, "get">;
+/**
+ * Reads one request field (a Headers, or the Node edge's view of rawHeaders): repeated fields
+ * joined by ", ". `repeated` says whether the field arrived on more than one line: only Node can
+ * tell (a Worker's runtime joins the lines before the Worker sees them), so a Headers has none.
+ */
+export type HeaderLookup = Pick<Headers, "get"> & { repeated?(lowerName: string): boolean };
+
+/**
+ * What a source reads from a request that carries it more than once (`?k=a&k=b`, two `sid`
+ * cookies, one header field on two lines): the route keys on one value, so such a request is
+ * refused (400) rather than counted under one of them while the origin may read another.
+ */
+export const REPEATED: unique symbol = Symbol("repeated key source");
+type Value = string | undefined | typeof REPEATED;
 
 /** The parts of a request a key can come from. */
 export interface RequestFacts {
@@ -46,25 +58,31 @@ export interface RequestKey {
   storeKey: string;
 }
 
-/** The value one source reads, or undefined when the request does not carry it. */
-function valueOf(source: KeySource, facts: RequestFacts): string | undefined {
+/** The value one source reads, undefined when the request does not carry it, REPEATED when it carries it twice. */
+function valueOf(source: KeySource, facts: RequestFacts): Value {
   let value: string | null | undefined;
   switch (source.kind) {
     case "ip": {
       if (!facts.clientIp) return undefined;
-      const aggregate = facts.clientIp.version === 6 && source.ipv6PrefixBits < 128;
-      value = aggregate ? `${formatIp(maskIp(facts.clientIp, source.ipv6PrefixBits))}/${source.ipv6PrefixBits}` : formatIp(facts.clientIp);
+      value = prefixKey(facts.clientIp, source.ipv6PrefixBits);
       break;
     }
     case "header":
       value = facts.headers.get(source.name)?.trim();
+      if (value && facts.headers.repeated?.(source.name)) return REPEATED;
       break;
-    case "query":
-      value = facts.url.searchParams.get(source.name);
+    case "query": {
+      const values = facts.url.searchParams.getAll(source.name);
+      if (values.length > 1) return REPEATED;
+      value = values[0];
       break;
-    case "cookie":
-      value = cookieValue(facts.headers.get("cookie"), source.name);
+    }
+    case "cookie": {
+      const found = cookieValue(facts.headers.get("cookie"), source.name);
+      if (found === REPEATED) return REPEATED;
+      value = found;
       break;
+    }
     case "path":
       value = facts.path;
       break;
@@ -89,21 +107,33 @@ function valueOf(source: KeySource, facts: RequestFacts): string | undefined {
   return value;
 }
 
-/** A cookie's value from a Cookie field (`a=1; b=2`), or undefined. */
-function cookieValue(field: string | null, name: string): string | undefined {
+/**
+ * A cookie's value from a Cookie field (`a=1; b=2`), undefined, or REPEATED when the name comes
+ * twice (`sid=a; sid=b`). Two Cookie lines are one field joined by "; " on Node (as node:http
+ * joins them) but by ", " in a Worker's runtime: a comma, which no cookie value may hold
+ * (RFC 6265 cookie-octet), also parts pairs when the name is counted.
+ */
+function cookieValue(field: string | null, name: string): Value {
   if (!field) return undefined;
+  let value: string | undefined;
+  let seen = 0;
   for (const pair of field.split(";")) {
     const eq = pair.indexOf("=");
-    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    if (eq > 0 && pair.slice(0, eq).trim() === name) value ??= pair.slice(eq + 1).trim().replace(/^"(.*)"$/, "$1");
+    if (pair.includes(",")) {
+      for (const part of pair.split(",")) if (part.slice(0, Math.max(0, part.indexOf("="))).trim() === name) seen++;
+    } else if (eq > 0 && pair.slice(0, eq).trim() === name) seen++;
+    if (seen > 1) return REPEATED;
   }
-  return undefined;
+  return value;
 }
 
-function compositeOf(parts: readonly KeySource[], facts: RequestFacts): string | undefined {
+/** Every part's value joined; undefined or REPEATED as soon as one part is. */
+function compositeOf(parts: readonly KeySource[], facts: RequestFacts): Value {
   const values: string[] = [];
   for (const source of parts) {
     const value = valueOf(source, facts);
-    if (value === undefined) return undefined;
+    if (value === undefined || value === REPEATED) return value;
     values.push(value);
   }
   return joinKeyParts(values);
@@ -117,25 +147,29 @@ function nameOf(source: KeySource): string {
   return name;
 }
 
-/** The first part of `source` the request does not carry (for the 400's detail). */
+/** The first part of `source` the request does not carry, or carries twice (for the 400's detail). */
 export function missingPart(source: KeySource, facts: RequestFacts): KeySource {
   if (source.kind !== "composite") return source;
-  return source.parts.find((part) => valueOf(part, facts) === undefined) ?? source;
+  return source.parts.find((part) => {
+    const value = valueOf(part, facts);
+    return value === undefined || value === REPEATED;
+  }) ?? source;
 }
 
 /**
  * The key a source yields for a request, or undefined when the request does not carry it
  * (no header, an empty query parameter, no client address, any part of a composite key): the
  * caller answers 400 or uses the route's fallback, so a missing key is never one empty key
- * shared by everybody.
+ * shared by everybody. REPEATED when the request carries the source (or a part) more than
+ * once: the caller answers 400, fallback or not.
  * Store keys are namespaced by source (`ip:…`, `header:x-api-key:…`) so one API key and one
  * path that happen to be spelled alike never share a budget; an IP key is shared by every
  * route keyed by `ip`, which is what a per-client budget means.
  * A promise only when the value is long enough to be hashed (await the result either way).
  */
-export function keyOf(source: KeySource, facts: RequestFacts): RequestKey | undefined | Promise<RequestKey> {
+export function keyOf(source: KeySource, facts: RequestFacts): RequestKey | undefined | typeof REPEATED | Promise<RequestKey> {
   const value = valueOf(source, facts);
-  if (value === undefined) return undefined;
+  if (value === undefined || value === REPEATED) return value;
   const namespace = nameOf(source);
   // A key that fits is answered synchronously: an await per request is measurable on a proxy's hot path.
   const storeKey = sourceStoreKey(namespace, value);

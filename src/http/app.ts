@@ -13,6 +13,11 @@ export interface AppOptions {
   fallback?: Hono;
   /** /v1/top, /v1/stats, and on Node /metrics and /dashboard (absent: those paths are reserved, 404). */
   observability?: Observability;
+  /**
+   * Why /v1/top, /v1/stats, /metrics or /dashboard is not served, for their 404 (`spillway serve
+   * runs with --no-metrics`); absent: "not served by this server".
+   */
+  unobserved?: string;
   /** Why /healthz must answer 503 whatever the store says (a worker of `spillway serve --workers` starting); undefined: ready. */
   notReady?: () => string | undefined;
 }
@@ -54,18 +59,26 @@ export function isSpillwayPath(path: CanonicalPath): boolean {
  * a wrong method on an own path is a 405 with Allow, and another spelling of one (`/V1/check`,
  * `/v1//check`, `/v1/check;x`, folded as the gateway folds paths) a 404 naming the path.
  */
-async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
-  const path = canonicalPath(rawPathOf(c.req.url));
-  // A path with no canonical form is no own path: the gateway refuses it (400), else 404.
-  const own = isRefused(path) ? undefined : `/${path.lowerSegments.join("/")}`;
-  const methods = own === undefined ? undefined : OWN_PATHS.get(own);
-  if (!own || !methods) return next();
-  if (!methods.includes(c.req.method)) {
-    return problemResponse(problem(405, `${own} is Spillway's own path and answers ${methods.join(" and ")} only, not ${c.req.method}`), { allow: methods.join(", ") });
-  }
-  if (RESERVED_PATHS.has(own)) return problemResponse(problem(404, `${own} is reserved by Spillway and not served by this version`));
-  return problemResponse(problem(404, `no route for ${c.req.method} ${rawPathOf(c.req.url)}: Spillway's own path is spelled exactly ${own}`));
+function ownPathGuard(unobserved: string | undefined) {
+  return async (c: Context, next: Next): Promise<Response | void> => {
+    const path = canonicalPath(rawPathOf(c.req.url));
+    // A path with no canonical form is no own path: the gateway refuses it (400), else 404.
+    const own = isRefused(path) ? undefined : `/${path.lowerSegments.join("/")}`;
+    const methods = own === undefined ? undefined : OWN_PATHS.get(own);
+    if (!own || !methods) return next();
+    if (!methods.includes(c.req.method)) {
+      return problemResponse(problem(405, `${own} is Spillway's own path and answers ${methods.join(" and ")} only, not ${c.req.method}`), { allow: methods.join(", ") });
+    }
+    if (RESERVED_PATHS.has(own)) return problemResponse(problem(404, `${own} is not served here: ${unobserved ?? "this server was started without it"}`));
+    return problemResponse(problem(404, `no route for ${c.req.method} ${rawPathOf(c.req.url)}: Spillway's own path is spelled exactly ${own}`));
+  };
 }
+
+/**
+ * The 404 for `/` without a gateway: a newcomer's first request (a browser, `curl URL`) learns
+ * where the API is instead of only that nothing is here.
+ */
+const ROOT_HINT = "this is Spillway's API, not a page: ask with POST /v1/check {\"key\":\"alice\",\"policy\":\"NAME\"} and Authorization: Bearer $SPILLWAY_TOKEN; GET /healthz needs no token (docs/http-api.md)";
 
 /**
  * The one Hono app served by the Worker and by `spillway serve`: the /v1 decision API,
@@ -73,7 +86,7 @@ async function ownPathGuard(c: Context, next: Next): Promise<Response | void> {
  *
  * @example export default { fetch: createApp({ service, tokenOf: (env) => env.SPILLWAY_TOKEN }).fetch }
  */
-export function createApp({ service, tokenOf, fallback, observability, notReady }: AppOptions): Hono {
+export function createApp({ service, tokenOf, fallback, observability, notReady, unobserved }: AppOptions): Hono {
   const app = new Hono();
   app.onError(onError);
   // 503 while the store is unreachable or refuses writes (out of memory, a read-only replica,
@@ -87,8 +100,11 @@ export function createApp({ service, tokenOf, fallback, observability, notReady 
   });
   app.route("/v1", createApi({ service, tokenOf }));
   if (observability) app.route("/", createObserveRoutes(observability, service.limiter, tokenOf));
-  app.all("*", ownPathGuard);
+  app.all("*", ownPathGuard(observability ? (unobserved ?? "this runtime serves /v1/top and /v1/stats only") : unobserved));
   if (fallback) app.route("/", fallback);
-  app.notFound((c) => problemResponse(problem(404, `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.notFound((c) => {
+    const path = new URL(c.req.url).pathname;
+    return problemResponse(problem(404, `no route for ${c.req.method} ${path}${path === "/" ? `: ${ROOT_HINT}` : ""}`));
+  });
   return app;
 }

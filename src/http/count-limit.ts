@@ -24,6 +24,8 @@ export type CountedOutcome =
       headers: Record<string, string>;
       lease?: HeldLease;
       settle: Settle;
+      /** The peek's decision (before the debit): what rateLimit() hands the handler. */
+      decision?: Decision;
     };
 
 /**
@@ -35,11 +37,6 @@ export type CountedOutcome =
  */
 export type Settle = (cost: number, later?: boolean) => Fields | Promise<Fields>;
 type Fields = Record<string, string>;
-
-/** What the debit is for, for its failure's log line. */
-export interface CountContext extends LimitContext {
-  key: string;
-}
 
 /**
  * The peek of limitRequest: the same plan (reject only), the same 429, the same dry run and
@@ -57,12 +54,14 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
       const headers = fieldsOf(peeked, rated, plan);
       if (!peeked.allowed) {
         if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
+        // A denial, told as a check's is (config `notify`: `exhausted`); refuseAndBlock's check tells its own.
+        limiter.deniedOnPeek?.(key, rated, peeked);
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers, 1, rated) };
         delete headers["Retry-After"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
         context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
       }
-      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, { ...context, key }, headers) }, limiter, key, leased, plan, context);
+      return withLease({ admitted: true, headers, settle: settler(limiter, key, rated, plan, context, headers), decision: peeked }, limiter, key, leased, plan, context);
     },
     (failure: unknown) => {
       if (!plan.dryRun) throw failure;
@@ -86,11 +85,11 @@ export function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased:
 /** Concurrency policies take their lease as always (limitRequest), once the rate policies let the request in; their fields join. */
 function withLease(outcome: CountedOutcome, limiter: Limiter, key: string, leased: readonly Policy[], plan: LimitPlan, context: LimitContext): CountedOutcome | Promise<CountedOutcome> {
   if (!outcome.admitted || leased.length === 0) return outcome;
-  const { headers, settle } = outcome;
+  const { headers, settle, decision } = outcome;
   return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
     if (!leasing.admitted) return leasing;
     const withLeaseFields = (after: Fields) => joinFields(after, leasing.headers);
-    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost, later) => whenSettled(settle(cost, later), withLeaseFields) };
+    return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle: (cost, later) => whenSettled(settle(cost, later), withLeaseFields), decision };
   });
 }
 
@@ -105,7 +104,7 @@ function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[],
     const headers = fieldsOf(decision, rated, plan);
     if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, 1, rated) };
     context.log({ event: "count-refill-race", route: context.label, key });
-    return { admitted: true, headers, settle: () => headers };
+    return { admitted: true, headers, settle: () => headers, decision };
   });
 }
 
@@ -122,30 +121,43 @@ function whenSettled(settled: Fields | Promise<Fields>, then: (fields: Fields) =
   return settled instanceof Promise ? settled.then(then) : then(settled);
 }
 
-export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: CountContext, before: Fields): Settle {
-  const fieldsAfter = (debited: Decision): Fields => {
-    const after = fieldsOf(debited, rated, plan);
-    // The answer is the origin's, not a refusal: a key in debt shows r=0 and t, never Retry-After.
-    delete after["Retry-After"];
-    // A dry run's verdict is the peek's: the request was let through on it.
-    if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
-    return after;
-  };
-  const failed = (cost: number, error: unknown): Fields => {
-    context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
-    return before;
-  };
+/** The RateLimit fields after a debit: the answer is the origin's, not a refusal, and a dry run's verdict is the peek's. */
+function fieldsAfter(debited: Decision, rated: readonly Policy[], plan: LimitPlan, before: Fields): Fields {
+  const after = fieldsOf(debited, rated, plan);
+  // A key in debt shows r=0 and t, never Retry-After.
+  delete after["Retry-After"];
+  // A dry run's verdict is the peek's: the request was let through on it.
+  if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
+  return after;
+}
+
+/** A debit the store failed: logged, and the fields before are answered. */
+function debitFailed(key: string, cost: number, context: LimitContext, before: Fields, error: unknown): Fields {
+  context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
+  return before;
+}
+
+/** One closure per request: the store's memory-speed debit (debitNow) answers in the call, as a plain route's head would go out. */
+export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields): Settle {
   return (cost, later) => {
     if (cost === 0) return before;
-    if (later && limiter.debitLater && !limiter.debitNow) return limiter.debitLater(key, rated, cost).then(fieldsAfter, (error: unknown) => failed(cost, error));
+    if (later && limiter.debitLater && !limiter.debitNow) {
+      return limiter.debitLater(key, rated, cost).then(
+        (debited) => fieldsAfter(debited, rated, plan, before),
+        (error: unknown) => debitFailed(key, cost, context, before, error),
+      );
+    }
     if (limiter.debitNow) {
       try {
-        return fieldsAfter(limiter.debitNow(key, rated, cost));
+        return fieldsAfter(limiter.debitNow(key, rated, cost), rated, plan, before);
       } catch (error) {
-        return failed(cost, error);
+        return debitFailed(key, cost, context, before, error);
       }
     }
-    return limiter.debit(key, rated, cost).then(fieldsAfter, (error: unknown) => failed(cost, error));
+    return limiter.debit(key, rated, cost).then(
+      (debited) => fieldsAfter(debited, rated, plan, before),
+      (error: unknown) => debitFailed(key, cost, context, before, error),
+    );
   };
 }
 

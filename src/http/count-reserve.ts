@@ -25,7 +25,7 @@ export function reserveRequest(limiter: Limiter, key: string, plan: LimitPlan, c
   const { rated, leased } = splitOf(plan.policies);
   return limitRequest(limiter, key, { ...plan, policies: rated }, { ...context, cost: estimate }).then((reserved): CountedOutcome | Promise<CountedOutcome> => {
     if (!reserved.admitted) return reserved;
-    const debit = settler(limiter, key, rated, plan, { ...context, key }, reserved.headers);
+    const debit = settler(limiter, key, rated, plan, context, reserved.headers);
     const settle = (cost: number, later?: boolean) => debit(cost - estimate, later);
     if (leased.length === 0) return { admitted: true, headers: reserved.headers, settle };
     return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {

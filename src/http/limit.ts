@@ -29,7 +29,13 @@ export interface HeldLease {
 
 export type LimitOutcome =
   | { admitted: false; response: Response }
-  | { admitted: true; headers: Record<string, string>; lease?: HeldLease };
+  | {
+      admitted: true;
+      headers: Record<string, string>;
+      lease?: HeldLease;
+      /** The decision that admitted it (absent when a dry run's store failed): what rateLimit() hands the handler. */
+      decision?: Decision;
+    };
 
 /** Structured log lines (dry-run denials, lease errors). Default: one JSON line on stdout. */
 export type LogFn = (entry: Record<string, unknown>) => void;
@@ -201,16 +207,16 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
       const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
       context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: decision.retryAfterMs });
     }
-    return { admitted: true, headers, lease };
+    return { admitted: true, headers, lease, decision };
   }
   if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost, policies) };
-  if (decision.waitMs > 0) return waitForSlot(decision.waitMs, headers, lease, context.signal);
-  return { admitted: true, headers, lease };
+  if (decision.waitMs > 0) return waitForSlot(decision, headers, lease, context.signal);
+  return { admitted: true, headers, lease, decision };
 }
 
 /** Holds a delayed request until its reserved slot; a client that leaves meanwhile spends its slot but not its lease. */
-async function waitForSlot(waitMs: number, headers: Record<string, string>, lease: HeldLease | undefined, signal: AbortSignal | undefined): Promise<LimitOutcome> {
-  if (await sleep(waitMs, signal)) return { admitted: true, headers, lease };
+async function waitForSlot(decision: Decision, headers: Record<string, string>, lease: HeldLease | undefined, signal: AbortSignal | undefined): Promise<LimitOutcome> {
+  if (await sleep(decision.waitMs, signal)) return { admitted: true, headers, lease, decision };
   await lease?.release();
   return { admitted: false, response: new Response(null, { status: 499 }) };
 }

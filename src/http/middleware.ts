@@ -1,12 +1,14 @@
+import { apiStoreKey } from "../overrides/key-source.js";
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "./counting-options.js";
 import { peekRequest } from "./count-limit.js";
 import { type HeldLease, type LimitContext, type LimitOutcome, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
-import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "./rate-limit-plan.js";
+import type { Decision } from "../core/types.js";
+import { type RateLimitBaseOptions, type RateLimitInfo, type RateLimitKey, rateLimitInfo, rateLimitPlan, requestKey, resetKeyOf, storeFailureProblem } from "./rate-limit-plan.js";
 import { type Denial, denialOf, functionOption } from "./middleware-options.js";
 
-export type { PolicyInput } from "./rate-limit-plan.js";
+export type { PolicyInput, RateLimitInfo } from "./rate-limit-plan.js";
 export type { CountOption, CostOption, StatusClass } from "./counting-options.js";
 export type { Denial } from "./middleware-options.js";
 export type { HeaderStyle } from "../core/header-styles.js";
@@ -45,6 +47,29 @@ export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOpti
   handler?: (c: Context<E>, denial: Denial) => Response | Promise<Response>;
 }
 
+/**
+ * The variable `rateLimit()` sets on a request it let through, before your handler runs:
+ * `c.get("rateLimit")` (undefined for a request `skip` passed). Typed in a handler chained after
+ * the middleware (`app.use(rateLimit(…)).get(…)`), or with `new Hono<RateLimitEnv>()`.
+ */
+export type RateLimitEnv = { Variables: { rateLimit: RateLimitInfo | undefined } };
+
+/** The middleware `rateLimit()` returns: a Hono middleware that sets `rateLimit`, and `resetKey`. */
+export type RateLimitMiddleware<E extends Env = Env> = MiddlewareHandler<E & RateLimitEnv> & {
+  /**
+   * Forgets the middleware's counts for `key` (what the key function answers) under each of its
+   * policies, in its store: a fresh budget, e.g. after a successful login.
+   * @example await limiter.resetKey(user.id)
+   */
+  resetKey(key: RateLimitKey): Promise<void>;
+};
+
+/** Hands the handler the decision that let its request in. */
+function expose(c: Context, key: string, outcome: { decision?: Decision }): void {
+  const info = rateLimitInfo(key, outcome.decision);
+  if (info) (c as unknown as Context<RateLimitEnv>).set("rateLimit", info);
+}
+
 function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLease | undefined): void {
   if (lease && c.res.body) {
     const body = c.res.body;
@@ -76,7 +101,7 @@ function withHeaders(c: Context, headers: Record<string, string>, lease: HeldLea
  *   key: (c) => c.req.header("x-api-key"),
  * }));
  */
-export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): MiddlewareHandler<E> {
+export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): RateLimitMiddleware<E> {
   const plan = rateLimitPlan(options, "(c) => string");
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
@@ -93,24 +118,28 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     for (const [name, value] of Object.entries(denial.headers)) if (!own.headers.has(name)) own.headers.set(name, value);
     return own;
   };
-  return async function spillwayRateLimit(c, next) {
+  const middleware: MiddlewareHandler<E> = async function spillwayRateLimit(c, next) {
     if (skip && (await skip(c))) return next();
     const key = requestKey(await keyOf(c));
     if (typeof key !== "string") return problemResponse(key);
-    const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c) };
+    // The key's own namespace (apiStoreKey); overrides match the key as the function gave it.
+    const storeKey = apiStoreKey(key);
+    const context: LimitContext = { signal: c.req.raw.signal, label: c.req.routePath, log, defer: deferOf(c), overrideKey: key };
     let outcome: LimitOutcome;
     try {
-      if (counting) return await counted(counting, c, next, key, context);
-      outcome = await limitRequest(store, key, plan, context);
+      if (counting) return await counted(counting, c, next, storeKey, context);
+      outcome = await limitRequest(store, storeKey, plan, context);
     } catch (error) {
       const failure = storeFailureProblem(error, log, c.req.routePath);
       if (failure) return problemResponse(failure);
       throw error;
     }
     if (!outcome.admitted) return denied(c, outcome.response);
+    expose(c, key, outcome);
     await nextHolding(next, outcome.lease);
     withHeaders(c, outcome.headers, outcome.lease);
   };
+  return Object.assign(middleware as MiddlewareHandler<E & RateLimitEnv>, { resetKey: resetKeyOf(store, plan) });
 
   /** A request with `count` or `cost` (counting-options.ts): checked at its cost, or peeked, then debited after the handler. */
   async function counted(counting: CountingPlan<Response, Context<E>>, c: Context<E>, next: () => Promise<void>, key: string, context: LimitContext): Promise<Response | void> {
@@ -118,11 +147,13 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Mi
     if (!counting.afterAnswer) {
       const checked = await limitRequest(store, key, plan, { ...context, cost: requestCost });
       if (!checked.admitted) return denied(c, checked.response);
+      expose(c, key, checked);
       await nextHolding(next, checked.lease);
       return withHeaders(c, checked.headers, checked.lease);
     }
     const outcome = await peekRequest(store, key, plan, context);
     if (!outcome.admitted) return denied(c, outcome.response);
+    expose(c, key, outcome);
     await nextHolding(next, outcome.lease);
     if (counting.counted && !counting.counted(c.res, c)) return withHeaders(c, outcome.headers, outcome.lease);
     const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", counting.warnings, context.label) : 1);

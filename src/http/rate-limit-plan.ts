@@ -1,5 +1,5 @@
 import { parsePolicyList } from "../core/policy.js";
-import type { Policy } from "../core/types.js";
+import type { Decision, Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
 import { MAX_DELAY_MS } from "../config/schema.js";
 import type { LimitPlan, LogFn } from "./limit.js";
@@ -11,6 +11,7 @@ import { Overrides } from "../overrides/overrides.js";
 import { parseOverrideList } from "../overrides/parse.js";
 import type { HeaderStyle } from "../core/header-styles.js";
 import { checkOptionNames, headerStyleOption } from "./middleware-options.js";
+import { apiStoreKey } from "../overrides/key-source.js";
 
 /**
  * The runtime-neutral half of `rateLimit()`: its options (all but the key function, whose
@@ -158,6 +159,36 @@ export function requestKey(key: RateLimitKey): string | Problem {
   if (typeof joined !== "string" || joined === "") return problem(400, "the request carries no rate-limit key");
   if (!keyFitsBytes(joined)) return problem(400, `the rate-limit key is over ${MAX_KEY_BYTES} bytes`);
   return joined;
+}
+
+/**
+ * What your handler reads of the decision that let its request in: `req.rateLimit` (Express,
+ * node:http) or `c.get("rateLimit")` (Hono). The decision's fields (SPEC §2, times in ms:
+ * `limit`, `remaining`, `resetMs`, `policy`, each of `policies`), and the key it was counted
+ * under. With `count` or a response `cost`, it is the state before the request's debit.
+ */
+export interface RateLimitInfo extends Decision {
+  /** The key as the key function answered it (a composite key's parts joined `a|b`). */
+  key: string;
+}
+
+/** The info a handler reads, or undefined when there is no decision (a dry run whose store failed). */
+export function rateLimitInfo(key: string, decision: Decision | undefined): RateLimitInfo | undefined {
+  return decision ? { ...decision, key } : undefined;
+}
+
+/**
+ * The middleware's `resetKey(key)`: forgets what its store holds for `key` under each of its
+ * policies (a fresh budget: after a successful login, say). `key` is what the key function
+ * answers; an array is a composite key, joined as the middleware joins it.
+ */
+export function resetKeyOf(store: Limiter, plan: LimitPlan): (key: RateLimitKey) => Promise<void> {
+  return async (key) => {
+    const found = requestKey(key);
+    if (typeof found !== "string") throw new TypeError(`resetKey: key must be what the key function answers (a non-empty string, or an array of them), got ${describeValue(key)}`);
+    // The middleware keeps its keys in their own namespace (apiStoreKey): reset that one.
+    await store.reset(apiStoreKey(found), plan.policies);
+  };
 }
 
 /** The 400 for a request without a usable key, or undefined (see requestKey). */

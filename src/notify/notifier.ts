@@ -49,7 +49,7 @@ export class Notifier {
   private readonly options: NotifierOptions;
   private readonly clockMs: () => number;
   /** Claims this process holds or asked for: notice id → until when (ms). */
-  private readonly held = new Map<string, number>();
+  private readonly held = new HeldClaims();
 
   constructor(options: NotifierOptions) {
     this.options = options;
@@ -84,6 +84,16 @@ export class Notifier {
     }
   }
 
+  /**
+   * A claimed notice the sender dropped before it reached the webhook (its queue was full):
+   * the claim is let go, so the key's next decision in the window claims and sends it again.
+   */
+  giveBack(notice: Notice): void {
+    const name = `${notice.event}:${notice.policy}`;
+    this.held.delete(idOf(notice.key, name));
+    this.options.claim(notice.key, name, 0).catch(() => {});
+  }
+
   private notice(event: NoticeEvent, key: string, part: PolicyDecision, config: NotifyConfig): void {
     const notice = `${event}:${part.policy}`;
     const id = idOf(key, notice);
@@ -91,7 +101,7 @@ export class Notifier {
     const heldUntilMs = this.held.get(id);
     if (heldUntilMs !== undefined && heldUntilMs > nowMs) return;
     const ttlMs = Math.min(MAX_CLAIM_MS, Math.max(MIN_CLAIM_MS, part.resetMs === 0 ? MAX_CLAIM_MS : part.resetMs));
-    this.remember(id, nowMs + ttlMs, nowMs);
+    this.held.set(id, nowMs + ttlMs);
     const body: Notice = { event, key, policy: part.policy, limit: part.limit, remaining: part.remaining, resetMs: part.resetMs, at: nowMs };
     this.options.claim(key, notice, ttlMs).then(
       (claimed) => {
@@ -104,17 +114,36 @@ export class Notifier {
       },
     );
   }
-
-  private remember(id: string, untilMs: number, nowMs: number): void {
-    if (this.held.size >= MAX_REMEMBERED) {
-      for (const [known, knownUntilMs] of this.held) if (knownUntilMs <= nowMs) this.held.delete(known);
-      // Still full: forget it all. The store still answers every claim, so nothing is sent twice.
-      if (this.held.size >= MAX_REMEMBERED) this.held.clear();
-    }
-    this.held.set(id, untilMs);
-  }
 }
 
 function idOf(key: string, notice: string): string {
   return `${notice}\u0000${key}`;
+}
+
+/**
+ * The notifier's memory of claims, in two generations of at most MAX_REMEMBERED / 2 each:
+ * when the newer fills, the older is forgotten whole. Every step is O(1), with no walk over
+ * expired entries. Forgetting costs only a question to the store, which still answers every claim.
+ */
+class HeldClaims {
+  private newer = new Map<string, number>();
+  private older = new Map<string, number>();
+
+  get(id: string): number | undefined {
+    return this.newer.get(id) ?? this.older.get(id);
+  }
+
+  set(id: string, untilMs: number): void {
+    this.older.delete(id);
+    if (!this.newer.has(id) && this.newer.size >= MAX_REMEMBERED / 2) {
+      this.older = this.newer;
+      this.newer = new Map();
+    }
+    this.newer.set(id, untilMs);
+  }
+
+  delete(id: string): void {
+    this.newer.delete(id);
+    this.older.delete(id);
+  }
 }

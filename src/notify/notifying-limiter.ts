@@ -13,10 +13,16 @@ export class NotifyingLimiter extends ForwardingLimiter {
   readonly notifier: Notifier;
   readonly debitNow?: (key: string, policies: readonly Policy[], cost: number) => Decision;
   readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
+  /** A counted request refused on a peek (count-limit.ts): its denial is told as a check's. */
+  override readonly deniedOnPeek: (key: string, policies: readonly Policy[], decision: Decision) => void;
 
   constructor(store: Limiter, notifier: Notifier) {
     super(store);
     this.notifier = notifier;
+    this.deniedOnPeek = (key, policies, decision) => {
+      store.deniedOnPeek?.(key, policies, decision);
+      notifier.decided(key, decision, true);
+    };
     if (store.debitNow) {
       const debitNow = store.debitNow.bind(store);
       this.debitNow = (key, policies, cost) => {

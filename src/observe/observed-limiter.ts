@@ -148,6 +148,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
         return decision;
       });
   }
+  if (limiter.deniedOnPeek) observed.deniedOnPeek = limiter.deniedOnPeek.bind(limiter);
   if (limiter.close) observed.close = () => limiter.close!();
   return observed;
 }

@@ -5,6 +5,7 @@ import type { Overrides } from "./overrides.js";
 import { parseKeySource, sourceName } from "./key-source.js";
 import { type OverrideView, overrideView, parseOverride } from "./parse.js";
 import { OVERRIDES_PAGE_SIZE, type OverrideTable } from "./table.js";
+import { type RouteSources, checkSourcedKey } from "./route-sources.js";
 
 export type { OverrideView } from "./parse.js";
 
@@ -40,10 +41,13 @@ export class NoOverrideTableError extends Error {
 export class OverrideAdmin {
   readonly #overrides: Overrides;
   readonly #catalog: PolicyCatalog;
+  readonly #routeSources: RouteSources;
 
-  constructor(overrides: Overrides, catalog: PolicyCatalog) {
+  /** `routeSources`: what the config's routes read (route-sources.ts), which a `source` must name. */
+  constructor(overrides: Overrides, catalog: PolicyCatalog, routeSources: RouteSources = new Map()) {
     this.#overrides = overrides;
     this.#catalog = catalog;
+    this.#routeSources = routeSources;
   }
 
   #table(): OverrideTable {
@@ -57,10 +61,16 @@ export class OverrideAdmin {
   }
 
   /** PUT /v1/overrides: adds or replaces (policy, source, key); answers the override as stored. */
-  async put(body: unknown): Promise<OverrideView> {
+  async put(body: unknown): Promise<OverrideView & { warning?: string }> {
     const override = parseOverride(object(body), this.#catalog, "");
+    // A sourced override no route can ever apply is refused (a source no route of the policy reads), or warned of.
+    const written = (body as { source?: string | string[] }).source;
+    const source = written === undefined ? undefined : parseKeySource(written);
+    // Without a source it is for /v1 keys, which may use any policy: nothing to check.
+    const warning = source === undefined || typeof source === "string" ? undefined : checkSourcedKey(this.#routeSources, override.policy, source, override.key, "override");
     // The answer is made before the write: nothing is stored that cannot be shown.
-    const view = overrideView(override);
+    const view: OverrideView & { warning?: string } = overrideView(override);
+    if (warning) view.warning = warning;
     await this.#table().put(override);
     this.#overrides.invalidate();
     return view;

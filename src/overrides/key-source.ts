@@ -40,6 +40,7 @@ export const KEY_SOURCE_FORMS =
 /** Parses a key source, or a list of them (a composite key); returns an error sentence (for the config validator) or the source. */
 export function parseKeySource(text: string | readonly string[]): KeySource | string {
   if (typeof text !== "string") {
+    if (text.length === 0) return "must name at least one key source, got []";
     const parts: KeySource[] = [];
     for (const [i, part] of text.entries()) {
       const parsed = parseKeySource(part);
@@ -119,4 +120,27 @@ export function sourceStoreKey(namespace: string, value: string): string | Promi
     const hex = Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
     return `${namespace}#sha256:${hex}`;
   });
+}
+
+/**
+ * Store keys that a key given to /v1, RPC or rateLimit() must never name: a gateway route's
+ * (`<source name>:<value>`, `<source name>#sha256:…`, a composite's `[…]`), Envoy RLS's
+ * (`rls/…`), and the escaped form below itself (`v1:`, `v1#`).
+ */
+const FOREIGN_STORE_KEY = /^(?:\[|(?:ip|path|host|method|const|header|query|cookie|cf)[:#]|rls\/|v1[:#])/;
+
+/**
+ * The store key of a key given to /v1, RPC or the middleware: the key itself, unless it is
+ * spelled like another surface's store key (`header:x-api-key:victim` is what a gateway route
+ * counts the API key `victim` under), which is stored as `v1:<key>`. So a key given to the API
+ * never names a route's counter or balance (act on those with an explicit `source`), and every
+ * other key keeps the store key it always had: an upgrade loses no count of them. No two keys
+ * share a store key: only keys that start with `v1:`/`v1#` or a foreign prefix are changed, and
+ * all of them the same way. (At most 515 bytes: the stores take that.)
+ *
+ * @example apiStoreKey("user:42") // "user:42"
+ * @example apiStoreKey("header:x-api-key:victim") // "v1:header:x-api-key:victim"
+ */
+export function apiStoreKey(key: string): string {
+  return FOREIGN_STORE_KEY.test(key) ? `v1:${key}` : key;
 }

@@ -21,6 +21,8 @@ export interface WireRequest {
   domain?: string;
   descriptors?: WireDescriptor[];
   hits_addend?: number;
+  /** Set by a decoder that stopped at MAX_DESCRIPTORS (rls-decode.ts): how many descriptors the request holds. */
+  descriptorCount?: number;
 }
 
 export interface WireDescriptor {
@@ -47,7 +49,8 @@ export function parseRlsRequest(wire: WireRequest): RlsRequest {
   if (typeof domain !== "string" || domain === "") throw new ValidationError("domain", "must not be empty");
   const descriptors = wire.descriptors ?? [];
   if (descriptors.length === 0) throw new ValidationError("descriptors", "must hold at least one descriptor");
-  if (descriptors.length > MAX_DESCRIPTORS) throw new ValidationError("descriptors", `must hold at most ${MAX_DESCRIPTORS} descriptors, got ${descriptors.length}`);
+  const descriptorCount = Math.max(descriptors.length, wire.descriptorCount ?? 0);
+  if (descriptorCount > MAX_DESCRIPTORS) throw new ValidationError("descriptors", `must hold at most ${MAX_DESCRIPTORS} descriptors, got ${descriptorCount}`);
   const requestCost = wire.hits_addend ?? 0;
   if (requestCost > MAX_COST) throw new ValidationError("hits_addend", `must be at most ${MAX_COST}, got ${requestCost}`);
   const parsed: RlsDescriptor[] = new Array(descriptors.length);

@@ -1,10 +1,10 @@
 import * as z from "zod/mini";
 import { assertDebitable } from "../core/debit.js";
-import { type PolicyCatalog, resolvePolicies } from "../core/policy.js";
+import { POLICY_TAKES, type PolicyCatalog, resolvePolicies } from "../core/policy.js";
 import type { CheckMode, CreditsChange, Policy } from "../core/types.js";
 import { MAX_BALANCE } from "../core/credits.js";
-import { parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
-import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
+import { type KeySource, apiStoreKey, parseKeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
+import { ValidationError, describeValue, described, integerIn, parseWith } from "../core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
 
 /** Reserve mode only computes a slot, so it may look far ahead. */
@@ -22,28 +22,30 @@ const key = z.string({ error: "must be a string of 1 to 512 UTF-8 bytes" }).chec
     if (bytes < 1 || bytes > MAX_KEY_BYTES) ctx.addIssue({ code: "custom", message: `must be 1 to ${MAX_KEY_BYTES} UTF-8 bytes, got ${bytes} bytes` });
   }),
 );
+/** Checked by resolvePolicies once the body's shape is known; said here for "is required (…)". */
+const policy = described(z.unknown(), POLICY_TAKES);
 const leaseId = z.string({ error: "must be a lease id string" }).check(z.minLength(1, { error: "must not be empty" }), z.maxLength(128, { error: "must be at most 128 characters" }));
 
 const checkBody = z.strictObject({
   key,
-  policy: z.unknown(),
+  policy,
   // Negative only with mode "debit" (a refund): parseCheck says so naming cost.
   cost: z._default(integerIn(-1e9, 1e9), 1),
   mode: z._default(z.enum(["reject", "reserve", "debit"], { error: 'must be "reject", "reserve" or "debit"' }), "reject"),
   maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
 });
-const keyAndPolicy = z.strictObject({ key, policy: z.unknown() });
+const keyAndPolicy = z.strictObject({ key, policy });
 const acquireBody = z.strictObject({
   key,
-  policy: z.unknown(),
+  policy,
   maxWaitMs: z._default(integerIn(0, MAX_ACQUIRE_WAIT_MS), 0),
   leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)),
 });
-const releaseBody = z.strictObject({ key, policy: z.unknown(), leaseId });
-const extendBody = z.strictObject({ key, policy: z.unknown(), leaseId, leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)) });
+const releaseBody = z.strictObject({ key, policy, leaseId });
+const extendBody = z.strictObject({ key, policy, leaseId, leaseMs: z.optional(integerIn(1, MAX_LEASE_MS)) });
 const creditsBody = z.strictObject({
   key,
-  policy: z.unknown(),
+  policy,
   add: z.optional(integerIn(0, MAX_BALANCE)),
   set: z.optional(integerIn(0, MAX_BALANCE)),
   source: z.optional(z.union([z.string(), z.array(z.string())], { error: 'must be a route\'s key source like "header:x-api-key", or an array of them for a composite key' })),
@@ -85,6 +87,8 @@ export interface CreditsRequest {
    * `<source>:<key>`, and the overrides of that source apply (docs/overrides.md).
    */
   source?: string;
+  /** The source as the body wrote it, parsed (its parts, for the check against the routes). */
+  keySource?: KeySource;
 }
 
 function object(body: unknown): Record<string, unknown> {
@@ -93,7 +97,6 @@ function object(body: unknown): Record<string, unknown> {
 }
 
 function requirePolicy(body: Record<string, unknown>, catalog: PolicyCatalog): Policy[] {
-  if (body.policy === undefined) throw new ValidationError("policy", "is required: a policy name, a policy object or an array of them");
   return resolvePolicies(body.policy, catalog, "policy");
 }
 
@@ -152,11 +155,12 @@ export function parseCredits(body: unknown, catalog: PolicyCatalog): CreditsRequ
     const source = parseKeySource(parsed.source);
     if (typeof source === "string") throw new ValidationError("source", source);
     request.source = sourceName(source);
+    request.keySource = source;
   }
   return request;
 }
 
-/** The store key of a credits request: the key itself, or, with a source, the key that source's gateway routes count it under. */
+/** The store key of a credits request: the API's (apiStoreKey), or, with a source, the key that source's gateway routes count it under. */
 export function creditsStoreKey(request: CreditsRequest): string | Promise<string> {
-  return request.source === undefined ? request.key : sourceStoreKey(request.source, request.key);
+  return request.source === undefined ? apiStoreKey(request.key) : sourceStoreKey(request.source, request.key);
 }

@@ -6,6 +6,8 @@ import { type Limiter, applyFailMode, mayFailOpen, newLeaseId } from "../core/li
 import { type CheckRequest, creditsStoreKey, parseAcquire, parseCheck, parseCredits, parseExtend, parseKeyRequest, parseRelease } from "./requests.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import { OverrideAdmin } from "../overrides/admin.js";
+import { apiStoreKey } from "../overrides/key-source.js";
+import { type RouteSources, checkSourcedKey, routeSourcesOf, unsourcedWarning } from "../overrides/route-sources.js";
 
 /** A decision with the policies it was made against (the headers need their periods). */
 export interface Checked {
@@ -18,6 +20,14 @@ export interface Checked {
 }
 
 export type AcquireAnswer = AcquireResult & { failedOpen?: boolean };
+
+/** POST /v1/credits' answer; `warning` when the config shows the balance is likely not the one meant (route-sources.ts). */
+export interface CreditsAnswer {
+  key: string;
+  policy: string;
+  remaining: number;
+  warning?: string;
+}
 
 /**
  * The decision API once, for every transport: the HTTP routes and the service-binding RPC
@@ -33,13 +43,16 @@ export class SpillwayService {
   readonly overrideAdmin: OverrideAdmin;
   /** undefined when no override can ever apply: the decision path skips the lookup. */
   readonly #resolver: Overrides | undefined;
+  /** The key sources the config's gateway routes count each policy under (what a `source` may name). */
+  readonly #routeSources: RouteSources;
 
   /** `overrides` default: the config's, and the store's runtime table when it has one (overridesFor). */
   constructor(limiter: Limiter, config: SpillwayConfig, overrides?: Overrides) {
     this.limiter = limiter;
     this.config = config;
     this.overrides = overrides ?? overridesFor(config, limiter);
-    this.overrideAdmin = new OverrideAdmin(this.overrides, config.catalog);
+    this.#routeSources = routeSourcesOf(config.gateway?.routes, config.catalog);
+    this.overrideAdmin = new OverrideAdmin(this.overrides, config.catalog, this.#routeSources);
     this.#resolver = this.overrides.none ? undefined : this.overrides;
   }
 
@@ -52,14 +65,16 @@ export class SpillwayService {
       return Promise.reject(error);
     }
     const { cost } = request;
+    // The key's own namespace (apiStoreKey): overrides match the key as given, the store counts this.
+    const storeKey = apiStoreKey(request.key);
     const decide = (policies: readonly Policy[]): Promise<Checked> => {
       const stack = policies as Policy[];
       if (request.mode === "debit") {
         // Failing open loses the debit (nothing could record it) and says so: failedOpen.
-        return applyFailMode(policies, () => this.limiter.debit(request.key, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
+        return applyFailMode(policies, () => this.limiter.debit(storeKey, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
       }
       const options = request as CheckRequest & { mode: CheckMode };
-      return applyFailMode(policies, () => this.limiter.check(request.key, policies, options)).then((decision) => ({ decision, policies: stack, cost }));
+      return applyFailMode(policies, () => this.limiter.check(storeKey, policies, options)).then((decision) => ({ decision, policies: stack, cost }));
     };
     if (!this.#resolver) return decide(request.policies);
     // Overrides resolve between the request and the store: the algorithms see ordinary policies.
@@ -75,20 +90,20 @@ export class SpillwayService {
   async peek(body: unknown): Promise<Checked> {
     const request = parseKeyRequest(body, this.config.catalog);
     const policies = await this.#resolve(request.policies, request.key);
-    const decision = await applyFailMode(policies, () => this.limiter.peek(request.key, policies));
+    const decision = await applyFailMode(policies, () => this.limiter.peek(apiStoreKey(request.key), policies));
     return { decision, policies, cost: 1 };
   }
 
   async reset(body: unknown): Promise<void> {
     const request = parseKeyRequest(body, this.config.catalog);
-    await this.limiter.reset(request.key, request.policies);
+    await this.limiter.reset(apiStoreKey(request.key), request.policies);
   }
 
   async acquire(body: unknown): Promise<AcquireAnswer> {
     const request = parseAcquire(body, this.config.catalog);
     const policies = await this.#resolve(request.policies, request.key);
     try {
-      return await this.limiter.acquire(request.key, policies, request);
+      return await this.limiter.acquire(apiStoreKey(request.key), policies, request);
     } catch (error) {
       if (!mayFailOpen(policies, error)) throw error;
       const policy = policies[0]!;
@@ -98,7 +113,7 @@ export class SpillwayService {
 
   async release(body: unknown): Promise<ReleaseResult> {
     const request = parseRelease(body, this.config.catalog);
-    return this.limiter.release(request.key, await this.#resolve(request.policies, request.key), request.leaseId);
+    return this.limiter.release(apiStoreKey(request.key), await this.#resolve(request.policies, request.key), request.leaseId);
   }
 
   /**
@@ -106,15 +121,20 @@ export class SpillwayService {
    * the key's override of its `limit` applied (a balance never seen starts there). No failMode:
    * a change that cannot reach the store is an error, never a guess.
    */
-  async credits(body: unknown): Promise<{ key: string; policy: string; remaining: number }> {
+  async credits(body: unknown): Promise<CreditsAnswer> {
     const request = parseCredits(body, this.config.catalog);
+    // A balance no route spends is refused (a source no route of the policy reads), or warned of.
+    const name = request.policy.name;
+    const warning = request.keySource ? checkSourcedKey(this.#routeSources, name, request.keySource, request.key, "balance") : unsourcedWarning(this.#routeSources, name, request.key, "balance");
     const [policy] = this.#resolver ? await this.#resolver.resolve([request.policy], request.key, undefined, request.source) : [request.policy];
     const { remaining } = await this.limiter.credits(await creditsStoreKey(request), policy!, request.change);
-    return { key: request.key, policy: policy!.name, remaining };
+    const answer: CreditsAnswer = { key: request.key, policy: policy!.name, remaining };
+    if (warning) answer.warning = warning;
+    return answer;
   }
 
   async extend(body: unknown): Promise<ExtendResult> {
     const request = parseExtend(body, this.config.catalog);
-    return this.limiter.extend(request.key, await this.#resolve(request.policies, request.key), request.leaseId, request.leaseMs);
+    return this.limiter.extend(apiStoreKey(request.key), await this.#resolve(request.policies, request.key), request.leaseId, request.leaseMs);
   }
 }

@@ -1,5 +1,6 @@
 import type { Policy } from "../core/types.js";
 import type { LocalKey } from "./local-key.js";
+import type { NoticeClaim } from "./notice-claims.js";
 
 /** One key of the MemoryStore, linked into the recency order. */
 export interface KeyEntry {
@@ -10,6 +11,8 @@ export interface KeyEntry {
    * policy) state of the table's count: change it through KeyTable (remember, forget).
    */
   readonly policies: KeyPolicies;
+  /** Notices claimed for this key (config `notify`, notice-claims.ts): they go with its state. */
+  notices: NoticeClaim[] | undefined;
   older: KeyEntry | undefined;
   newer: KeyEntry | undefined;
 }
@@ -122,7 +125,7 @@ export class KeyTable {
 
   /** Adds a key as the most recently used. */
   add(key: string, local: LocalKey): KeyEntry {
-    const entry: KeyEntry = { key, local, policies: new KeyPolicies(), older: undefined, newer: undefined };
+    const entry: KeyEntry = { key, local, policies: new KeyPolicies(), notices: undefined, older: undefined, newer: undefined };
     this.byKey.set(key, entry);
     this.link(entry);
     return entry;

@@ -9,7 +9,7 @@ import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable } from "../core/debit.js";
 import { LocalKey, NOTHING_TO_PERSIST } from "./local-key.js";
 import { MemoryOverrideTable } from "../overrides/table.js";
-import { NoticeClaims, assertClaimArgs } from "./notice-claims.js";
+import { assertClaimArgs, claimOn } from "./notice-claims.js";
 
 /** How many (key, policy) states a MemoryStore holds unless told otherwise (README, "Limits and honest caveats"). */
 export const DEFAULT_MEMORY_MAX_KEYS = 100_000;
@@ -65,7 +65,6 @@ export class MemoryStore implements Limiter {
   private evicted = 0;
   /** Until when new keys are refused without a look, after one found every key pinned. */
   private pinnedUntilMs = 0;
-  private readonly notices: NoticeClaims;
 
   constructor(options: MemoryStoreOptions = {}) {
     const maxKeys = options.maxKeys === undefined ? DEFAULT_MEMORY_MAX_KEYS : options.maxKeys;
@@ -73,7 +72,6 @@ export class MemoryStore implements Limiter {
     this.maxKeys = maxKeys;
     this.clockMs = options.clockMs ?? Date.now;
     this.sweepIntervalMs = options.sweepIntervalMs ?? 10_000;
-    this.notices = new NoticeClaims(this.clockMs);
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
@@ -111,10 +109,16 @@ export class MemoryStore implements Limiter {
     return creditsAnswer(this.entry(key, [checked!]).credits(checked!, change));
   }
 
-  /** Notices (config `notify`) are claimed in this process: it is the only one using this store. */
+  /**
+   * Notices (config `notify`) are claimed in this process, on the key's entry: a claim lives
+   * as long as the key's state does (an evicted key starts fresh, its notices too). A key the
+   * store holds nothing for has nothing to hold a claim against: it is granted, held nowhere
+   * (the notifier claims after a decision, which made the key's entry).
+   */
   async claimNotice(key: string, notice: string, ttlMs: number): Promise<boolean> {
     assertClaimArgs(key, notice, ttlMs);
-    return this.notices.claim(key, notice, ttlMs);
+    const found = this.keys.get(key);
+    return found ? claimOn(found, notice, ttlMs, this.clockMs(), found.policies.size) : true;
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

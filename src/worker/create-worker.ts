@@ -47,6 +47,9 @@ interface Built {
   app: Hono;
 }
 
+/** The 404 of /metrics and /dashboard on the Worker: what serves them instead. */
+const WORKER_UNOBSERVED = "/metrics and /dashboard are spillway serve's (Node); the Worker serves /v1/top and /v1/stats, and its metrics go to Analytics Engine (docs/observability.md)";
+
 /**
  * Builds the Spillway Worker from your config (the parsed contents of spillway.config.json).
  * The config is validated here, when the Worker loads: a bad one throws a ValidationError
@@ -91,7 +94,7 @@ export function createWorker(input: unknown, options: CreateWorkerOptions = {}):
       const fallback = gateway ? createGateway({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun, readOnCapMs: WORKER_READ_ON_CAP_MS }) : undefined;
       // /v1/top and /v1/stats per isolate. No /metrics (the Worker's is Analytics Engine) nor
       // /dashboard (its chart library would double the Worker's bundle).
-      const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats } });
+      const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats }, unobserved: WORKER_UNOBSERVED });
       found = { service, app };
       built.set(keyOf(env), found);
     }

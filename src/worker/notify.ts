@@ -4,7 +4,7 @@ import type { Limiter } from "../core/limiter.js";
 import type { NotifyConfig } from "../notify/config.js";
 import { type Notice, Notifier } from "../notify/notifier.js";
 import { NotifyingLimiter } from "../notify/notifying-limiter.js";
-import { postNotice, retryable } from "../notify/webhook.js";
+import { failureReason, postNotice, retryable } from "../notify/webhook.js";
 
 /** Tries per notice on the Worker: waitUntil keeps an invocation alive about 30 s after its answer. */
 const ATTEMPTS = 3;
@@ -36,7 +36,7 @@ async function sendWithRetries(config: NotifyConfig, notice: Notice): Promise<vo
       return;
     } catch (error) {
       if (attempt >= ATTEMPTS || !retryable(error)) {
-        console.warn(JSON.stringify({ level: "warn", event: "notify-dropped", notice: notice.event, policy: notice.policy, key: notice.key, reason: `${(error as Error).message} (${attempt} tries)` }));
+        console.warn(JSON.stringify({ level: "warn", event: "notify-dropped", notice: notice.event, policy: notice.policy, key: notice.key, reason: `${failureReason(error)} (${attempt} ${attempt === 1 ? "try" : "tries"})` }));
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS * attempt));

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Limiter } from "../../src/core/limiter.js";
 import { ACCESS_ALLOW_KEYS, ACCESS_DENY_KEYS, ACCESS_POLICIES, ACCESS_ROUTES } from "./gateway-table-access.js";
 import { PLANS_OVERRIDES, PLANS_POLICIES, PLANS_ROUTES } from "./gateway-table-plans.js";
+import { REPEATS_POLICIES, REPEATS_ROUTES } from "./gateway-table-repeats.js";
 
 // The gateway's limiting behaviour, written once and run by the Node gateway (test/unit/
 // node/http/gateway-conformance.test.ts) and the Worker gateway (test/worker/gateway-conformance.test.ts).
@@ -73,6 +74,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { name: "wallet", algorithm: "credits", limit: 50 },
     ...PLANS_POLICIES, // h/customer (gateway-table-plans.ts)
     ...ACCESS_POLICIES, // h-keysrc (gateway-table-access.ts)
+    ...REPEATS_POLICIES, // keys (gateway-table-repeats.ts)
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
@@ -93,6 +95,7 @@ export const GATEWAY_TABLE_CONFIG = {
     { match: { path: "/wallet/*" }, key: "header:x-user", policies: ["wallet"], cost: { responseJson: "usage.total_tokens", missing: 2 } },
     ...PLANS_ROUTES, // h/customer (gateway-table-plans.ts)
     ...ACCESS_ROUTES, // h-keysrc (gateway-table-access.ts)
+    ...REPEATS_ROUTES, // keys (gateway-table-repeats.ts)
   ],
   overrides: PLANS_OVERRIDES, // h/customer (gateway-table-plans.ts)
   // A bare deny key is refused from every source; an allowed key names its source (gateway-table-access.ts).
@@ -209,6 +212,22 @@ export function gatewayConformance(runtime: string, driverOf: () => GatewayDrive
       const untrusted = [];
       for (let i = 0; i < 4; i++) untrusted.push(await status("/proxied/a", { ip: peer, headers: { "x-forwarded-for": uniqueIp() } }));
       expect(untrusted).toEqual([200, 200, 200, 429]);
+    });
+
+    it("reads the address of a forwarded hop that carries a port: one client however its port changes", async () => {
+      const client = uniqueIp();
+      const hops = [`${client}:5555`, `${client}:5556`, client, `${client}:443`];
+      const statuses = [];
+      for (const hop of hops) {
+        const [a, b] = crypto.getRandomValues(new Uint8Array(2));
+        statuses.push(await status("/proxied/a", { ip: `10.255.${a}.${b}`, headers: { "x-forwarded-for": `${uniqueIp()}, ${hop}` } }));
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      // An IPv6 hop in brackets, its port changing: one /64 (`ip`), so the fourth is refused.
+      const [c, d] = crypto.getRandomValues(new Uint16Array(2));
+      const v6 = [];
+      for (let i = 0; i < 4; i++) v6.push(await status("/proxied/a", { ip: "10.255.0.9", headers: { "x-forwarded-for": `[2001:db8:${c!.toString(16)}:${d!.toString(16)}::${i + 1}]:${5555 + i}` } }));
+      expect(v6).toEqual([200, 200, 200, 429]);
     });
 
     it("an origin 429 with Retry-After pauses that key for every caller until then", async () => {

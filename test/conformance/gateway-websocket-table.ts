@@ -46,6 +46,7 @@ export const GATEWAY_WS_CONFIG = {
   routes: [
     { match: { path: "/ws/three/*" }, key: "header:x-user", policies: ["ws-three"] },
     { match: { path: "/ws/ip/*" }, key: "ip", policies: ["ws-three"] },
+    { match: { path: "/ws/query/*" }, key: "query:k", policies: ["ws-three"] },
     { match: { path: "/ws/slot/*" }, key: "header:x-user", policies: ["ws-slot"] },
     { match: { path: "/ws/slow/*" }, key: "header:x-user", policies: ["ws-slot"], originTimeoutMs: 500 },
   ],
@@ -123,6 +124,16 @@ export function gatewayWebSocketConformance(runtime: string, driverOf: () => Web
         statuses.push(reply.status);
       }
       expect(statuses).toEqual([101, 101, 101, 429]);
+    });
+
+    it("refuses an upgrade that carries its key source twice (400 naming it) without asking the origin", async () => {
+      const gw = driverOf();
+      const before = await gw.originHandshakes();
+      const reply = await gw.upgrade(`/ws/query/echo?k=${uniqueUser()}&k=banned`, { ip: uniqueIp() });
+      expect(reply.status).toBe(400);
+      expect((JSON.parse(await reply.text()) as { detail: string }).detail).toMatch(/the k query parameter more than once/);
+      expect((await gw.upgrade("/ws/query/echo?k=banned", { ip: uniqueIp() })).status).toBe(403);
+      expect(await gw.originHandshakes()).toBe(before);
     });
 
     it("holds a concurrency lease while the socket is open, past the lease's length, and frees it on the client's close", async () => {

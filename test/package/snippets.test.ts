@@ -7,11 +7,12 @@ import { promisify } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
-import { allSnippets, comparable, documentPaths, installedPackages, isWorkerModule, promisedOutput, type Snippet, snippetName, tooNewSyntax } from "./snippets.js";
+import { allSnippets, comparable, documentPaths, firstInstallBlock, installedPackages, isWorkerModule, projectSteps, promisedOutput, type Snippet, snippetName, tooNewSyntax } from "./snippets.js";
 
 // Every fenced block of README.md and docs/*.md, tested as written (test/package/snippets.ts says
-// how each is classified). The consumer is an empty project with only what the documents tell a
-// user to install (the packed tarball for spillway); run blocks run on Node 22.12, the oldest
+// how each is classified). The consumer is the project `npm init -y` makes (npm 11: "type":
+// "commonjs"), set up as the documents say (their `npm pkg set` lines), with only what they tell
+// a user to install (the packed tarball for spillway); run blocks run on Node 22.12, the oldest
 // Node the package claims, installed from the registry's `node` package.
 
 const OLDEST_NODE = "22.12.0";
@@ -20,6 +21,7 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
 const snippets = allSnippets(root);
 const packages = installedPackages(snippets);
+const steps = projectSteps(snippets);
 const of = (kind: Snippet["kind"]) => snippets.filter((snippet) => snippet.kind === kind);
 const configKeys = new Set(Object.keys((JSON.parse(readFileSync(join(root, "spillway.schema.json"), "utf8")) as { properties: object }).properties));
 
@@ -50,7 +52,9 @@ beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "spillway-snippets-"));
   consumer = join(work, "consumer");
   mkdirSync(join(consumer, "snippets"), { recursive: true });
-  writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  // As a reader's project starts: `npm init -y`, then the set-up the documents give.
+  await sh("npm", ["init", "-y"], consumer);
+  for (const step of steps) await sh("npm", step, consumer);
   const tarball = inject("tarball");
   const installed = await sh("npm", ["install", ...packages.map((name) => installSpec(name, tarball)), "--no-audit", "--no-fund", "--prefer-offline"], consumer);
   installOutput = installed.stdout + installed.stderr;
@@ -84,6 +88,16 @@ describe("the documents' code blocks", () => {
     expect(packages).toContain("spillway");
     const warnings = installOutput.split("\n").filter((line) => /install-scripts|install script/i.test(line));
     expect(warnings.filter((line) => /\bspillway@/.test(line))).toEqual([]);
+  });
+
+  it("say to set \"type\": \"module\" where a reader sets a project up: README's install line, the top of library.md and client.md", () => {
+    // The blocks are ES modules (import, top-level await): `npm init -y` writes "type": "commonjs".
+    expect(steps.map((step) => step.join(" "))).toEqual(["pkg set type=module"]);
+    for (const file of ["README.md", "docs/library.md", "docs/client.md"]) {
+      const block = firstInstallBlock(snippets, file);
+      expect(block?.code, `${file}: its first npm install block`).toMatch(/^\s*npm pkg set type=module\b/m);
+    }
+    expect(JSON.parse(readFileSync(join(consumer, "package.json"), "utf8"))).toMatchObject({ name: "consumer", type: "module" });
   });
 
   it("use no syntax the oldest claimed Node (22.12) lacks", () => {

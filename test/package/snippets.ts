@@ -132,6 +132,29 @@ export function installedPackages(snippets: Snippet[]): string[] {
   return [...names].sort();
 }
 
+/**
+ * The project set-up the documents tell a user to do after `npm init -y`: every `npm pkg set …`
+ * line of a shell block, as npm's arguments (`["pkg", "set", "type=module"]`). The snippet test
+ * makes its project with `npm init -y` (npm 11 writes `"type": "commonjs"`) and runs these, so
+ * a document that forgets to say `npm pkg set type=module` fails its ES module blocks.
+ */
+export function projectSteps(snippets: Snippet[]): string[][] {
+  const steps = new Map<string, string[]>();
+  for (const snippet of snippets) {
+    if (snippet.kind !== "sh") continue;
+    for (const match of snippet.code.matchAll(/^\s*(?:\$\s*)?npm\s+(pkg\s+set\b[^\n#&|;]*)/gm)) {
+      const args = match[1]!.trim().split(/\s+/);
+      steps.set(args.join(" "), args);
+    }
+  }
+  return [...steps.values()];
+}
+
+/** The first shell block of a document that installs something: where a reader sets a project up. */
+export function firstInstallBlock(snippets: Snippet[], file: string): Snippet | undefined {
+  return snippets.find((snippet) => snippet.file === file && snippet.kind === "sh" && /^\s*(?:\$\s*)?npm\s+(?:install|i|add)\b/m.test(snippet.code));
+}
+
 /** Does the block target the Workers runtime (and so need its types)? */
 export function isWorkerModule(code: string): boolean {
   return /from\s+["'](spillway\/worker|cloudflare:workers)["']/.test(code);

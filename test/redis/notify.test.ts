@@ -56,15 +56,21 @@ async function until(condition: () => boolean, timeoutMs: number): Promise<void>
 describe("notify across two spillway serve processes on one Redis", () => {
   let redis: RedisServer;
   let webhook: Awaited<ReturnType<typeof startWebhook>>;
+  let origin: http.Server;
   const servers: { child: ChildProcess; url: string }[] = [];
 
   beforeAll(async () => {
     [redis, webhook] = await Promise.all([startRedis(), startWebhook()]);
+    // An LLM-like origin for the costed route: every answer reports one token.
+    origin = http.createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"usage":{"total_tokens":1}}'));
+    await new Promise<void>((resolve) => origin.listen(0, "127.0.0.1", resolve));
     const dir = await mkdtemp(join(tmpdir(), "spillway-notify-"));
     const configPath = join(dir, "spillway.config.json");
     const config = {
       policies: [{ name: "monthly", algorithm: "fixed-window", limit: 10, calendar: "month", timezone: "Europe/Paris", warnAt: 0.8 }],
       notify: { url: webhook.url },
+      origin: `http://127.0.0.1:${(origin.address() as AddressInfo).port}`,
+      routes: [{ match: { path: "/llm/*" }, key: "header:x-user", policies: ["monthly"], cost: { responseJson: "usage.total_tokens" } }],
     };
     await writeFile(configPath, JSON.stringify(config));
     servers.push(...(await Promise.all([serve(configPath, redis.url), serve(configPath, redis.url)])));
@@ -72,7 +78,8 @@ describe("notify across two spillway serve processes on one Redis", () => {
 
   afterAll(async () => {
     for (const { child } of servers) child.kill("SIGKILL");
-    await Promise.all([redis?.stop(), webhook?.close()]);
+    origin?.closeAllConnections();
+    await Promise.all([redis?.stop(), webhook?.close(), new Promise((resolve) => (origin ? origin.close(resolve) : resolve(undefined)))]);
   });
 
   it("a burst over both: warnAt flags from the 8th admission on, one warning and one exhausted webhook between them", async () => {
@@ -107,5 +114,19 @@ describe("notify across two spillway serve processes on one Redis", () => {
     await until(() => webhook.notices.length > before, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(webhook.notices.slice(before).map((notice) => [notice.event, notice.key])).toEqual([["warning", "globex"]]);
+  }, 60_000);
+
+  it("a costed gateway route (peek, then debit): its refusals send exhausted, as /v1/check's do (issue 45, newcomer 1)", async () => {
+    const before = webhook.notices.length;
+    const statuses: number[] = [];
+    for (let i = 0; i < 14; i++) {
+      const response = await fetch(`${servers[i % 2]!.url}/llm/chat`, { headers: { "x-user": "initech" } });
+      await response.arrayBuffer();
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([...Array(10).fill(200), 429, 429, 429, 429]);
+    await until(() => webhook.notices.length >= before + 2, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(webhook.notices.slice(before).map((notice) => [notice.event, notice.key]).sort()).toEqual([["exhausted", "header:x-user:initech"], ["warning", "header:x-user:initech"]]);
   }, 60_000);
 });

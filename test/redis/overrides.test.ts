@@ -15,6 +15,12 @@ const config = parseConfig({
   overridesTtl: TTL_MS,
   policies: [{ name: "per-key", algorithm: "fixed-window", limit: 2, period: "1h" }],
   overrides: [{ policy: "per-key", key: "cfg-*", limit: 3 }],
+  // Routes keyed by the address and by a composite key: an override's `source` must be one a route of its policy reads.
+  origin: "https://origin.test",
+  routes: [
+    { match: { path: "/by-ip/*" }, key: "ip", policies: ["per-key"] },
+    { match: { path: "/combo/*" }, key: ["header:x-api-key", "ip/56"], policies: ["per-key"] },
+  ],
 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -112,7 +118,8 @@ describe("runtime overrides in Redis", () => {
 
   it("scopes overrides by key source: one key, three sources, three overrides; a source never borrows another's", async () => {
     const server = servers[0] ?? (await serve());
-    const key = `127.0.0.${Math.floor(Math.random() * 250)}-${crypto.randomUUID()}`;
+    // Two parts joined by "|": a value of the composite source, and (one value) of the others.
+    const key = `127.0.0.${Math.floor(Math.random() * 250)}-${crypto.randomUUID()}|p`;
     const put = (body: Record<string, unknown>) => call(server, "PUT", "/v1/overrides", { policy: "per-key", key, ...body });
     expect(await (await put({ source: "ip", limit: 1000 })).json()).toEqual({ policy: "per-key", key, source: "ip", limit: 1000 });
     expect(await (await put({ source: ["header:X-Api-Key", "ip/56"], limit: 30 })).json()).toEqual({ policy: "per-key", key, source: ["header:x-api-key", "ip"], limit: 30 });

@@ -64,6 +64,17 @@ describe("spillway rls, started with only the reference's variables", { timeout:
     }
     expect(await rls.exit).toBe(0);
     expect(rls.output()).not.toMatch(/error|Error/);
+    // Up, said once at the default LOG_LEVEL (warn, as the reference's "Listening for gRPC" lines are).
+    expect(rls.output().match(/msg="rate limit service \(gRPC\) on /g), rls.output()).toHaveLength(1);
+  });
+
+  // `spillway serve` reads REDIS_URL=redis://host:port; under the reference's default
+  // REDIS_SOCKET_TYPE=unix it is a socket path, and such a start kept failing to connect (ENOENT), saying nothing.
+  it.each([`redis://127.0.0.1:PORT`, `127.0.0.1:PORT`])("exits 2 for REDIS_URL=%s under the default socket type unix, saying what to set", async (url) => {
+    const rls = spawnRls({ REDIS_URL: url.replace("PORT", String(redis.port)) });
+    expect(await rls.exit).toBe(2);
+    expect(rls.output()).toContain(`REDIS_URL: "${url.replace("PORT", String(redis.port))}" is a TCP address, but REDIS_SOCKET_TYPE is unix (the reference's default), which reads REDIS_URL as a socket path: set REDIS_SOCKET_TYPE=tcp and REDIS_URL=127.0.0.1:${redis.port}`);
+    expect(rls.output()).not.toMatch(/ENOENT|^\s+at /m);
   });
 
   it("exits 2 naming a variable it refuses, before connecting anywhere", async () => {

@@ -117,7 +117,7 @@ describe("spillway serve --workers 2", { timeout: 60_000 }, () => {
       const restarts = served.output().split("\n").filter((line) => line.includes("exited"));
       expect(restarts).toEqual([`spillway: worker 1 (pid ${served.pids[0]}) exited (signal SIGKILL); starting another`]);
       for (let i = 0; i < 20; i++) expect((await check(port, "demo")).status).toBe(200);
-      // The dead worker's counts died with it: the survivor's and the replacement's are summed.
+      // The dead worker's counts stay in the sum (workers-replaced.test.ts), with the survivor's and the replacement's.
       expect(sample((await call(port, "GET", "/metrics")).text, /^spillway_decisions_total\{policy="demo",outcome="allowed"\}/)).toBeGreaterThanOrEqual(20);
 
       served.child.kill("SIGTERM");

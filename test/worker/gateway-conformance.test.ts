@@ -1,6 +1,7 @@
 import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../conformance/gateway-table.js";
 import { gatewayCountingConformance } from "../conformance/gateway-counting-table.js";
 import { gatewayAccessConformance } from "../conformance/gateway-table-access.js";
+import { gatewayRepeatsConformance } from "../conformance/gateway-table-repeats.js";
 import { gatewayPlansConformance } from "../conformance/gateway-table-plans.js";
 import { gatewayWebSocketConformance } from "../conformance/gateway-websocket-table.js";
 import { gatewayApp } from "./gateway-helpers.js";
@@ -119,6 +120,7 @@ gatewayConformance("Worker", () => driver);
 gatewayCountingConformance("Worker", () => driver);
 gatewayPlansConformance("Worker", () => driver);
 gatewayAccessConformance("Worker", () => driver);
+gatewayRepeatsConformance("Worker", () => driver);
 
 const webSockets = workerWebSocketDriver();
 gatewayWebSocketConformance("Worker", () => webSockets);

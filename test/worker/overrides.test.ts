@@ -15,6 +15,9 @@ const config = {
     { name: "ov-window", algorithm: "fixed-window", limit: 2, period: "1h" },
     { name: "ov-gcra", algorithm: "gcra", limit: 2, period: "1h" },
   ],
+  // A route keyed by a composite key: an override's `source` must be one a route of its policy reads.
+  origin: "https://origin.test",
+  routes: [{ match: { path: "/combo/*" }, key: ["header:x-user", "ip/48"], policies: ["ov-window"] }],
 };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -103,7 +106,8 @@ describe("runtime overrides on the Worker", () => {
 
   it("an override with a source applies only to keys read from that source; DELETE names the source", async () => {
     const worker = createWorker(config);
-    const key = uniqueKey();
+    // A composite key's two parts.
+    const key = `${uniqueKey()}|2001:db8::/48`;
     const put = await call(worker, "PUT", "/v1/overrides", { policy: "ov-window", key, source: ["header:X-User", "ip/48"], limit: 6 });
     expect(await put.json()).toEqual({ policy: "ov-window", key, source: ["header:x-user", "ip"], limit: 6 });
     expect(await policyOf(worker, key)).toBe('"ov-window";q=2;w=3600'); // /v1/check keys have no source
@@ -113,16 +117,16 @@ describe("runtime overrides on the Worker", () => {
 
   it("over RPC: putOverride, listOverrides, deleteOverride, and errors that name the field", async () => {
     const key = uniqueKey();
-    expect(await exports.SpillwayRpc.putOverride({ policy: "demo", key, source: "ip", limit: 8 })).toEqual({ policy: "demo", key, source: "ip", limit: 8 });
-    expect(await exports.SpillwayRpc.deleteOverride({ policy: "demo", key, source: "ip" })).toEqual({ deleted: true });
+    // Settle the RPC promise with then(): touching any other property of it would pipeline a new call.
+    const messageOf = (call: Promise<unknown>) => call.then(() => "resolved", (error: Error) => error.message);
+    // The demo's config has no route: an override for a route's key source could never apply.
+    expect(await messageOf(exports.SpillwayRpc.putOverride({ policy: "demo", key, source: "ip", limit: 8 }))).toMatch(/^source: no route that counts "demo" reads keys from "ip"/);
     expect(await exports.SpillwayRpc.putOverride({ policy: "demo", key, limit: 7 })).toEqual({ policy: "demo", key, limit: 7 });
     const decision = await exports.SpillwayRpc.check({ key, policy: "demo" });
     expect(decision.limit).toBe(7);
     const listed = await exports.SpillwayRpc.listOverrides({ policy: "demo" });
     expect(listed.overrides).toContainEqual({ policy: "demo", key, limit: 7 });
     expect(await exports.SpillwayRpc.deleteOverride({ policy: "demo", key })).toEqual({ deleted: true });
-    // Settle the RPC promise with then(): touching any other property of it would pipeline a new call.
-    const messageOf = (call: Promise<unknown>) => call.then(() => "resolved", (error: Error) => error.message);
     expect(await messageOf(exports.SpillwayRpc.putOverride({ policy: "demo", key, limit: 0 }))).toMatch(/^limit: /);
     expect(await messageOf(exports.SpillwayRpc.deleteOverride({ policy: "demo" }))).toMatch(/^key: /);
     expect(await messageOf(exports.SpillwayRpc.listOverrides(null))).toMatch(/^request: /);

@@ -53,6 +53,7 @@ export function parseSentinelList(text: string, field: string): { host: string; 
   return entries
     .filter((entry) => entry !== "")
     .map((entry) => {
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(entry)) throw urlGiven(entry, field);
       const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(.*)$/.exec(entry);
       if (!match) throw new ValidationError(field, `${JSON.stringify(entry)} has no port: write HOST:PORT (Sentinel's usual port is 26379: ${entry.includes(":") && !entry.startsWith("[") ? `[${entry}]:26379` : `${entry}:26379`})`);
       const host = (match[1] ?? match[2])!;
@@ -64,6 +65,24 @@ export function parseSentinelList(text: string, field: string): { host: string; 
       seen.add(key);
       return { host, port };
     });
+}
+
+/**
+ * A sentinel written as a URL (`redis://10.0.0.1:26379`, as --redis takes): say what to write
+ * instead. The URL's user and password are never repeated (they would land in logs).
+ */
+function urlGiven(entry: string, field: string): ValidationError {
+  let hostPort = "10.0.0.1:26379";
+  let shown = entry.replace(/\/\/[^@/]*@/, "//…@");
+  try {
+    const url = new URL(entry);
+    hostPort = `${url.hostname}:${url.port || "26379"}`;
+    shown = `${url.protocol}//${url.username || url.password ? "…@" : ""}${url.host}${url.pathname === "/" ? "" : url.pathname}`;
+  } catch {
+    // Not even a URL: the example stands.
+  }
+  const secrets = " (a password goes in --redis-password and --redis-sentinel-password, TLS is --redis-sentinel-tls)";
+  return new ValidationError(field, `lists sentinels as HOST:PORT, not a URL: write ${hostPort} for ${JSON.stringify(shown)}${secrets}`);
 }
 
 /**

@@ -8,6 +8,7 @@ import { DEFAULT_MEMORY_MAX_KEYS } from "../../stores/memory.js";
 import { DEFAULT_MAX_IN_FLIGHT } from "../../stores/call-queue.js";
 import { DEFAULT_TIMEOUT_MS } from "../../stores/redis/options.js";
 import { goDurationMs } from "./go-duration.js";
+import { flagError, flagsIn } from "./flag-errors.js";
 import { RLS_FLAG_OPTIONS, RLS_USAGE, type RlsArgs, parseRlsArgs } from "./rls.js";
 import { SENTINEL_FLAG_OPTIONS, SENTINEL_USAGE, type SentinelChoice, type SentinelFlagValues, parseSentinelChoice } from "./sentinel.js";
 
@@ -115,7 +116,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   let values;
   try {
     ({ values } = parseArgs({
-      args: argv,
+      args: negativeValuesJoined(argv, SERVE_VALUE_FLAGS),
       strict: true,
       allowPositionals: false,
       options: {
@@ -137,7 +138,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       },
     }));
   } catch (error) {
-    throw new ValidationError("arguments", (error as Error).message);
+    throw flagError(error, "serve", flagsIn(SERVE_USAGE));
   }
   const rls = parseRlsArgs(values);
   if (!values.config && !rls.rls) throw new ValidationError("--config", "is required: the path of spillway.config.json");
@@ -154,6 +155,26 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
     ...rls,
     ...(values.watch ? { watch: true } : {}),
   };
+}
+
+/** serve's flags that take a number (each checks its own range). */
+const SERVE_VALUE_FLAGS = new Set(["--port", "--metrics-port", "--rls-port", "--workers", "--redis-timeout", "--max-inflight", "--memory-max-keys"]);
+
+/**
+ * `--port -1` as `--port=-1`: node's parseArgs reads a value that starts with a dash as the
+ * next flag and answers "argument is ambiguous", where the flag's own check names its range.
+ */
+function negativeValuesJoined(argv: readonly string[], flags: ReadonlySet<string>): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (flags.has(arg) && next !== undefined && /^-[\d.]/.test(next)) {
+      joined.push(`${arg}=${next}`);
+      i++;
+    } else joined.push(arg);
+  }
+  return joined;
 }
 
 /** `--workers N|auto`: a positive integer, or one per core; never with the memory store, whose state would split. */
@@ -205,12 +226,18 @@ function parseStore(values: StoreFlags, env: Record<string, string | undefined>)
  */
 export function parseRedisTimeout(text: string, field: string): number {
   const trimmed = text.trim();
-  const exact = /^\d+(?:\.\d+)?$/.test(trimmed) ? Number(trimmed) : goDurationMs(trimmed);
+  // A negative number or duration (-1, -5s) is one, out of range: said as the range below.
+  const negative = /^-(?:\d|\.\d)/.test(trimmed);
+  const unsigned = negative ? trimmed.slice(1) : trimmed;
+  const magnitude = /^\d+(?:\.\d+)?$/.test(unsigned) ? Number(unsigned) : goDurationMs(unsigned);
+  const exact = magnitude === undefined ? undefined : negative ? -magnitude : magnitude;
   if (exact === undefined) throw new ValidationError(field, `must be a duration such as 250ms, 1s or 1s500ms (or a number of milliseconds), got ${JSON.stringify(text)}`);
   // 1.005s is 1004.9999999999999 ms in floats: rounded at a nanosecond, as Go would hold it.
   const ms = Math.round(exact * 1e6) / 1e6;
+  const outOfRange = () => new ValidationError(field, `must be from 1ms to 10s (default ${DEFAULT_TIMEOUT_MS}ms): 0 would fail every call, and past 10s a slow Redis is an outage for failMode to decide; got ${JSON.stringify(text)}`);
+  if (ms < 0) throw outOfRange();
   if (!Number.isInteger(ms)) throw new ValidationError(field, `must be a whole number of milliseconds, got ${JSON.stringify(text)}`);
-  if (ms < MIN_REDIS_TIMEOUT_MS || ms > MAX_REDIS_TIMEOUT_MS) throw new ValidationError(field, `must be from 1ms to 10s (default ${DEFAULT_TIMEOUT_MS}ms): 0 would fail every call, and past 10s a slow Redis is an outage for failMode to decide; got ${JSON.stringify(text)}`);
+  if (ms < MIN_REDIS_TIMEOUT_MS || ms > MAX_REDIS_TIMEOUT_MS) throw outOfRange();
   return ms;
 }
 
@@ -266,7 +293,7 @@ export function parseCheckArgs(argv: string[]): { configPath?: string; rlsConfig
   try {
     ({ values } = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { config: { type: "string" }, "rls-config": { type: "string" } } }));
   } catch (error) {
-    throw new ValidationError("arguments", (error as Error).message);
+    throw flagError(error, "check", ["config", "rls-config"]);
   }
   if (!values.config && !values["rls-config"]) throw new ValidationError("--config", "is required: the path of spillway.config.json (or --rls-config PATH)");
   return { ...(values.config ? { configPath: values.config } : {}), ...(values["rls-config"] ? { rlsConfigPath: values["rls-config"] } : {}) };

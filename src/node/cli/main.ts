@@ -127,7 +127,7 @@ async function serve(argv: string[]): Promise<number> {
     const parts = runtimePartsOf(config, serving, gateway);
     // A worker's health says not ready until the primary says every worker listens (worker-link.ts).
     const notReady = worker ? () => worker.notReady() : undefined;
-    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes, notReady }), "--port", args.port, args.hostname);
+    const server = await listening(startServer({ ...parts, limiter: observing?.apiLimiter ?? limiter, port: args.port, hostname: args.hostname, observability: routes, unobserved: unobservedReason(args.metrics), notReady }), "--port", args.port, args.hostname);
     // A worker's reloads are the primary's: it logs them once, and sends every worker the text it read.
     const reloader = args.configPath && startText !== undefined ? configReloader(args.configPath, startText, serving, server, observing, worker ? () => {} : undefined) : undefined;
     if (reloader && !worker) reloads.push(() => reloader.reload("signal"));
@@ -190,6 +190,13 @@ async function metricsModules() {
   }
 }
 
+/** Why /metrics, /v1/top, /v1/stats and /dashboard answer 404: the flag, or the packages they need. */
+function unobservedReason(metricsOn: boolean): string {
+  return metricsOn
+    ? "prom-client and uplot are not installed (npm install prom-client uplot, then restart spillway serve)"
+    : "spillway serve runs with --no-metrics (start it without that flag for /metrics, /v1/top, /v1/stats and /dashboard)";
+}
+
 /** A listen that failed, said with its cause and what to do (EADDRINUSE, EACCES). */
 async function listening<T>(started: Promise<T>, flag: string, port: number, hostname: string, hostFlag = "--host"): Promise<T> {
   try {
@@ -221,7 +228,7 @@ async function exitCodeOf(run: () => Promise<void>): Promise<number> {
  */
 async function rls(argv: string[]): Promise<number> {
   if (argv.length > 0) {
-    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}`);
+    console.error(`spillway: rls takes no arguments: it is configured by envoyproxy/ratelimit's environment variables (REDIS_URL, RUNTIME_ROOT, GRPC_PORT …), got ${JSON.stringify(argv[0])}; spillway rls --help says more`);
     return 2;
   }
   const stopSignal = untilStopSignal();
@@ -268,7 +275,7 @@ export function counted(count: number, one: string, many = `${one}s`): string {
 /** `spillway init DIR`: scaffolds a Worker project that deploys its own spillway.config.json. */
 function init(argv: string[]): Promise<number> {
   return exitCodeOf(async () => {
-    if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError("DIR", "spillway init takes one directory: spillway init my-limiter");
+    if (argv.length !== 1 || argv[0]!.startsWith("-")) throw new ValidationError(argv.find((arg) => arg.startsWith("-")) ?? "DIR", "spillway init takes one directory and no flags: spillway init my-limiter; spillway init --help says more");
     const dir = argv[0]!;
     const files = await initProject(dir);
     console.log(`spillway: wrote ${files.join(", ")} in ${dir}\nnext: cd ${dir} && npm install && npm start   (its npm scripts run on the Node it pins, whatever node is on your PATH)`);

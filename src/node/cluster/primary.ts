@@ -5,7 +5,9 @@ import type { ServeArgs } from "../args/serve.js";
 import { ConfigReloader, policiesStartingFresh } from "../serve/reload.js";
 import { loadRlsConfig } from "../grpc/files.js";
 import { configOf } from "../serve/serving.js";
+import { guardHandoffs } from "./handoff.js";
 import { type ToPrimary, type ToWorker, isToPrimary } from "./protocol.js";
+import { type MetricJson, cumulativeOf, retire } from "./retired-counts.js";
 
 /** A worker that dies this soon after it started, again and again, has its replacement delayed, doubling up to the cap. */
 const QUICK_DEATH_MS = 5000;
@@ -19,6 +21,8 @@ interface Slot {
   startedMs: number;
   /** Consecutive deaths within QUICK_DEATH_MS of starting. */
   quickDeaths: number;
+  /** Listening: it can take a dead worker's connections. */
+  ready: boolean;
 }
 
 /**
@@ -50,15 +54,23 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
   };
 
   // /metrics sums: the worker that got the request, its request id, the parts collected so far.
-  const scrapes = new Map<number, { asker: Worker; askerId: number; parts: unknown[][]; waiting: Set<number>; timer: NodeJS.Timeout }>();
+  const scrapes = new Map<number, { asker: Worker; askerId: number; parts: Map<number, unknown[]>; waiting: Set<number>; timer: NodeJS.Timeout }>();
   let nextCollect = 1;
+  // Each live worker's last part (its counters may stand in when it answers late), and what dead workers counted (retired-counts.ts).
+  const lastParts = new Map<number, unknown[]>();
+  let retired: MetricJson[] = [];
   const finishScrape = async (collectId: number) => {
     const scrape = scrapes.get(collectId);
     if (!scrape) return;
     scrapes.delete(collectId);
     clearTimeout(scrape.timer);
+    // A worker that did not answer in time: its last counters, so that no sum goes down.
+    const late = [...scrape.waiting].map((id) => cumulativeOf(lastParts.get(id) ?? []));
+    // A worker that answered and died since is in `retired` already (lastParts no longer has it).
+    const answered = [...scrape.parts].filter(([id]) => lastParts.has(id)).map(([id, part]) => (part.length > 0 ? part : cumulativeOf(lastParts.get(id)!)));
+    const parts = [...answered, ...late, retired].filter((part) => part.length > 0);
     const { AggregatorRegistry } = await import("prom-client");
-    const registry = AggregatorRegistry.aggregate(scrape.parts as Parameters<typeof AggregatorRegistry.aggregate>[0]);
+    const registry = AggregatorRegistry.aggregate(parts as Parameters<typeof AggregatorRegistry.aggregate>[0]);
     const body = await registry.metrics();
     if (scrape.asker.isConnected()) scrape.asker.send({ spillway: "scraped", id: scrape.askerId, contentType: registry.contentType, body } satisfies ToWorker);
   };
@@ -67,31 +79,45 @@ export async function runPrimary(args: ServeArgs & { workers: number }, startTex
       const collectId = nextCollect++;
       const live = [...slots.values()].filter((slot) => slot.worker.isConnected());
       const timer = setTimeout(() => void finishScrape(collectId), COLLECT_TIMEOUT_MS);
-      scrapes.set(collectId, { asker: from, askerId: message.id, parts: [], waiting: new Set(live.map((slot) => slot.worker.id)), timer });
+      scrapes.set(collectId, { asker: from, askerId: message.id, parts: new Map(), waiting: new Set(live.map((slot) => slot.worker.id)), timer });
       for (const slot of live) slot.worker.send({ spillway: "collect", id: collectId } satisfies ToWorker);
     } else if (message.spillway === "metrics") {
       const scrape = scrapes.get(message.id);
       if (!scrape || !scrape.waiting.delete(from.id)) return;
-      scrape.parts.push(message.metrics);
+      scrape.parts.set(from.id, message.metrics);
+      // A worker whose collect failed answers []: its last counters stand in for it.
+      if (message.metrics.length > 0) lastParts.set(from.id, message.metrics);
       if (scrape.waiting.size === 0) void finishScrape(message.id);
     }
   };
 
+  // Connections handed to a worker that died before taking them: to a listening worker, or closed.
+  const handoffs = guardHandoffs((dead) => [...slots.values()].find((slot) => slot.ready && slot.worker !== dead && slot.worker.isConnected())?.worker);
   const start = (index: number, quickDeaths = 0): Promise<{ ready: boolean; code: number; lines: string[] }> => {
     const worker = cluster.fork({ SPILLWAY_WORKER_INDEX: String(index) });
-    slots.set(index, { index, worker, startedMs: performance.now(), quickDeaths });
+    handoffs.watch(worker);
+    const slot: Slot = { index, worker, startedMs: performance.now(), quickDeaths, ready: false };
+    slots.set(index, slot);
     return new Promise((resolve) => {
       worker.on("message", (message: unknown) => {
         if (!isToPrimary(message)) return;
         if (message.spillway === "ready") {
+          slot.ready = true;
           // A replacement joins workers that already serve: it may say so at once.
-          if (started) worker.send({ spillway: "serving" } satisfies ToWorker);
+          if (started) {
+            worker.send({ spillway: "serving" } satisfies ToWorker);
+            log(`spillway: worker ${index} (pid ${worker.process.pid}) listening`);
+          }
           return resolve({ ready: true, code: 0, lines: message.lines });
         }
         onMessage(worker, message);
       });
       worker.once("exit", (code, signal) => {
         resolve({ ready: false, code: code ?? 1, lines: [] });
+        // Its counts stay in every later sum; a scrape waiting for it waits no longer.
+        retired = retire(retired, lastParts.get(worker.id) ?? []);
+        lastParts.delete(worker.id);
+        for (const [collectId, scrape] of scrapes) if (scrape.waiting.delete(worker.id) && scrape.waiting.size === 0) void finishScrape(collectId);
         if (slots.get(index)?.worker !== worker) return;
         if (stopping || !started) {
           slots.delete(index);

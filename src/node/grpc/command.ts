@@ -106,7 +106,8 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
     };
     const stopWatching = await watchRuntime(settings.runtime, options.watchIntervalMs ?? WATCH_INTERVAL_MS, reload);
     closers.push(async () => stopWatching());
-    log.info(`rate limit service (gRPC${grpcTls ? " over TLS" : ""}) on ${grpc.address}, ${config.domains.size} domain(s) from ${runtimeConfigDir(settings.runtime)}; store: Redis ${redis.target}; health on ${http.url}/healthcheck${prometheusUrl ? `; metrics on ${prometheusUrl}` : ""}`);
+    // At warn, the reference's default level, as the reference logs its "Listening for gRPC on" lines: a start is never silent.
+    log.warn(`rate limit service (gRPC${grpcTls ? " over TLS" : ""}) on ${grpc.address}, ${config.domains.size} domain(s) from ${runtimeConfigDir(settings.runtime)}; store: Redis ${redis.target}; health on ${http.url}/healthcheck${prometheusUrl ? `; metrics on ${prometheusUrl}` : ""}`);
     return { settings, grpcAddress: grpc.address, httpUrl: http.url, ...(prometheusUrl ? { prometheusUrl } : {}), reload, close };
   } catch (error) {
     await close();

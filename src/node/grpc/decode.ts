@@ -3,7 +3,7 @@
 // every decision. This reads exactly the fields Spillway uses, into the same plain objects as
 // proto-loader under RLS_PROTO_OPTIONS (test/unit/node/grpc/codec.test.ts holds it to that); the
 // answer is written by rls-encode.ts.
-import type { WireDescriptor, WireRequest } from "../../rls/request.js";
+import { MAX_DESCRIPTORS, type WireDescriptor, type WireRequest } from "../../rls/request.js";
 
 /** envoy.type.v3.RateLimitUnit by number, as proto-loader names enums (an unknown number stays a number). */
 const UNIT_NAMES = ["UNKNOWN", "SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR", "WEEK"];
@@ -78,18 +78,28 @@ class Reader {
   }
 }
 
-/** RateLimitRequest's bytes as proto-loader decodes them (field names kept, only fields present). */
+/**
+ * RateLimitRequest's bytes as proto-loader decodes them (field names kept, only fields present),
+ * up to MAX_DESCRIPTORS descriptors: past them the request is refused whatever they hold, so
+ * the rest are only counted (their length skipped, not their contents read) into
+ * `descriptorCount`. One request of 100,000 descriptors would otherwise hold the event loop for
+ * as long as it takes to build them all.
+ */
 export function decodeRlsRequest(bytes: Buffer): WireRequest {
   const reader = new Reader(bytes, 0, bytes.length);
   const request: WireRequest = {};
+  let descriptorCount = 0;
   while (reader.pos < reader.end) {
     const tag = reader.uint32();
     const field = tag >>> 3;
     if (field === 1 && (tag & 7) === 2) request.domain = reader.string();
-    else if (field === 2 && (tag & 7) === 2) (request.descriptors ??= []).push(readDescriptor(reader, reader.lengthEnd()));
-    else if (field === 3 && (tag & 7) === 0) request.hits_addend = reader.uint32();
+    else if (field === 2 && (tag & 7) === 2) {
+      if (++descriptorCount <= MAX_DESCRIPTORS) (request.descriptors ??= []).push(readDescriptor(reader, reader.lengthEnd()));
+      else reader.pos = reader.lengthEnd();
+    } else if (field === 3 && (tag & 7) === 0) request.hits_addend = reader.uint32();
     else reader.skip(tag & 7);
   }
+  if (descriptorCount > MAX_DESCRIPTORS) request.descriptorCount = descriptorCount;
   return request;
 }
 

@@ -112,6 +112,13 @@ function parseRedis(env: Record<string, string | undefined>, flag: (name: string
   const parts = url.split(",").map((part) => part.trim());
   if (type === "single" && socketType === "unix") {
     if (url === "" || url.includes(",")) throw new ValidationError("REDIS_URL", `must be a unix socket path with REDIS_SOCKET_TYPE=unix (the default), got ${JSON.stringify(url)}`);
+    // `spillway serve` reads REDIS_URL as redis://host:port; here, as the reference does, it is a
+    // socket path unless REDIS_SOCKET_TYPE=tcp. An address taken for a path would only fail to connect (ENOENT), again and again.
+    const address = tcpAddressIn(url);
+    if (address !== undefined) {
+      const extra = [/^rediss:/i.test(url) ? "REDIS_TLS=true" : "", /\/\/[^/@]*@/.test(url) ? "its password in REDIS_AUTH" : ""].filter(Boolean);
+      throw new ValidationError("REDIS_URL", `${JSON.stringify(redacted(url))} is a TCP address, but REDIS_SOCKET_TYPE is unix (the reference's default), which reads REDIS_URL as a socket path: set REDIS_SOCKET_TYPE=tcp and REDIS_URL=${address} (host:port, as the reference reads it)${extra.length > 0 ? `, with ${extra.join(" and ")}` : ""}`);
+    }
     redis.socketPath = url;
   } else if (type === "single") {
     redis.nodes = [hostPort("REDIS_URL", url)];
@@ -152,8 +159,29 @@ function parseRedis(env: Record<string, string | undefined>, flag: (name: string
   return redis;
 }
 
+/**
+ * The host:port that REDIS_URL names when it is no socket path: a URL (`redis://h:6379`, its
+ * host:port; 6379 when it gives none), or `host:port` with no slash. Undefined for a path.
+ */
+function tcpAddressIn(url: string): string | undefined {
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(url);
+  if (scheme) {
+    try {
+      const parsed = new URL(url);
+      return parsed.hostname ? `${parsed.hostname}:${parsed.port || "6379"}` : "127.0.0.1:6379";
+    } catch {
+      return "127.0.0.1:6379";
+    }
+  }
+  return /^(\[[^\]]+\]|[^/:\s]+):\d{1,5}$/.test(url) ? url : undefined;
+}
+
+/** A URL's credentials out of an error message. */
+const redacted = (url: string) => url.replace(/\/\/[^/@]*@/, "//…@");
+
 function hostPort(name: string, text: string, lowestPort = 1): { host: string; port: number } {
   const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text);
+  if (!match && text.includes("://")) throw new ValidationError(name, `must be host:port (as the reference reads it), not a URL: ${tcpAddressIn(text)}, got ${JSON.stringify(redacted(text))}`);
   if (!match || Number(match[2]) > 65535 || Number(match[2]) < lowestPort) throw new ValidationError(name, `must be host:port (as the reference reads it), got ${JSON.stringify(text)}`);
   return { host: match[1]!.replace(/^\[|\]$/g, ""), port: Number(match[2]) };
 }

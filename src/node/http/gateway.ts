@@ -9,6 +9,7 @@ import type { Limiter } from "../../core/limiter.js";
 import { type GatewayConfig, parseGatewayConfig } from "../../gateway/config.js";
 import { GatewayCore } from "../../gateway/core.js";
 import { cfParts } from "../../gateway/keys.js";
+import { rawFieldRepeated } from "./raw-fields.js";
 import { ValidationError } from "../../core/validation.js";
 import { type Overrides, overridesFor } from "../../overrides/overrides.js";
 import { createGatewayApp } from "../../gateway/gateway.js";
@@ -30,6 +31,13 @@ import { type FetchOrigin, NULL_BODY_STATUSES, type OriginAnswer, type OriginReq
 export function nodeClientIp(c: Context): string | undefined {
   const env = c.env as { incoming?: IncomingMessage } | undefined;
   return env?.incoming?.socket?.remoteAddress;
+}
+
+/** Whether a field came on more than one line, read from @hono/node-server's `c.env.incoming` (a header key refuses that). */
+export function nodeFieldRepeated(c: Context, lowerName: string): boolean {
+  const env = c.env as { incoming?: IncomingMessage } | undefined;
+  const raw = env?.incoming?.rawHeaders;
+  return raw !== undefined && rawFieldRepeated(raw, lowerName);
 }
 
 /**
@@ -160,7 +168,7 @@ export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | un
   const overrides = options.overrides ?? overridesFor(options.config, options.limiter, options.log);
   const core = new GatewayCore({ ...options, gateway, overrides });
   const agents = options.agents ?? originAgents();
-  const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch({ agents }) });
+  const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fieldRepeated: nodeFieldRepeated, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch({ agents }) });
   if (options.fetchOrigin) return new NodeGateway(app, undefined);
   return new NodeGateway(app, new NodeGatewayEdge(core, { agents }), new NodeUpgradeEdge(core));
 }

@@ -1,3 +1,4 @@
+import { apiStoreKey } from "../../overrides/key-source.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../../core/concurrency.js";
 import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../../http/counting-options.js";
@@ -7,7 +8,7 @@ import { type Problem, problemFields } from "../../http/problems.js";
 import { spelled } from "./header-names.js";
 import type { Limiter } from "../../core/limiter.js";
 import type { LimitPlan } from "../../http/limit.js";
-import { type RateLimitBaseOptions, type RateLimitKey, rateLimitPlan, requestKey, storeFailureProblem } from "../../http/rate-limit-plan.js";
+import { type RateLimitBaseOptions, type RateLimitInfo, type RateLimitKey, rateLimitInfo, rateLimitPlan, requestKey, resetKeyOf, storeFailureProblem } from "../../http/rate-limit-plan.js";
 import { type Denial, denialOf, functionOption } from "../../http/middleware-options.js";
 
 export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMessage> extends RateLimitBaseOptions {
@@ -51,6 +52,26 @@ export type NextFunction = (error?: unknown) => void;
 
 /** A connect-style middleware. Its promise never rejects: errors go to `next(error)`. */
 export type NodeMiddleware<Req extends IncomingMessage = IncomingMessage> = (req: Req, res: ServerResponse, next: NextFunction) => Promise<void>;
+
+/** The middleware `rateLimit()` returns: a NodeMiddleware, and `resetKey`. */
+export interface NodeRateLimitMiddleware<Req extends IncomingMessage = IncomingMessage> extends NodeMiddleware<Req> {
+  /**
+   * Forgets the middleware's counts for `key` (what the key function answers) under each of its
+   * policies, in its store: a fresh budget, e.g. after a successful login.
+   * @example await limiter.resetKey(req.body.username)
+   */
+  resetKey(key: RateLimitKey): Promise<void>;
+}
+
+declare module "http" {
+  interface IncomingMessage {
+    /**
+     * Set by spillway/node's `rateLimit()` on a request it let through, before your handler
+     * runs: the decision (`limit`, `remaining`, `resetMs`, each of `policies`) and the key.
+     */
+    rateLimit?: RateLimitInfo;
+  }
+}
 
 function send(res: ServerResponse, status: number, headers: Record<string, string> | Headers, body: string | null): void {
   res.statusCode = status;
@@ -105,7 +126,7 @@ function closeSignal(res: ServerResponse): AbortSignal {
  * const limit = rateLimit({ store, policies, key: (req) => req.socket.remoteAddress });
  * http.createServer((req, res) => limit(req, res, (error) => (error ? fail(res, error) : handle(req, res))));
  */
-export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: NodeRateLimitOptions<Req>): NodeMiddleware<Req> {
+export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options: NodeRateLimitOptions<Req>): NodeRateLimitMiddleware<Req> {
   const plan = rateLimitPlan(options, "(req) => string");
   const { store, key: keyOf } = options;
   const log = options.log ?? defaultLog;
@@ -123,7 +144,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     await handler(req, res, denial);
   };
   const limit = (req: Req, key: string, context: LimitContext) => (counting ? countedLimit(counting, store, plan, req, key, context) : limitRequest(store, key, plan, context));
-  return async function spillwayRateLimit(req, res, next) {
+  const middleware: NodeMiddleware<Req> = async function spillwayRateLimit(req, res, next) {
     // The path (Express's whole one, not the part below the mount point), without a query
     // string that may carry secrets, names the request in logs.
     const label = ((req as { originalUrl?: string }).originalUrl ?? req.url ?? "").split("?", 1)[0]!;
@@ -132,8 +153,11 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       const key = requestKey(await keyOf(req));
       if (typeof key !== "string") return sendProblem(res, key);
       const signal = watchesClose ? closeSignal(res) : undefined;
-      const outcome = await limit(req, key, { signal, label, log });
+      // The key's own namespace (apiStoreKey); overrides match the key as the function gave it.
+      const outcome = await limit(req, apiStoreKey(key), { signal, label, log, overrideKey: key });
       if (!outcome.admitted) return await deny(req, res, outcome.response);
+      const info = rateLimitInfo(key, outcome.decision);
+      if (info) req.rateLimit = info;
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
       if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
       const lease = outcome.lease;
@@ -147,6 +171,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
     }
     next();
   };
+  return Object.assign(middleware, { resetKey: resetKeyOf(store, plan) });
 }
 
 const isSettled = (outcome: LimitOutcome | CountedOutcome): outcome is CountedOutcome & { admitted: true } => outcome.admitted && "settle" in outcome;

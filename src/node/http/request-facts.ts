@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import type { GatewayFacts } from "../../gateway/core.js";
 import type { HeaderLookup } from "../../gateway/keys.js";
 import type { CanonicalPath } from "../../http/path.js";
-import { rawField } from "./raw-fields.js";
+import { rawField, rawFieldRepeated } from "./raw-fields.js";
 
 /** Background work whose failure is its own business (a lease release, an origin pause): never an unhandled rejection. */
 export function quietly(promise: Promise<unknown>): void {
@@ -46,6 +46,11 @@ export abstract class NodeRequestFacts implements GatewayFacts, HeaderLookup {
 
   header(name: string): string | undefined {
     return rawField(this.req.rawHeaders, name);
+  }
+
+  /** Whether a field came on two lines or more (a `header:` key refuses such a request). */
+  repeated(name: string): boolean {
+    return rawFieldRepeated(this.req.rawHeaders, name);
   }
 
   /** Aborted when the client goes away before it is answered (a delayed request is dropped). */

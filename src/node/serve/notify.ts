@@ -2,7 +2,7 @@ import type { SpillwayConfig } from "../../config/config.js";
 import type { Limiter } from "../../core/limiter.js";
 import { Notifier } from "../../notify/notifier.js";
 import { NotifyingLimiter } from "../../notify/notifying-limiter.js";
-import { NoticeQueue } from "./notice-queue.js";
+import { NoticeQueue, type NoticeQueueOptions } from "./notice-queue.js";
 
 /** `spillway serve`'s notices: the store they are claimed in, the queue that sends them. */
 export interface ServeNotify {
@@ -22,10 +22,11 @@ export interface ServeNotify {
  *
  * @example const notices = serveNotify(await createStore(choice), config); limiter = notices.limiter;
  */
-export function serveNotify(store: Limiter, config: SpillwayConfig, log: (line: string) => void = console.warn): ServeNotify {
+export function serveNotify(store: Limiter, config: SpillwayConfig, log: (line: string) => void = console.warn, queueOptions: Pick<NoticeQueueOptions, "maxQueued"> = {}): ServeNotify {
   let current = config.notify;
-  const queue = new NoticeQueue({ log });
-  const notifier = new Notifier({
+  // A notice the queue drops unsent gives back its claim: a flood cannot spend a key's notices.
+  const queue = new NoticeQueue({ ...queueOptions, log, unsent: (notice) => notifier.giveBack(notice) });
+  const notifier: Notifier = new Notifier({
     config: () => current,
     // A store without claims (a user's own Limiter): this process claims for itself.
     claim: store.claimNotice ? (key, notice, ttlMs) => store.claimNotice!(key, notice, ttlMs) : async () => true,

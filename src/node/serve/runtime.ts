@@ -26,6 +26,8 @@ export interface RuntimeFixture {
   limiter: Limiter;
   tokenOf: () => string | undefined;
   observability?: Observability;
+  /** Why the observability paths are not served (ServerOptions.unobserved). */
+  unobserved?: string;
   hostname: string;
   /** /healthz's 503 reason while the server must not be called ready (ServerOptions.notReady). */
   notReady?: () => string | undefined;
@@ -63,7 +65,7 @@ export function buildRuntime(parts: RuntimeParts, fixture: RuntimeFixture, gener
   const service = new SpillwayService(fixture.limiter, config, parts.overrides);
   const gateway = parts.fallback instanceof NodeGateway ? parts.fallback : undefined;
   const fallback = gateway ? gateway.app : (parts.fallback as Hono | undefined);
-  const app = createApp({ service, tokenOf: fixture.tokenOf, fallback, observability: fixture.observability, notReady: fixture.notReady });
+  const app = createApp({ service, tokenOf: fixture.tokenOf, fallback, observability: fixture.observability, unobserved: fixture.unobserved, notReady: fixture.notReady });
   return Object.freeze({
     generation,
     config,

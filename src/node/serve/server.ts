@@ -27,6 +27,8 @@ export interface ServerOptions {
   fallback?: Hono | NodeGateway;
   /** /v1/top, /v1/stats, /metrics and /dashboard (see createNodeObservability). */
   observability?: Observability;
+  /** Why the observability paths are not served, for their 404 (`spillway serve runs with --no-metrics`). */
+  unobserved?: string;
   /** How long close() lets in-flight requests finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Client connection timeouts (see DEFAULT_SERVER_TIMEOUTS). */
@@ -104,7 +106,7 @@ export interface RunningServer {
  */
 export function startServer(options: ServerOptions): Promise<RunningServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  const fixture: RuntimeFixture = { limiter: options.limiter, tokenOf: () => options.token ?? process.env.SPILLWAY_TOKEN, observability: options.observability, hostname, notReady: options.notReady };
+  const fixture: RuntimeFixture = { limiter: options.limiter, tokenOf: () => options.token ?? process.env.SPILLWAY_TOKEN, observability: options.observability, unobserved: options.unobserved, hostname, notReady: options.notReady };
   const cell: RuntimeCell = { current: buildRuntime(options, fixture, 1) };
   // Upgrade edges with WebSockets still open, the retired ones included: close() cuts them all.
   const upgradeEdges = new Set<NodeUpgradeEdge>();

@@ -131,9 +131,9 @@ describe("httpLimiter", () => {
   });
 
   it("names bad options", () => {
-    expect(() => httpLimiter({ url: "limits.test", token: "t" })).toThrow(/^url: must be an http\(s\) URL, got "limits.test"/);
-    expect(() => httpLimiter({ url: "http://x", token: "" })).toThrow(/^token: must be a non-empty string/);
-    expect(() => httpLimiter({ url: "http://x", token: "t", timeoutMs: 0 })).toThrow(/^timeoutMs:/);
+    expect(() => httpLimiter({ url: "limits.test", token: "t" })).toThrow(/^httpLimiter: url: must be an http\(s\) URL, got "limits.test"/);
+    expect(() => httpLimiter({ url: "http://x", token: "" })).toThrow("httpLimiter: token: must be a non-empty string (the server's SPILLWAY_TOKEN), got \"\"");
+    expect(() => httpLimiter({ url: "http://x", token: "t", timeoutMs: 0 })).toThrow(/^httpLimiter: timeoutMs:/);
     expect(() => createThrottle({ limiter: httpLimiter({ url: "http://x", token: "t" }), key: "k", policy: "Bad Name" })).toThrow(/^policy: must match/);
   });
 });

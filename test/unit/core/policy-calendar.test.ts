@@ -54,6 +54,26 @@ describe("calendar windows and credits: refused, naming the field", () => {
     expect(refusal({ ...monthly, timezone: 3 })[0]).toBe("policy.timezone");
   });
 
+  // Intl takes UTC offsets as zones; the docs promise IANA names, and an offset is none.
+  it.each(["+05:00", "-0500", "+05", "-03:30", " +05:00"])("a UTC offset, %j, saying what to write instead", (timezone) => {
+    const [field, message] = refusal({ ...monthly, timezone });
+    expect(field).toBe("policy.timezone");
+    expect(message).toBe(`policy.timezone: must be an IANA time zone name such as "Europe/Paris" or "UTC", not a UTC offset: got ${JSON.stringify(timezone)} (name the place, or use "Etc/GMT-5" for UTC+5: the Etc/ signs are inverted)`);
+    expect(refusal({ ...prepaid, refill: { calendar: "day", timezone } })[0]).toBe("policy.refill.timezone");
+    const parsed = parsePolicy(monthly, "policy");
+    expect(() => storePolicies([{ ...parsed, calendar: { unit: "month", timezone } }])).toThrow(/policies\.0\.calendar/);
+  });
+
+  it.each(["UTC+5", "GMT+05:00", "Z"])("%j, which Intl refuses too", (timezone) => {
+    expect(refusal({ ...monthly, timezone })).toEqual(["policy.timezone", expect.stringContaining(`got ${JSON.stringify(timezone)}`)]);
+  });
+
+  it("takes IANA names in any case and the database's aliases, as their canonical spelling", () => {
+    expect(parsePolicy({ ...monthly, timezone: "Etc/GMT+5" }, "policy").calendar).toEqual({ unit: "month", timezone: "Etc/GMT+5" });
+    expect(parsePolicy({ ...monthly, timezone: "europe/paris" }, "policy").calendar).toEqual({ unit: "month", timezone: "Europe/Paris" });
+    expect(parsePolicy({ ...monthly, timezone: "utc" }, "policy").calendar).toEqual({ unit: "month", timezone: "UTC" });
+  });
+
   it("calendar on an algorithm that is not a fixed window", () => {
     for (const algorithm of ["gcra", "token-bucket", "sliding-window", "sliding-log"]) {
       expect(refusal({ ...monthly, algorithm })).toEqual(["policy.calendar", expect.stringContaining("is only for fixed-window")]);

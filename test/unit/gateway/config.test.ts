@@ -73,7 +73,7 @@ describe("gateway config", () => {
     ["a header source without a name", withRoute({ key: "header:" }), "routes.0.key", /header name/],
     ["an empty constant", withRoute({ key: "const:" }), "routes.0.key", /constant/],
     ["a bad fallback key", withRoute({ fallbackKey: "cookie" }), "routes.0.fallbackKey", /got "cookie"/],
-    ["no policies", withRoute({ policies: undefined }), "routes.0.policies", /policy name or a policy object/],
+    ["no policies", withRoute({ policies: undefined }), "routes.0.policies", /: is required \(a policy name, an inline policy or an array of them\)$/],
     ["an empty policy stack", withRoute({ policies: [] }), "routes.0.policies", /at least one policy/],
     ["an unknown policy name", withRoute({ policies: ["per-minute", "per-day"] }), "routes.0.policies.1", /no policy named "per-day"/],
     ["a bad inline policy", withRoute({ policies: [{ name: "x", limit: -1, period: "1s" }] }), "routes.0.policies.0.limit", /positive integer.*got -1/],

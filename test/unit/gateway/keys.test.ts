@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../../src/config/config.js";
 import { createGateway } from "../../../src/gateway/gateway.js";
 import { formatIp, parseIp, parseIpRange, rangeContains, resolveClientIp } from "../../../src/gateway/ip.js";
-import { type KeySource, keyOf, parseKeySource } from "../../../src/gateway/keys.js";
+import { type KeySource, REPEATED, type RequestKey, keyOf, parseKeySource } from "../../../src/gateway/keys.js";
 import { type CanonicalPath, canonicalPath } from "../../../src/http/path.js";
 import { findRoute, parsePathPattern } from "../../../src/gateway/routes.js";
 import { MemoryStore } from "../../../src/stores/memory.js";
@@ -54,6 +54,10 @@ describe("client address behind proxies", () => {
     expect(formatIp(resolveClientIp("127.0.0.1", "10.9.9.9", trusted)!)).toBe("10.9.9.9");
     expect(formatIp(resolveClientIp("127.0.0.1", null, trusted)!)).toBe("127.0.0.1");
     expect(resolveClientIp("127.0.0.1", "garbage", trusted)).toBeUndefined();
+    // A hop with a port is its address (proxies such as Azure's write one).
+    expect(formatIp(resolveClientIp("127.0.0.1", "203.0.113.7:5555", trusted)!)).toBe("203.0.113.7");
+    expect(formatIp(resolveClientIp("127.0.0.1", "[2001:db8::1]:5555, 10.1.2.3:80", trusted)!)).toBe("2001:db8::1");
+    for (const bad of ["203.0.113.7:", "203.0.113.7:99999", "2001:db8::1:5555:", "[2001:db8::1]:x"]) expect(resolveClientIp("127.0.0.1", bad, trusted), bad).toBeUndefined();
     expect(resolveClientIp(undefined, "1.1.1.1", trusted)).toBeUndefined();
   });
 });
@@ -66,33 +70,60 @@ describe("key sources", () => {
     path: "/search",
     ...overrides,
   });
-  const source = (text: string) => parseKeySource(text) as KeySource;
+  const source = (text: string | string[]) => parseKeySource(text) as KeySource;
+  /** keyOf for a request that carries each source at most once. */
+  const keyAt = async (from: KeySource, at: Parameters<typeof keyOf>[1]): Promise<RequestKey | undefined> => {
+    const key = await keyOf(from, at);
+    if (key === REPEATED) throw new Error("a source read twice");
+    return key;
+  };
 
   it("aggregates IPv6 to the configured prefix (default /64), IPv4 exact", async () => {
-    expect(await keyOf(source("ip"), facts())).toEqual({ value: "2001:db8:1:2::/64", source: "ip", storeKey: "ip:2001:db8:1:2::/64" });
-    expect((await keyOf(source("ip/48"), facts()))?.value).toBe("2001:db8:1::/48");
-    expect((await keyOf(source("ip/128"), facts()))?.value).toBe("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
-    expect((await keyOf(source("ip/64"), facts({ clientIp: parseIp("192.0.2.1") })))?.value).toBe("192.0.2.1");
+    expect(await keyAt(source("ip"), facts())).toEqual({ value: "2001:db8:1:2::/64", source: "ip", storeKey: "ip:2001:db8:1:2::/64" });
+    expect((await keyAt(source("ip/48"), facts()))?.value).toBe("2001:db8:1::/48");
+    expect((await keyAt(source("ip/128"), facts()))?.value).toBe("2001:db8:1:2:aaaa:bbbb:cccc:dddd");
+    expect((await keyAt(source("ip/64"), facts({ clientIp: parseIp("192.0.2.1") })))?.value).toBe("192.0.2.1");
   });
 
   it("reads headers, query parameters, the path and constants", async () => {
-    expect(await keyOf(source("header:X-API-Key"), facts())).toEqual({ value: "abc", source: "header:x-api-key", storeKey: "header:x-api-key:abc" });
-    expect(await keyOf(source("query:user"), facts())).toEqual({ value: "u7", source: "query:user", storeKey: "query:user:u7" });
-    expect(await keyOf(source("path"), facts())).toEqual({ value: "/search", source: "path", storeKey: "path:/search" });
-    expect(await keyOf(source("const:everyone"), facts())).toEqual({ value: "everyone", source: "const", storeKey: "const:everyone" });
+    expect(await keyAt(source("header:X-API-Key"), facts())).toEqual({ value: "abc", source: "header:x-api-key", storeKey: "header:x-api-key:abc" });
+    expect(await keyAt(source("query:user"), facts())).toEqual({ value: "u7", source: "query:user", storeKey: "query:user:u7" });
+    expect(await keyAt(source("path"), facts())).toEqual({ value: "/search", source: "path", storeKey: "path:/search" });
+    expect(await keyAt(source("const:everyone"), facts())).toEqual({ value: "everyone", source: "const", storeKey: "const:everyone" });
   });
 
   it("reports a missing source instead of an empty key", async () => {
-    expect(await keyOf(source("header:x-other"), facts())).toBeUndefined();
-    expect(await keyOf(source("header:x-api-key"), facts({ headers: new Headers({ "x-api-key": " " }) }))).toBeUndefined();
-    expect(await keyOf(source("query:missing"), facts())).toBeUndefined();
-    expect(await keyOf(source("query:q"), facts({ url: new URL("http://gw/?q=") }))).toBeUndefined();
-    expect(await keyOf(source("ip"), facts({ clientIp: undefined }))).toBeUndefined();
+    expect(await keyAt(source("header:x-other"), facts())).toBeUndefined();
+    expect(await keyAt(source("header:x-api-key"), facts({ headers: new Headers({ "x-api-key": " " }) }))).toBeUndefined();
+    expect(await keyAt(source("query:missing"), facts())).toBeUndefined();
+    expect(await keyAt(source("query:q"), facts({ url: new URL("http://gw/?q=") }))).toBeUndefined();
+    expect(await keyAt(source("ip"), facts({ clientIp: undefined }))).toBeUndefined();
+  });
+
+  it("reads a source carried twice as REPEATED, never as one of its values: query, cookie, a part of a composite key", async () => {
+    const twice = { url: new URL("http://gw/q?k=x123&k=banned") };
+    expect(await keyOf(source("query:k"), facts(twice))).toBe(REPEATED);
+    expect(await keyOf(source("query:k"), facts({ url: new URL("http://gw/q?k=&k=x") }))).toBe(REPEATED);
+    expect(await keyOf(source(["header:x-api-key", "query:k"]), facts(twice))).toBe(REPEATED);
+    expect(await keyOf(source("cookie:sid"), facts({ headers: new Headers({ cookie: "sid=a; theme=dark; sid=b" }) }))).toBe(REPEATED);
+    // Two Cookie lines as a Worker's runtime joins them (", "), and as node:http does ("; ").
+    expect(await keyOf(source("cookie:sid"), facts({ headers: new Headers([["cookie", "sid=a"], ["cookie", "sid=b"]]) }))).toBe(REPEATED);
+    expect(await keyAt(source("cookie:sid"), facts({ headers: new Headers({ cookie: "sid=a; other=b" }) }))).toMatchObject({ value: "a" });
+    // The other parameters may repeat: only the key's own source counts.
+    expect(await keyAt(source("query:k"), facts({ url: new URL("http://gw/q?k=x&tag=1&tag=2") }))).toMatchObject({ value: "x" });
+  });
+
+  it("reads a header sent on two lines as REPEATED where the edge can tell (Node's rawHeaders)", async () => {
+    const lines = new Headers([["x-api-key", "x123"], ["x-api-key", "banned"]]);
+    const node = { get: (name: string) => lines.get(name), repeated: (name: string) => name === "x-api-key" };
+    expect(await keyOf(source("header:x-api-key"), facts({ headers: node }))).toBe(REPEATED);
+    // A Worker's Headers cannot tell: the joined field is one value, the one line the origin receives.
+    expect(await keyAt(source("header:x-api-key"), facts({ headers: lines }))).toMatchObject({ value: "x123, banned" });
   });
 
   it("hashes keys too long for a store", async () => {
     const token = "x".repeat(2000);
-    const key = await keyOf(source("header:authorization"), facts({ headers: new Headers({ authorization: token }) }));
+    const key = await keyAt(source("header:authorization"), facts({ headers: new Headers({ authorization: token }) }));
     expect(key?.value).toBe(token);
     expect(key?.storeKey).toMatch(/^header:authorization#sha256:[0-9a-f]{64}$/);
   });

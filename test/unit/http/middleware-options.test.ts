@@ -96,7 +96,7 @@ describe.each([hono, expressHost, bare])("rateLimit() options on $name", (host) 
     };
     expect(thrown({ windowMs: 60_000 })).toMatch(/^rateLimit: unknown option "windowMs": Spillway's equivalent is a policy's period/);
     expect(thrown({ max: 5 })).toMatch(/unknown option "max": .*limit/);
-    expect(thrown({ limit: 5 })).toMatch(/unknown option "limit": .*policies: \{ name: "per-minute", limit: 100/);
+    expect(thrown({ limit: 5 })).toMatch(/unknown option "limit": .*policies: \{ name: "per-1m", limit: 5, period: "1m" \}/);
     expect(thrown({ keyGenerator: () => "k" })).toMatch(/unknown option "keyGenerator": .*key:/);
     expect(thrown({ message: "Too many requests" })).toMatch(/unknown option "message": .*handler/);
     expect(thrown({ standardHeaders: true })).toMatch(/unknown option "standardHeaders": .*headers: "draft-10"/);

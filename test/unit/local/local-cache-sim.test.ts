@@ -26,7 +26,7 @@ describe("policy.local", () => {
   it.each([
     [{ ...rate, local: { share: 0.6 } }, "policy.local.share: must be a number from 0 to 0.5, got 0.6"],
     [{ ...rate, local: { share: "0.1" } }, "policy.local.share: must be a number from 0 to 0.5"],
-    [{ ...rate, local: {} }, "policy.local.share: must be a number from 0 to 0.5, got nothing"],
+    [{ ...rate, local: {} }, "policy.local.share: is required (a number from 0 to 0.5)"],
     [{ ...rate, local: { share: 0.1, ttl: 5 } }, "policy.local.ttl: is not a known field"],
     [{ ...rate, local: { share: 0.1 } }, "policy.local.share: must be 0 (the deny cache alone) for gcra"],
     [{ ...rate, algorithm: "sliding-log", local: { share: 0.1 } }, "policy.local.share: must be 0 (the deny cache alone) for sliding-log"],

@@ -216,3 +216,62 @@ describe("the notice queue", () => {
     await until(() => small.dropped === 4);
   });
 });
+
+describe("the webhook's URL: credentials and redirects (issue 45, 13 and 14)", () => {
+  /** A webhook on loopback that keeps each request's Authorization, answering `answer`. */
+  async function receiver(answer: (res: http.ServerResponse) => void = (res) => void res.writeHead(204).end()) {
+    const seen: Array<{ authorization: string | undefined; notice: Notice }> = [];
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        seen.push({ authorization: req.headers.authorization, notice: JSON.parse(body) as Notice });
+        answer(res);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return { port: (server.address() as AddressInfo).port, seen };
+  }
+  const policy = parsePolicy({ name: "monthly", algorithm: "fixed-window", limit: 2, period: "1h", warnAt: 0.5 }, "policy");
+
+  it("user:password@ in notify.url is sent as Authorization: Basic, taken out of the URL, never in a log line", async () => {
+    const hook = await receiver();
+    const config = parseConfig({ policies: [], notify: { url: `http://ops:s3cr%C3%A9t%40x@127.0.0.1:${hook.port}/hook` } });
+    expect(config.notify).toEqual({ url: `http://127.0.0.1:${hook.port}/hook`, events: ["warning", "exhausted"], authorization: `Basic ${Buffer.from("ops:s3crét@x").toString("base64")}` });
+    const lines: string[] = [];
+    const notices = serveNotify(new MemoryStore(), config, (line) => lines.push(line));
+    closers.push(() => notices.close());
+    await notices.limiter.check("acme", [policy], REJECT);
+    await until(() => hook.seen.length >= 1);
+    expect(hook.seen.map((one) => [one.authorization, one.notice.event])).toEqual([[`Basic ${Buffer.from("ops:s3crét@x").toString("base64")}`, "warning"]]);
+    expect(lines).toEqual([]);
+  });
+
+  it("a URL that holds a password is never quoted: not in a config error, not in a drop line", async () => {
+    expect(() => parseConfig({ policies: [], notify: { url: "ftp://ops:hunter2@example.com/hook" } })).toThrow(/^notify\.url: must be an http\(s\) URL, got "ftp:\/\/\*\*\*@example\.com\/hook"$/);
+    const lines: string[] = [];
+    const queue = new NoticeQueue({ attempts: 1, log: (line) => lines.push(line) });
+    // A redirect that hands its own credentials on: the drop line names where, without them.
+    const hook = await receiver((res) => void res.writeHead(307, { location: "http://ops:hunter2@10.0.0.1/x" }).end());
+    queue.send({ event: "warning", key: "acme", policy: "monthly", limit: 2, remaining: 1, resetMs: 1000, at: 0 }, parseConfig({ policies: [], notify: { url: `http://ops:hunter2@127.0.0.1:${hook.port}/hook` } }).notify!);
+    await until(() => queue.dropped === 1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain("hunter2");
+    expect(JSON.parse(lines[0]!).reason).toBe("the webhook answered 307, a redirect to http://***@10.0.0.1/x; redirects are not followed: set notify.url to the final URL (1 try)");
+  });
+
+  it.each([301, 302, 303, 307, 308])("a %i is not followed (nothing reaches where it points), not retried, and logged as a failed delivery", async (status) => {
+    const elsewhere = await receiver();
+    const hook = await receiver((res) => void res.writeHead(status, { location: `http://127.0.0.1:${elsewhere.port}/stolen` }).end());
+    const lines: string[] = [];
+    const notices = serveNotify(new MemoryStore(), parseConfig({ policies: [], notify: { url: `http://127.0.0.1:${hook.port}/hook`, events: ["warning"] } }), (line) => lines.push(line));
+    closers.push(() => notices.close());
+    await notices.limiter.check("acme", [policy], REJECT);
+    await until(() => lines.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(hook.seen).toHaveLength(1);
+    expect(elsewhere.seen).toEqual([]);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ event: "notify-dropped", notice: "warning", key: "acme", reason: `the webhook answered ${status}, a redirect to http://127.0.0.1:${elsewhere.port}/stolen; redirects are not followed: set notify.url to the final URL (1 try)` });
+  });
+});

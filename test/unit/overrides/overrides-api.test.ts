@@ -13,6 +13,9 @@ const config = parseConfig({
     { name: "per-key", algorithm: "fixed-window", limit: 2, period: "1h" },
     { name: "smooth", algorithm: "gcra", limit: 600, period: "1m" },
   ],
+  // A route keyed by the address: an override's `source` must be one a route of its policy reads.
+  origin: "https://origin.test",
+  routes: [{ match: { path: "/by-ip/*" }, key: "ip/64", policies: ["per-key"] }],
 });
 
 function app(store = new MemoryStore()) {

@@ -39,7 +39,7 @@ describe("spillway serve flags", () => {
     expect(fieldOf(["--config", "c.json", "--redis", "localhost:6379"])).toBe("--redis");
     expect(fieldOf(["--config", "c.json"], { REDIS_URL: "http://x" })).toBe("REDIS_URL");
     expect(fieldOf(["--config", "c.json", "--redis-cluster", ","])).toBe("--redis-cluster");
-    expect(fieldOf(["--config", "c.json", "--store", "memory", "--verbose"])).toBe("arguments");
+    expect(fieldOf(["--config", "c.json", "--store", "memory", "--verbose"])).toBe("--verbose");
     for (const bad of ["0", "abc", "1.5", "1e3", "", "99999999999999999999"]) expect(fieldOf(["--config", "c.json", "--store", "memory", "--memory-max-keys", bad])).toBe("--memory-max-keys");
     expect(fieldOf(["--config", "c.json", "--store", "memory", "--memory-max-keys=-5"])).toBe("--memory-max-keys");
     expect(fieldOf(["--config", "c.json", "--redis", "redis://x", "--memory-max-keys", "1000"])).toBe("--memory-max-keys");

@@ -55,8 +55,10 @@ describe("--redis-timeout", () => {
     ["5m", /must be from 1ms to 10s/],
     ["1s 500ms", /must be a duration such as 250ms, 1s or 1s500ms/],
     ["500us", /must be a whole number of milliseconds, got "500us"/],
-    ["-5", /must be a duration such as 250ms, 1s/],
-    ["-5ms", /must be a duration such as 250ms, 1s/],
+    // A negative number is one, below the range: said as the range.
+    ["-5", /must be from 1ms to 10s \(default 50ms\)/],
+    ["-5ms", /must be from 1ms to 10s \(default 50ms\)/],
+    ["-0.5", /must be from 1ms to 10s/],
     ["0", /must be from 1ms to 10s \(default 50ms\): 0 would fail every call/],
     ["0ms", /must be from 1ms to 10s/],
     ["0.5ms", /must be a whole number of milliseconds, got "0.5ms"/],
@@ -73,6 +75,24 @@ describe("--redis-timeout", () => {
     }
     expect(message).toMatch(/^--redis-timeout: /);
     expect(message).toMatch(pattern);
+  });
+
+  // node's parseArgs took "-1" after a flag for another flag: "argument is ambiguous", no range.
+  it.each([
+    [["--redis-timeout", "-1"], /^--redis-timeout: must be from 1ms to 10s \(default 50ms\).*got "-1"$/],
+    [["--redis-timeout=-1"], /^--redis-timeout: must be from 1ms to 10s/],
+    [["--port", "-1"], /^--port: must be an integer from 0 to 65535, got "-1"$/],
+    [["--metrics-port", "-1"], /^--metrics-port: must be an integer from 0 to 65535, got "-1"$/],
+    [["--workers", "-1"], /^--workers: must be a number of processes from 1 to 1024, or auto \(one per core\), got "-1"$/],
+    [["--max-inflight", "-1"], /^--max-inflight: must be a positive integer, got "-1"$/],
+    [["--rls-port", "-1", "--rls-config", "limits.yaml"], /^--rls-port: must be an integer from 0 to 65535, got "-1"$/],
+  ])("%j: names the flag and its range", (flags, pattern) => {
+    expect(() => parseServeArgs([...redis, ...flags], {})).toThrow(pattern);
+  });
+
+  it("still takes a flag after a flag that wants a value for what it is", () => {
+    expect(() => parseServeArgs([...redis, "--port", "--workers", "2"], {})).toThrow(/^arguments: Option '--port' argument is ambiguous/);
+    expect(() => parseServeArgs([...config, "--store", "memory", "--memory-max-keys", "-1"], {})).toThrow(/^--memory-max-keys: must be a positive integer, got "-1"$/);
   });
 
   it("refuses a flag without a value, and the memory store, whose calls never leave the process", () => {

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { decodeRlsRequest } from "../../../../src/node/grpc/decode.js";
 import { encodeRlsAnswer } from "../../../../src/node/grpc/encode.js";
 import { loadRlsProtos } from "../../../../src/node/grpc/server.js";
+import { MAX_DESCRIPTORS, parseRlsRequest } from "../../../../src/rls/request.js";
 import type { RlsAnswer } from "../../../../src/rls/status.js";
 
 const method = loadRlsProtos().RateLimitService.service.ShouldRateLimit as grpc.MethodDefinition<unknown, RlsAnswer>;
@@ -82,6 +83,45 @@ describe("ShouldRateLimit's codec (src/node/grpc/decode.ts, encode.ts)", () => {
     const withUnknown = Buffer.concat([unknown, bytes, unknown]);
     expect(decodeRlsRequest(withUnknown)).toEqual(referenceDecode(withUnknown));
     expect(decodeRlsRequest(withUnknown)).toEqual(request);
+  });
+
+  it("decodes requests of up to MAX_DESCRIPTORS descriptors as proto-loader does", () => {
+    expect(MAX_DESCRIPTORS).toBe(64);
+    for (let seed = 1; seed <= 20; seed++) {
+      const descriptors = Array.from({ length: MAX_DESCRIPTORS - (seed % 2) }, (_, i) => ({ ...(randomRequest(seed * 100 + i).descriptors as object[] | undefined)?.[0] }));
+      const bytes = referenceEncode({ domain: "d", descriptors, hits_addend: seed });
+      expect(decodeRlsRequest(bytes), `seed ${seed}`).toEqual(referenceDecode(bytes));
+    }
+  });
+
+  // One request of 104,000 descriptors (1 MiB) held the event loop for as long as building them
+  // all took, to be refused for its count.
+  it("stops reading descriptors at the cap: the rest are counted, not read, and the refusal is the one proto-loader's objects get", () => {
+    const descriptor = { entries: [{ key: "user", value: "u-1" }] };
+    // The bytes of one descriptor, 104,000 times (a message's fields may come in any order: domain and hits_addend last).
+    const one = referenceEncode({ descriptors: [descriptor] });
+    const bytes = Buffer.concat([...Array.from({ length: 104_000 }, () => one), referenceEncode({ domain: "d", hits_addend: 2 })]);
+    const ours = decodeRlsRequest(bytes);
+    expect(ours.descriptors).toHaveLength(MAX_DESCRIPTORS);
+    expect(ours.descriptors).toEqual(Array.from({ length: MAX_DESCRIPTORS }, () => descriptor));
+    expect(ours).toMatchObject({ domain: "d", hits_addend: 2, descriptorCount: 104_000 });
+    const refusal = (wire: Parameters<typeof parseRlsRequest>[0]) => {
+      try {
+        parseRlsRequest(wire);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "accepted";
+    };
+    expect(refusal(ours)).toBe("descriptors: must hold at most 64 descriptors, got 104000");
+    expect(refusal(ours)).toBe(refusal(referenceDecode(bytes) as never));
+    // The 65th descriptor is not read at all: a field of wire type 7 inside it (field 15), which any reader refuses, passes unseen.
+    const sixtyFour = referenceEncode({ domain: "d", descriptors: Array.from({ length: MAX_DESCRIPTORS }, () => descriptor) });
+    const unreadable = Buffer.concat([sixtyFour, Buffer.from([0x12, 0x02, 0x7f, 0x00])]);
+    expect(() => referenceDecode(unreadable)).toThrow(/wire type 7/);
+    expect(refusal(decodeRlsRequest(unreadable))).toBe("descriptors: must hold at most 64 descriptors, got 65");
+    // Its length is still checked: one past the end of the bytes is refused as before.
+    expect(() => decodeRlsRequest(Buffer.concat([sixtyFour, Buffer.from([0x12, 0x05, 0x0a])]))).toThrow("index out of range");
   });
 
   it("refuses truncated and malformed bytes: whatever proto-loader refuses, and text cut short, which it clamps", () => {

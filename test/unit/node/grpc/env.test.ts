@@ -10,9 +10,9 @@ const REFERENCE_VARIABLES =
   );
 
 const BASE = { REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "127.0.0.1:6379" };
-const failure = (env: Record<string, string>) => {
+const failure = (env: Record<string, string>, base: Record<string, string> = BASE) => {
   try {
-    parseRlsEnv({ ...BASE, ...env });
+    parseRlsEnv({ ...base, ...env });
   } catch (error) {
     return (error as Error).message;
   }
@@ -56,6 +56,19 @@ describe("spillway rls: the reference's variables", () => {
     expect(parseRlsEnv({ ...BASE, REDIS_AUTH: "user:p:w" }).settings.redis).toMatchObject({ username: "user", password: "p:w" });
     expect(parseRlsEnv({ REDIS_TYPE: "CLUSTER", REDIS_URL: "a:7000,b:7001" }).settings.redis.nodes).toEqual([{ host: "a", port: 7000 }, { host: "b", port: 7001 }]);
     expect(parseRlsEnv({ REDIS_TYPE: "sentinel", REDIS_URL: "mymaster,s1:26379,s2:26379", REDIS_SENTINEL_AUTH: "spw" }).settings.redis).toMatchObject({ sentinelName: "mymaster", nodes: [{ host: "s1", port: 26379 }, { host: "s2", port: 26379 }], sentinelPassword: "spw" });
+  });
+
+  it("takes a socket path under REDIS_SOCKET_TYPE=unix (the default), and refuses a TCP address there, saying what to set", () => {
+    const unixFailure = (env: Record<string, string>) => failure(env, {});
+    for (const path of ["/tmp/redis.sock", "redis.sock", "./run/a:1"]) expect(parseRlsEnv({ REDIS_URL: path }).settings.redis.socketPath).toBe(path);
+    const set = (address: string) => `but REDIS_SOCKET_TYPE is unix (the reference's default), which reads REDIS_URL as a socket path: set REDIS_SOCKET_TYPE=tcp and REDIS_URL=${address} (host:port, as the reference reads it)`;
+    expect(unixFailure({ REDIS_URL: "redis://127.0.0.1:6379" })).toBe(`REDIS_URL: "redis://127.0.0.1:6379" is a TCP address, ${set("127.0.0.1:6379")}`);
+    expect(unixFailure({ REDIS_URL: "127.0.0.1:6379" })).toBe(`REDIS_URL: "127.0.0.1:6379" is a TCP address, ${set("127.0.0.1:6379")}`);
+    expect(unixFailure({ REDIS_SOCKET_TYPE: "UNIX", REDIS_URL: "cache.internal:6380" })).toContain(set("cache.internal:6380"));
+    expect(unixFailure({ REDIS_URL: "[::1]:6379" })).toContain(set("[::1]:6379"));
+    // A password is never echoed; TLS and the password are said where they go.
+    expect(unixFailure({ REDIS_URL: "rediss://u:secret@cache.internal" })).toBe(`REDIS_URL: "rediss://…@cache.internal" is a TCP address, ${set("cache.internal:6379")}, with REDIS_TLS=true and its password in REDIS_AUTH`);
+    expect(failure({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: "redis://:secret@127.0.0.1:6379" })).toBe('REDIS_URL: must be host:port (as the reference reads it), not a URL: 127.0.0.1:6379, got "redis://…@127.0.0.1:6379"');
   });
 
   it.each([

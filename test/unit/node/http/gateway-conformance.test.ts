@@ -4,6 +4,7 @@ import { MemoryStore } from "../../../../src/stores/memory.js";
 import { GATEWAY_TABLE_CONFIG, type CountingOrigin, type GatewayDriver, type GatewayReply, gatewayConformance } from "../../../conformance/gateway-table.js";
 import { gatewayCountingConformance } from "../../../conformance/gateway-counting-table.js";
 import { gatewayAccessConformance } from "../../../conformance/gateway-table-access.js";
+import { gatewayRepeatsConformance } from "../../../conformance/gateway-table-repeats.js";
 import { gatewayPlansConformance } from "../../../conformance/gateway-table-plans.js";
 import { GATEWAY_WS_CONFIG, gatewayWebSocketConformance } from "../../../conformance/gateway-websocket-table.js";
 import { type WsOrigin, startWsOrigin } from "../../../conformance/ws-origin.js";
@@ -172,4 +173,5 @@ gatewayCountingConformance("Node (memory store)", () => ({ ...driver, send: send
 gatewayCountingConformance("Node (a store of the caller's own)", () => ({ ...driver, send: send.bind(null, "atOnce"), logs: gateways.atOnce.up!.logs }));
 gatewayPlansConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayAccessConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
+gatewayRepeatsConformance("Node (memory store)", () => ({ ...driver, send: send.bind(null, "turnEnd"), logs: gateways.turnEnd.up!.logs }));
 gatewayWebSocketConformance("Node", () => nodeWebSocketDriver(() => wsGateway.port, () => wsOrigin, wsLimiter));
