@@ -3,13 +3,14 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { type RedisClusterServers, type RedisServer, startRedis, startRedisCluster } from "./redis-server.js";
-import { redisCli } from "./redis-sentinel.js";
+import { hashSlot } from "../src/stores/redis/nodes.js";
+import { redisCli, untilStreaming } from "./redis-sentinel.js";
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface ReplicatedCluster extends RedisClusterServers {
-  /** The replica of nodes[0], in sync when this resolves. */
+  /** The replica of nodes[0], in sync and streaming when this resolves. */
   replica: RedisServer;
   /** The first and last slot that nodes[0] serves. */
   slots: [number, number];
@@ -36,6 +37,10 @@ export async function startClusterWithReplica(nodeTimeoutMs = 1000): Promise<Rep
     }
     const line = (await redisCli(master.port, "cluster", "nodes")).split("\n").find((entry) => entry.includes("myself"))!;
     const [first, last] = line.split(" ").at(-1)!.split("-").map(Number);
+    // Linked is not streaming yet (untilStreaming): a write on the master's slots, waited for.
+    let probe = 0;
+    while (hashSlot(`spillway-harness:probe-${probe}`) < first! || hashSlot(`spillway-harness:probe-${probe}`) > last!) probe++;
+    await untilStreaming(master.port, [replica.port], `spillway-harness:probe-${probe}`);
     const stop = servers.stop;
     const replicaServer = replica;
     return { ...servers, replica, slots: [first!, last!], stop: async () => void (await Promise.all([stop(), replicaServer.stop()])) };

@@ -17,6 +17,46 @@ export async function redisCli(port: number, ...args: string[]): Promise<string>
   return stdout.trim();
 }
 
+/** A replication offset from INFO replication: a master's `master_repl_offset`, a replica's `slave_repl_offset`. */
+async function replicationOffset(port: number, field: "master_repl_offset" | "slave_repl_offset", password: string | undefined, timeoutMs: number): Promise<number> {
+  // A bound on the call too: a stopped server (SIGSTOP) accepts the connection and never answers.
+  const { stdout: info } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...sentinelAuth(password), "info", "replication"], { timeout: Math.max(1, Math.ceil(timeoutMs)) });
+  const offset = new RegExp(`^${field}:(\\d+)`, "m").exec(info)?.[1];
+  if (offset === undefined) throw new Error(`redis on port ${port} reports no ${field}:\n${info}`);
+  return Number(offset);
+}
+
+/**
+ * Resolves once the replica on `replicaPort` has applied everything the master on `masterPort`
+ * had written when this was called (its slave_repl_offset reaches the master's
+ * master_repl_offset); throws after `timeoutMs`, naming both offsets. WAIT is no such guard
+ * from redis-cli: it waits for the writes of the connection that sends it, and a fresh
+ * connection has written nothing, so it answers at once whatever the replica holds.
+ */
+export async function untilReplicated(masterPort: number, replicaPort: number, { timeoutMs = 5000, password }: { timeoutMs?: number; password?: string } = {}): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  const target = await replicationOffset(masterPort, "master_repl_offset", password, timeoutMs);
+  for (;;) {
+    const applied = await replicationOffset(replicaPort, "slave_repl_offset", password, deadline - performance.now()).catch(() => undefined);
+    if (applied !== undefined && applied >= target) return;
+    if (performance.now() > deadline) throw new Error(`the replica on port ${replicaPort} applied ${applied ?? "(no answer)"} of the master's ${target} bytes of writes in ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+/**
+ * A write on the master (a key set, then deleted), waited for on every replica: a replica whose
+ * link is up may not be streaming yet. After a diskless sync (Redis 7's default) the master
+ * starts a replica's stream on its REPLCONF ACK once it has reaped the RDB child; the ACK the
+ * replica sends as it finishes loading can arrive before that, and then the stream waits for
+ * the replica's next ACK, a second later: writes made meanwhile reach it only then.
+ */
+export async function untilStreaming(masterPort: number, replicaPorts: number[], probeKey: string, password?: string): Promise<void> {
+  await redisCli(masterPort, ...sentinelAuth(password), "set", probeKey, "1");
+  await redisCli(masterPort, ...sentinelAuth(password), "del", probeKey);
+  for (const port of replicaPorts) await untilReplicated(masterPort, port, { timeoutMs: 10_000, password });
+}
+
 export interface SentinelProcess {
   port: number;
   process: ChildProcess;
@@ -116,7 +156,7 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
     for (let i = 0; i < (options.replicas ?? 1); i++) replicas.push(await startRedis(["--repl-diskless-sync-delay", "0", "--replicaof", "127.0.0.1", String(master.port)]));
     // A password is set once they run (the launcher waits for a PING, which AUTH would refuse).
     if (options.password) for (const server of [...replicas, master]) await redisCli(server.port, "config", "set", "masterauth", options.password, "requirepass", options.password);
-    await waitForSync(replicas, options.password);
+    await waitForSync(master, replicas, options.password);
     const lines = [
       `sentinel monitor ${name} 127.0.0.1 ${master.port} ${Math.floor((options.sentinelCount ?? 3) / 2) + 1}`,
       `sentinel down-after-milliseconds ${name} ${options.downAfterMs ?? 1000}`,
@@ -151,13 +191,14 @@ export async function startSentinelGroup(options: SentinelGroupOptions = {}): Pr
   };
 }
 
-async function waitForSync(replicas: RedisServer[], password: string | undefined): Promise<void> {
+async function waitForSync(master: RedisServer, replicas: RedisServer[], password: string | undefined): Promise<void> {
   for (const replica of replicas) {
     for (let attempt = 0; !(await redisCli(replica.port, ...sentinelAuth(password), "info", "replication")).includes("master_link_status:up"); attempt++) {
       if (attempt > 300) throw new Error(`the replica on port ${replica.port} did not sync within 30 s`);
       await sleep(50);
     }
   }
+  if (replicas.length > 0) await untilStreaming(master.port, replicas.map((replica) => replica.port), "spillway-harness:probe", password);
 }
 
 function sentinelAuth(password: string | undefined): string[] {

@@ -69,7 +69,8 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
   const chosenPort = port ?? (await freePort(extraArgs.includes("--cluster-enabled")));
   const dir = mkdtempSync(join(tmpdir(), "spillway-redis-"));
   const launch = async () => {
-    const child = spawn("redis-server", ["--port", String(chosenPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...extraArgs], {
+    const logs = process.env.SPILLWAY_REDIS_LOGS ? ["--loglevel", "verbose", "--logfile", join(process.env.SPILLWAY_REDIS_LOGS, `redis-${chosenPort}.log`)] : [];
+    const child = spawn("redis-server", ["--port", String(chosenPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, ...logs, ...extraArgs], {
       stdio: "ignore",
     });
     // Without a listener a missing binary (ENOENT) would be an uncaught 'error' event.

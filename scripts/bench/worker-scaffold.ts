@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
+import { lockInto } from "../locked-versions.js";
 
 const run = promisify(execFile);
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -35,18 +36,21 @@ export async function packInto(work: string): Promise<string> {
 
 /**
  * `spillway init NAME` in `work` from the installed tarball, then `npm install` there (the
- * tarball for spillway, the registry's wrangler). Answers the project's directory.
+ * tarball for spillway, the registry's wrangler; both installs at the versions our
+ * package-lock.json holds). Answers the project's directory.
  */
 export async function scaffoldWorker(work: string, tarball: string, name = "my-limiter"): Promise<string> {
   const tools = join(work, "tools");
   mkdirSync(tools, { recursive: true });
   writeFileSync(join(tools, "package.json"), JSON.stringify({ name: "tools", private: true }));
+  lockInto(tools);
   await sh("npm", ["install", tarball, ...NPM_QUIET], tools);
   await sh(join(tools, "node_modules", ".bin", "spillway"), ["init", name], work);
   const project = join(work, name);
   const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { dependencies: Record<string, string> };
   manifest.dependencies.spillway = `file:${tarball}`;
   writeFileSync(join(project, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
+  lockInto(project);
   await sh("npm", ["install", ...NPM_QUIET], project);
   return project;
 }

@@ -78,7 +78,7 @@ export const GATEWAY_TABLE_CONFIG = {
   ],
   routes: [
     { match: { path: "/three/*" }, key: "header:x-user", policies: ["three"] },
-    { match: { path: "/delay/*" }, key: "header:x-user", policies: ["spaced"], onLimit: "delay", maxDelayMs: 500 },
+    { match: { path: "/delay/*" }, key: "header:x-user", policies: ["spaced"], onLimit: "delay", maxDelayMs: 450 },
     { match: { path: "/dry/*" }, key: "header:x-user", policies: ["three"], dryRun: true },
     { match: { path: "/slot/*" }, key: "header:x-user", policies: ["slot"] },
     { match: { path: "/v6/*" }, key: "ip/64", policies: ["big"] },
@@ -127,6 +127,29 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Timers this late (ms) can spread a burst sent at once past the delay case's 150 ms margin. */
+const SPREAD_LATE_MS = 40;
+
+/** Runs `work`, measuring how late this runtime's timers fire meanwhile (the longest, in ms). */
+async function withTimerLateness<T>(work: () => Promise<T>): Promise<{ result: T; lateMs: number }> {
+  let lateMs = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const tick = () => {
+    const dueMs = Date.now() + 5;
+    timer = setTimeout(() => {
+      lateMs = Math.max(lateMs, Date.now() - dueMs);
+      tick();
+    }, 5);
+  };
+  tick();
+  try {
+    const result = await work();
+    return { result, lateMs };
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const SLOT_POLICY = { name: "slot", algorithm: "concurrency", limit: 1, periodMs: 1000, burst: 1, leaseMs: 30_000, failMode: "closed" } as const;
 
 /** Registers the table's cases; `driver` is called once the runner's beforeAll has run. */
@@ -156,22 +179,33 @@ export function gatewayConformance(runtime: string, driverOf: () => GatewayDrive
 
     it("delay holds a request until its reserved slot, at most maxDelayMs", async () => {
       const gw = driverOf();
-      const user = uniqueUser();
-      const started = Date.now();
-      const timed = async () => {
-        const reply = await gw.send("/delay/a", as(user));
-        await reply.text();
-        return { status: reply.status, ms: Date.now() - started };
-      };
-      // One per 200 ms, burst 1: slots at 0, 200, 400 ms; the fourth (600 ms) is past maxDelayMs.
-      const results = await Promise.all([timed(), timed(), timed(), timed()]);
-      const admitted = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
-      expect(results.filter((r) => r.status === 429)).toHaveLength(1);
-      expect(admitted).toHaveLength(3);
-      // Lower bounds are the point (held until the slot); the upper one only rules out "never".
-      expect(admitted[1]).toBeGreaterThanOrEqual(180);
-      expect(admitted[2]).toBeGreaterThanOrEqual(380);
-      expect(admitted[2]).toBeLessThan(2000);
+      // One per 200 ms, burst 1: four sent at once reserve slots 0, 200 and 400 ms after the first
+      // is decided; the fourth's, 600 ms after it, is past maxDelayMs (450) if the fourth is decided
+      // within 150 ms of the first. A busy machine can spread the four further (this runtime's
+      // timers fire as late: the gateway decides in it), and then the fourth's slot is in reach
+      // and it is held too: such a burst proves the holding, and is sent again with another key.
+      for (let attempt = 1; ; attempt++) {
+        const user = uniqueUser();
+        const started = Date.now();
+        const timed = async () => {
+          const reply = await gw.send("/delay/a", as(user));
+          await reply.text();
+          return { status: reply.status, ms: Date.now() - started };
+        };
+        const { result: results, lateMs } = await withTimerLateness(() => Promise.all([timed(), timed(), timed(), timed()]));
+        const admitted = results.filter((r) => r.status === 200).map((r) => r.ms).sort((a, b) => a - b);
+        const refused = results.filter((r) => r.status === 429).length;
+        expect(admitted.length + refused).toBe(4);
+        expect(refused).toBeLessThanOrEqual(1);
+        // Lower bounds are the point (held until the slot, however spread); the upper one only rules out "never".
+        expect(admitted[1]).toBeGreaterThanOrEqual(180);
+        expect(admitted[2]).toBeGreaterThanOrEqual(380);
+        if (refused === 0) expect(admitted[3]).toBeGreaterThanOrEqual(580);
+        expect(admitted.at(-1)).toBeLessThan(2000);
+        if (refused === 1) return;
+        expect(lateMs, `all four held, though this runtime's timers were at most ${lateMs} ms late`).toBeGreaterThanOrEqual(SPREAD_LATE_MS);
+        expect(attempt, `all four held in ${attempt} bursts: timers up to ${lateMs} ms late in the last`).toBeLessThan(5);
+      }
     });
 
     it("dry run never blocks but reports in headers and logs", async () => {

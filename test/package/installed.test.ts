@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
+import { locked, lockInto, unlocked } from "../../scripts/locked-versions.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { extractSnippets } from "./snippets.js";
 
@@ -20,7 +21,6 @@ const root = fileURLToPath(new URL("../../", import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
   version: string;
   exports: Record<string, unknown>;
-  devDependencies: Record<string, string>;
   peerDependenciesMeta: Record<string, { optional: boolean }>;
 };
 /** The server's optional peers: never installed with the library. */
@@ -28,7 +28,6 @@ const OPTIONAL = Object.keys(rootPackage.peerDependenciesMeta).filter((name) => 
 const nodeEntries = Object.keys(rootPackage.exports)
   .filter((entry) => entry !== "./worker" && entry !== "./package.json" && !entry.includes("*"))
   .map((entry) => `spillway/${entry.slice(2)}`);
-const pinned = (name: string) => `${name}@${rootPackage.devDependencies[name]!.replace(/^\^/, "")}`;
 
 interface Ran {
   code: number;
@@ -60,8 +59,9 @@ beforeAll(async () => {
   light = join(work, "light");
   mkdirSync(light);
   writeFileSync(join(light, "package.json"), JSON.stringify({ name: "light", private: true, type: "module" }));
-  // README's install line, as written: the library and hono, nothing else.
-  const installed = await sh("npm", ["install", inject("tarball"), pinned("hono"), "--no-audit", "--no-fund", "--prefer-offline"], light);
+  lockInto(light);
+  // README's install line, as written: the library and hono, nothing else (at the versions our lockfile holds).
+  const installed = await sh("npm", ["install", inject("tarball"), locked("hono"), "--no-audit", "--no-fund", "--prefer-offline"], light);
   if (installed.code !== 0) throw new Error(`npm install failed:\n${installed.stdout}${installed.stderr}`);
   installOutput = installed.stdout + installed.stderr;
   redis = await startRedis();
@@ -86,6 +86,10 @@ describe("npm install spillway hono", () => {
     expect(packages.length, packages.join(" ")).toBeLessThanOrEqual(3);
     expect(packages).toContain("spillway");
     expect(installOutput.split("\n").filter((line) => /install-scripts|install script/i.test(line))).toEqual([]);
+  });
+
+  it("installs only versions package-lock.json holds", () => {
+    expect(unlocked(light)).toEqual([]);
   });
 
   it("installs none of the server's optional packages, and every entry point loads without them", async () => {
@@ -204,10 +208,15 @@ describe("with the server's optional packages installed", () => {
     server = join(work, "server");
     mkdirSync(server);
     writeFileSync(join(server, "package.json"), JSON.stringify({ name: "server", private: true, type: "module" }));
-    const packages = [pinned("hono"), pinned("ioredis"), pinned("@grpc/grpc-js"), pinned("@grpc/proto-loader")];
+    lockInto(server);
+    const packages = [locked("hono"), locked("ioredis"), locked("@grpc/grpc-js"), locked("@grpc/proto-loader")];
     const installed = await sh("npm", ["install", inject("tarball"), ...packages, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], server);
     if (installed.code !== 0) throw new Error(`npm install failed:\n${installed.stderr}`);
   }, 300_000);
+
+  it("installs only versions package-lock.json holds", () => {
+    expect(unlocked(server)).toEqual([]);
+  });
   afterAll(() => {
     for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
   });

@@ -5,18 +5,19 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { locked, lockInto, unlocked } from "../../scripts/locked-versions.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 
 // The package as a user gets it: `npm pack` (which builds dist/ through `prepack`), the tarball
-// installed into an empty project with its dependencies from the registry, then used there with
-// plain Node, with TypeScript and through the `spillway` command. Nothing here reads src/.
+// installed into an empty project with its dependencies from the registry (at the versions our
+// package-lock.json holds: scripts/locked-versions.ts), then used there with plain Node, with
+// TypeScript and through the `spillway` command. Nothing here reads src/.
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const fixtures = fileURLToPath(new URL("./fixtures/", import.meta.url));
 const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
   exports: Record<string, unknown>;
-  devDependencies: Record<string, string>;
 };
 /** Entry points Node can load (spillway/worker imports cloudflare:workers, which only workerd has). */
 const nodeEntries = Object.keys(rootPackage.exports)
@@ -54,10 +55,9 @@ beforeAll(async () => {
   consumer = join(work, "consumer");
   mkdirSync(consumer);
   writeFileSync(join(consumer, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
-  const typesNode = `@types/node@${rootPackage.devDependencies["@types/node"]}`;
+  lockInto(consumer);
   // ioredis: an optional peer, which the fixtures' RedisStore and the typed consumer need.
-  const ioredis = `ioredis@${rootPackage.devDependencies.ioredis}`;
-  await sh("npm", ["install", tarball, typesNode, ioredis, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], consumer);
+  await sh("npm", ["install", tarball, locked("@types/node"), locked("ioredis"), "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], consumer);
   for (const file of ["decide.mjs", "esm.mjs", "cjs.cjs"]) copyFileSync(join(fixtures, file), join(consumer, file));
 }, 300_000);
 
@@ -74,6 +74,10 @@ describe("the packed tarball", () => {
     const stray = packedFiles.filter((file) => !/^(dist|bin|proto|docs)\//.test(file) && !/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|BENCHMARKS\.md|spillway\.schema\.json)$/.test(file));
     expect(stray).toEqual([]);
     expect(packedFiles.filter((file) => /\.ts$/.test(file) && !file.endsWith(".d.ts"))).toEqual([]);
+  });
+
+  it("installs, with its dependencies and peers, only versions package-lock.json holds", () => {
+    expect(unlocked(consumer)).toEqual([]);
   });
 
   it("installs without install scripts, and says where it comes from and the Node it needs", () => {

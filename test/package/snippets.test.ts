@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { locked, lockInto, unlocked } from "../../scripts/locked-versions.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { allSnippets, comparable, documentPaths, firstInstallBlock, installedPackages, isWorkerModule, projectSteps, promisedOutput, type Snippet, snippetName, tooNewSyntax } from "./snippets.js";
 
@@ -18,7 +19,6 @@ import { allSnippets, comparable, documentPaths, firstInstallBlock, installedPac
 const OLDEST_NODE = "22.12.0";
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("../../", import.meta.url));
-const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
 const snippets = allSnippets(root);
 const packages = installedPackages(snippets);
 const steps = projectSteps(snippets);
@@ -41,12 +41,8 @@ async function sh(file: string, args: string[], cwd: string, env: NodeJS.Process
   }
 }
 
-/** `name` as npm installs it here: spillway is the tarball, others at this repository's pinned version. */
-function installSpec(name: string, tarball: string): string {
-  if (name === "spillway") return tarball;
-  const pinned = rootPackage.devDependencies[name] ?? rootPackage.dependencies[name];
-  return pinned ? `${name}@${pinned.replace(/^\^/, "")}` : name;
-}
+/** `name` as npm installs it here: spillway is the tarball, others at the version package-lock.json holds. */
+const installSpec = (name: string, tarball: string) => (name === "spillway" ? tarball : locked(name));
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "spillway-snippets-"));
@@ -55,6 +51,7 @@ beforeAll(async () => {
   // As a reader's project starts: `npm init -y`, then the set-up the documents give.
   await sh("npm", ["init", "-y"], consumer);
   for (const step of steps) await sh("npm", step, consumer);
+  lockInto(consumer);
   const tarball = inject("tarball");
   const installed = await sh("npm", ["install", ...packages.map((name) => installSpec(name, tarball)), "--no-audit", "--no-fund", "--prefer-offline"], consumer);
   installOutput = installed.stdout + installed.stderr;
@@ -62,6 +59,7 @@ beforeAll(async () => {
   const nodeDir = join(work, "node22");
   mkdirSync(nodeDir);
   writeFileSync(join(nodeDir, "package.json"), JSON.stringify({ name: "node22", private: true }));
+  lockInto(nodeDir);
   await sh("npm", ["install", `node@${OLDEST_NODE}`, "--no-audit", "--no-fund", "--prefer-offline", "--loglevel=error"], nodeDir);
   oldestNode = join(nodeDir, "node_modules", "node", "bin", "node");
   redis = await startRedis();
@@ -82,6 +80,11 @@ describe("the documents' code blocks", () => {
       `snippets: ${snippets.length} blocks ${JSON.stringify(counts)}, ${snippets.filter((snippet) => snippet.run).length} run; installed: ${packages.join(" ")}\n` +
         untested.map((snippet) => `  not tested: ${snippet.where} (${snippet.lang || "no language"}): ${snippet.reason}`).join("\n"),
     );
+  });
+
+  it("are run with only versions package-lock.json holds (and the oldest Node claimed)", () => {
+    expect(unlocked(consumer)).toEqual([]);
+    expect(unlocked(join(work, "node22"), ["node"])).toEqual([]);
   });
 
   it("tell a user to install spillway, and npm prints no install-scripts warning for it", () => {

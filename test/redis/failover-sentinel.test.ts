@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { RunningServer } from "../../src/node/serve/server.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
-import { type SentinelGroup, redisCli, startSentinelGroup } from "../../scripts/redis-sentinel.js";
+import { type SentinelGroup, startSentinelGroup, untilReplicated } from "../../scripts/redis-sentinel.js";
 import { LEASE_MS, admitUntilDenied, call, serveStore, sleep, steadyLoad, summarize, untilDecidesAgain } from "./failover-harness.js";
 
 // A master, a replica and three sentinels (down-after-milliseconds 1000) on loopback; under a
@@ -34,7 +34,7 @@ describe("Sentinel failover under load", { timeout: 60_000 }, () => {
     const held = await Promise.all([0, 1].map(() => call(server, "acquire", { key: "held", policy: "leases" })));
     expect(held.map((answer) => answer.status)).toEqual([200, 200]);
     // Every write so far is on the replica: the count that failover keeps.
-    expect(await redisCli(group.master.port, "wait", "1", "5000")).toBe("1");
+    await untilReplicated(group.master.port, group.replicas[0]!.port);
 
     const load = steadyLoad(server);
     await sleep(300);

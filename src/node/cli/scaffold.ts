@@ -59,8 +59,10 @@ compatibility_date = "2026-10-01"
 # The client's leaving reaches the Worker (request.signal): a counted answer whose client left
 # before its head is given up on, and charged, within waitUntil's 30 s (docs/counting.md).
 compatibility_flags = ["enable_request_signal"]
-# Smaller uploads and faster cold starts: the bundle stays under 60 KiB gzip.
+# Smaller uploads and faster cold starts: minified, and without the name esbuild otherwise
+# pins on every function and class (nothing in Spillway reads one). docs/worker.md gives the size.
 minify = true
+keep_names = false
 
 # A bad spillway.config.json fails \`wrangler dev\`, \`wrangler deploy\` (and --dry-run) here,
 # with a message that names the field.
