@@ -95,6 +95,7 @@ export const routeSchema = z.strictObject({
   // field, a union's would not); spillway.schema.json spells them out (src/node/cli/json-schema.ts).
   count: z.optional(z.unknown()),
   cost: z.optional(z.unknown()),
+  estimate: z.optional(z.unknown()),
 });
 
 /**

@@ -56,4 +56,13 @@ export interface Algorithm<S> {
    * later slot than nowMs that another policy of the stack chose. Absent: it does.
    */
   fitsAt?(state: S | undefined, policy: Policy, nowMs: number, atMs: number, cost: number): boolean;
+  /**
+   * Returns `amount` (≥ 1) units spent at spentAtMs (≤ nowMs; a reservation's slot may be later)
+   * to the state at nowMs, by the algorithm's own rule: never below its empty state (a window's
+   * count floors at 0), never above what it can hold (a bucket caps at its burst), and a window
+   * algorithm returns units only to the window they were spent in (an earlier window is over: its
+   * units are gone with it). `undefined` state (fresh) stays fresh. Absent for concurrency: a
+   * lease is released, not refunded.
+   */
+  refund?(state: S | undefined, policy: Policy, nowMs: number, amount: number, spentAtMs: number | undefined): S | undefined;
 }

@@ -20,6 +20,9 @@ export interface CreditsState {
  */
 export const NEVER_FRESH_MS = 8_640_000_000_000_000;
 
+/** The most a refund raises a balance to (a balance past 2^53 would lose whole units). */
+const REFUND_BALANCE_CAP = 1e15;
+
 /** Start of the refill window holding timeMs (0 without a refill: one window for ever). */
 function refillStartOf(policy: Policy, timeMs: number): number {
   return policy.calendar ? calendarWindow(policy.calendar, timeMs).startMs : 0;
@@ -77,6 +80,13 @@ export const credits: Algorithm<CreditsState> = {
     return { remaining, resetMs: calendarWindow(policy.calendar, startMs).endMs - nowMs };
   },
   fitsAt: (state, policy, nowMs, atMs, cost) => creditsFitAt(state, policy, nowMs, atMs, cost),
+  refund(state, policy, nowMs, amount, spentAtMs) {
+    // Back to the balance of the refill window the units were spent in (a later window was
+    // refilled: nothing to return there); a key never seen holds its `limit` already.
+    if (!state) return undefined;
+    if (policy.calendar && state.windowStartMs !== refillStartOf(policy, spentAtMs ?? Math.max(nowMs, state.windowStartMs))) return state;
+    return { balance: Math.min(REFUND_BALANCE_CAP, state.balance + amount), windowStartMs: state.windowStartMs };
+  },
   freshAtMs(state, policy) {
     if (!policy.calendar) return state.balance === policy.limit ? 0 : NEVER_FRESH_MS;
     // After its window the balance is the refill's amount: fresh only when that is `limit`.

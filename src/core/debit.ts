@@ -28,9 +28,17 @@ function overdraws(earliestMs: number | null, nowMs: number): boolean {
   return earliestMs === null || earliestMs - nowMs > EPSILON_MS;
 }
 
-/** A debit's cost is a request's: an integer 0 … 1e9 (a store called from plain JavaScript may be handed anything). */
+/**
+ * A debit's cost is a signed adjustment: an integer −1e9 … 1e9, a negative one a refund (a store
+ * called from plain JavaScript may be handed anything).
+ */
 export function assertDebitCost(cost: number): void {
-  if (!Number.isInteger(cost) || cost < 0 || cost > MAX_COST) throw new ValidationError("cost", `must be an integer from 0 to ${MAX_COST}, got ${describeValue(cost)}`);
+  if (!Number.isInteger(cost) || cost < -MAX_COST || cost > MAX_COST) throw new ValidationError("cost", `must be an integer from ${-MAX_COST} to ${MAX_COST} (negative: a refund), got ${describeValue(cost)}`);
+}
+
+/** A time a refund names as when its units were spent: a finite number of ms, or none. */
+function assertSpentAtMs(spentAtMs: number | undefined): void {
+  if (spentAtMs !== undefined && !Number.isFinite(spentAtMs)) throw new ValidationError("spentAtMs", `must be a time in ms, got ${describeValue(spentAtMs)}`);
 }
 
 /**
@@ -44,12 +52,18 @@ export function assertDebitCost(cost: number): void {
  * answers the state after the debit as a peek would: `allowed` says whether a cost-1 request
  * would be admitted now.
  *
+ * A negative cost is a refund: the units go back to each policy by its own rule (never below
+ * empty, never above capacity, only to the window they were spent in: spentAtMs, when given,
+ * says which), and the decision answers the state after it the same way.
+ *
  * @example debit([perMinute], (name) => states.get(name), Date.now(), 120)
  */
-export function debit(policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, cost: number): DecideOutput {
+export function debit(policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, cost: number, spentAtMs?: number): DecideOutput {
   assertDebitable(policies);
   assertDebitCost(cost);
+  assertSpentAtMs(spentAtMs);
   const changes = new Map<string, StateChange>();
+  if (cost < 0) refundInto(changes, policies, read, nowMs, -cost, spentAtMs);
   if (cost > 0) {
     for (const policy of policies) {
       const algorithm = algorithmOf(policy);
@@ -63,9 +77,24 @@ export function debit(policies: readonly Policy[], read: (policyName: string) =>
       changes.set(policy.name, stateChange(policy, algorithm.admit(live, policy, nowMs, nowMs, cost, undefined), blockedUntilMs));
     }
   }
-  const readAfter = (name: string) => {
-    const change = changes.get(name);
-    return change ? change.stored : read(name);
-  };
+  // A null change is a state dropped (a refund that left it fresh): read as none, not as before.
+  const readAfter = (name: string): StoredState | undefined => (changes.has(name) ? changes.get(name)?.stored : read(name));
   return { decision: decide(policies, readAfter, nowMs, AFTER_DEBIT).decision, changes };
+}
+
+/**
+ * Returns `amount` units to every policy of the stack (a refund: each algorithm's own rule, see
+ * Algorithm.refund), spent at spentAtMs when the caller knows it. A state the refund leaves fresh
+ * is dropped; a block under way stays (a refund is not a pardon).
+ */
+function refundInto(changes: Map<string, StateChange>, policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, amount: number, spentAtMs: number | undefined): void {
+  for (const policy of policies) {
+    const stored = read(policy.name);
+    const live = liveState(stored, policy, nowMs);
+    const refunded = live === undefined ? undefined : algorithmOf(policy).refund!(live, policy, nowMs, amount, spentAtMs);
+    if (refunded === undefined || refunded === live) continue;
+    const blockedUntilMs = liveBlockMs(stored, policy, nowMs);
+    const change = stateChange(policy, refunded, blockedUntilMs);
+    changes.set(policy.name, change && change.freshAtMs <= nowMs ? null : change);
+  }
 }

@@ -73,3 +73,22 @@ export function lastUntilMs(entries: readonly Entry[]): number {
   for (const entry of entries) last = Math.max(last, entry[0]);
   return last;
 }
+
+/**
+ * `entries` with up to `amount` cost taken back (a sliding log's refund): from the entry that
+ * ends at untilMs only, or, without one, from the newest entries first; an entry left with no
+ * cost is dropped. Never below empty.
+ */
+export function takeFromEntries(entries: readonly Entry[], amount: number, untilMs: number | undefined): Entry[] {
+  const next = entries.slice();
+  let left = amount;
+  for (let index = next.length - 1; index >= 0 && left > 0; index--) {
+    const [entryUntilMs, cost, leaseId] = next[index]!;
+    if (untilMs !== undefined && entryUntilMs !== untilMs) continue;
+    const taken = Math.min(cost, left);
+    left -= taken;
+    if (taken === cost) next.splice(index, 1);
+    else next[index] = [entryUntilMs, cost - taken, leaseId];
+  }
+  return next;
+}

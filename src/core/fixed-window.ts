@@ -44,4 +44,11 @@ export const fixedWindow: Algorithm<FixedWindowState> = {
   freshAtMs(state, policy) {
     return fixedWindowEndOf(policy, state.windowStartMs);
   },
+  refund(state, policy, nowMs, amount, spentAtMs) {
+    // Only to the window the units were spent in (the state's, when the caller names no time),
+    // while that window is current or still to come; the count floors at 0.
+    if (!state || state.windowStartMs < fixedWindowStartOf(policy, nowMs)) return state;
+    if (spentAtMs !== undefined && fixedWindowStartOf(policy, spentAtMs) !== state.windowStartMs) return state;
+    return { windowStartMs: state.windowStartMs, count: Math.max(0, state.count - amount) };
+  },
 };

@@ -40,4 +40,10 @@ export const gcra: Algorithm<GcraState> = {
   freshAtMs(state) {
     return state.tatMs;
   },
+  refund(state, policy, nowMs, amount) {
+    // The backlog shrinks by amount·T, never below none (tat = now: fresh).
+    if (!state) return undefined;
+    const units = Math.max(0, backlogUnits(state, policy, nowMs) - amount * policy.periodMs);
+    return { tatMs: nowMs + units / policy.limit };
+  },
 };

@@ -30,9 +30,9 @@ export class KeyState {
     return output;
   }
 
-  /** Consumes `cost` even past the limit (see debit in debit.ts). */
-  debit(policies: readonly Policy[], nowMs: number, cost: number): DecideOutput {
-    const output = debit(policies, this.reader(), nowMs, cost);
+  /** Consumes `cost` even past the limit, or returns −cost units (see debit in debit.ts). */
+  debit(policies: readonly Policy[], nowMs: number, cost: number, spentAtMs?: number): DecideOutput {
+    const output = debit(policies, this.reader(), nowMs, cost, spentAtMs);
     this.apply(output.changes);
     return output;
   }

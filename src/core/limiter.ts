@@ -20,11 +20,16 @@ export interface Limiter {
   /** A cost-0 check: nothing is consumed, and no block starts. */
   peek(key: string, policies: readonly Policy[]): Promise<Decision>;
   /**
-   * Consumes `cost` (0 … 1e9) from every policy of the stack even past its limit, atomically:
+   * Consumes `cost` (−1e9 … 1e9, see below) from every policy of the stack even past its limit, atomically:
    * for work that already happened (the origin answered). The state may go into debt that
    * later requests wait out. Answers the state after the debit as a peek sees it (`allowed`:
    * a cost-1 request would be admitted now). A stack with a concurrency policy is refused
    * with a ValidationError naming `mode` (a lease is released, not spent).
+   *
+   * A negative cost (−1e9 … −1) is a refund: the units go back by each algorithm's rule
+   * (never below the key's empty state, never above its limit or burst, only to the current
+   * window). A carried debit (debitLater) is applied as given, in order, never summed with
+   * another: a refund and a debit of the same key do not cancel out, each has its own rule.
    */
   debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
   /**

@@ -1,5 +1,5 @@
 import type { Algorithm } from "./algorithm.js";
-import { type Entry, earliestFit, lastUntilMs, liveEntries, mergeEntry, totalCost } from "./entries.js";
+import { type Entry, earliestFit, lastUntilMs, liveEntries, mergeEntry, takeFromEntries, totalCost } from "./entries.js";
 
 /**
  * Buckets per period. An admission's end is rounded up to a grid of period / SLIDING_LOG_BUCKETS
@@ -50,5 +50,13 @@ export const slidingLog: Algorithm<SlidingLogState> = {
   },
   freshAtMs(state) {
     return lastUntilMs(state.entries);
+  },
+  refund(state, policy, nowMs, amount, spentAtMs) {
+    // From the bucket the units were spent in (an admission at spentAtMs counts in the entry
+    // that ends at its grid point), or, when the caller names no time, from the newest entries.
+    if (!state) return undefined;
+    const live = liveEntries(state.entries, nowMs);
+    const untilMs = spentAtMs === undefined ? undefined : slidingLogUntilMs(spentAtMs, policy.periodMs);
+    return { entries: takeFromEntries(live, amount, untilMs) };
   },
 };

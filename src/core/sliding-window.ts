@@ -55,6 +55,16 @@ export const slidingWindow: Algorithm<SlidingWindowState> = {
     const remaining = nowMs < rolled.windowStartMs ? 0 : floorCount(policy.limit - estimate(rolled, policy.periodMs, nowMs));
     return { remaining, resetMs: Math.max(0, slidingWindow.freshAtMs(rolled, policy) - nowMs) };
   },
+  refund(state, policy, nowMs, amount, spentAtMs) {
+    // From the count of the window the units were spent in (the current one, when the caller
+    // names no time): the current window's or the previous one's, floored at 0.
+    if (!state) return undefined;
+    const rolled = rollTo(state, policy.periodMs, nowMs);
+    const spentStartMs = spentAtMs === undefined ? rolled.windowStartMs : windowStartOf(spentAtMs, policy.periodMs);
+    if (spentStartMs === rolled.windowStartMs) return { ...rolled, currCount: Math.max(0, rolled.currCount - amount) };
+    if (spentStartMs === rolled.windowStartMs - policy.periodMs) return { ...rolled, prevCount: Math.max(0, rolled.prevCount - amount) };
+    return rolled;
+  },
   freshAtMs(state, policy) {
     if (state.currCount > 0) return state.windowStartMs + 2 * policy.periodMs;
     if (state.prevCount > 0) return state.windowStartMs + policy.periodMs;

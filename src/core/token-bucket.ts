@@ -43,4 +43,11 @@ export const tokenBucket: Algorithm<TokenBucketState> = {
   freshAtMs(state, policy) {
     return state.anchorMs + ticksUntil(state.tokens, policy.burst, policy.limit) * policy.periodMs;
   },
+  refund(state, policy, nowMs, amount) {
+    // Refilled up to now (a reservation's anchor ahead of now stays), then amount back, up to burst.
+    if (!state) return undefined;
+    const ticks = Math.max(0, Math.floor((nowMs - state.anchorMs) / policy.periodMs));
+    const tokens = Math.min(policy.burst, state.tokens + ticks * policy.limit);
+    return { tokens: Math.min(policy.burst, tokens + amount), anchorMs: state.anchorMs + ticks * policy.periodMs };
+  },
 };

@@ -3,6 +3,7 @@ import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
 import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
+import { reserveRequest } from "../http/count-reserve.js";
 import { UsageWarnings } from "../http/counting.js";
 import { type CanonicalPath, type RefusedPath, isRefused } from "../http/path.js";
 import { problem, problemResponse } from "../http/problems.js";
@@ -237,7 +238,10 @@ export class GatewayCore {
     const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);
     // A cost known before forwarding, nothing counted after: checked as every request is, at that cost.
     if (!counting.afterAnswer) return limitRequest(limiter, key.storeKey, plan, { ...context, cost }).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
-    return peekRequest(limiter, key.storeKey, plan, context).then((outcome) => {
+    // With an estimate: reserve it now (a real check), settle the difference on the answer.
+    const estimate = counting.estimate ? requestCostOf(counting.estimate, facts.headers, `${route.field}.estimate`, this.#usageWarnings)! : undefined;
+    const counted = estimate === undefined ? peekRequest(limiter, key.storeKey, plan, context) : reserveRequest(limiter, key.storeKey, plan, context, estimate);
+    return counted.then((outcome) => {
       const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost }) : undefined;
       return this.#step(route, label, target, key, outcome, pausedInDryRun, count);
     });

@@ -2,6 +2,7 @@ import { capacityOf } from "../core/algorithms.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
+import { type EstimateSource, parseEstimate } from "./estimate.js";
 import { type CostBounds, DEFAULT_MISSING_COST, MAX_COST, type StatusMatch, parseStatusList, reportedMissingDefault } from "../http/counting.js";
 
 /**
@@ -39,6 +40,8 @@ export interface RouteCounting {
   read: ReadLimits;
   /** Peek before forwarding, debit on the answer: `count` is set or the cost comes from the answer. */
   afterAnswer: boolean;
+  /** Reserve this before forwarding (a real check), settle the difference on the answer: instead of the peek. */
+  estimate?: EstimateSource;
 }
 
 /** At most this many segments in a `responseJson` path: usage sits a level or two deep. */
@@ -131,8 +134,11 @@ function routeCapacity(policies: readonly Policy[]): number {
  * Validates a route's `count` and `cost` (undefined when it sets neither: one unit per request,
  * checked before forwarding). Errors name the field: `routes.0.cost.responseJson: ...`.
  */
-export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; onLimit: string }, policies: readonly Policy[], field: string): RouteCounting | undefined {
-  if (raw.count === undefined && raw.cost === undefined) return undefined;
+export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; estimate?: unknown; onLimit: string }, policies: readonly Policy[], field: string): RouteCounting | undefined {
+  if (raw.count === undefined && raw.cost === undefined) {
+    if (raw.estimate !== undefined) throw new ValidationError(`${field}.estimate`, 'is for a route whose cost the answer reports: give "cost": { "responseJson": … } or { "responseHeader": … } too');
+    return undefined;
+  }
   const count = raw.count === undefined ? undefined : parseCount(raw.count, `${field}.count`);
   const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`, routeCapacity(policies));
   const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson";
@@ -143,5 +149,6 @@ export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; onLim
     if (raw.onLimit === "delay") throw new ValidationError(`${field}.onLimit`, `must be "reject" when answers are counted (${counted}): a request cannot wait for a slot whose cost is not known yet`);
     if (concurrencyPolicies(policies).length === policies.length) throw new ValidationError(counted, "counts nothing: the route's policies are all concurrency policies, which hold leases rather than count");
   }
-  return { ...(count ? { count } : {}), cost, afterAnswer, read };
+  const estimate = raw.estimate === undefined ? undefined : parseEstimate(raw.estimate, cost, `${field}.estimate`);
+  return { ...(count ? { count } : {}), cost, afterAnswer, read, ...(estimate ? { estimate } : {}) };
 }

@@ -47,6 +47,9 @@ export class OriginWait {
     this.#expired = new Promise<never>((_resolve, reject) => {
       this.#reject = reject;
     });
+    // Handled here, raced in answer(): a wait whose request never got as far as answer() (refused,
+    // failed before its origin call) must not leave an unhandled rejection when its clock runs out.
+    this.#expired.catch(() => {});
     if (clientSignal.aborted) this.#controller.abort(clientSignal.reason);
     else clientSignal.addEventListener("abort", () => this.#controller.abort(clientSignal.reason), { once: true });
     this.#clock = new OriginClock(timeoutMs, (error) => {

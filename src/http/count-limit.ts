@@ -73,7 +73,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
 
 /** A stack's rate policies (peeked, debited) and concurrency policies (leased), split once per stack: a plan lives as long as its route. */
 const splits = new WeakMap<readonly Policy[], { rated: Policy[]; leased: Policy[] }>();
-function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy[] } {
+export function splitOf(policies: readonly Policy[]): { rated: Policy[]; leased: Policy[] } {
   let split = splits.get(policies);
   if (!split) {
     split = { rated: policies.filter((policy) => policy.algorithm !== "concurrency"), leased: concurrencyPolicies(policies) };
@@ -138,7 +138,7 @@ function debitFailed(key: string, cost: number, context: LimitContext, before: F
 }
 
 /** One closure per request: the store's memory-speed debit (debitNow) answers in the call, as a plain route's head would go out. */
-function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields): Settle {
+export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields): Settle {
   return (cost, later) => {
     if (cost === 0) return before;
     if (later && limiter.debitLater && !limiter.debitNow) {
@@ -162,7 +162,7 @@ function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: 
 }
 
 /** RateLimit fields are lists: the lease's items join the rate policies'; other fields keep the first's. */
-function joinFields(first: Record<string, string>, second: Record<string, string>): Record<string, string> {
+export function joinFields(first: Record<string, string>, second: Record<string, string>): Record<string, string> {
   const joined = { ...first };
   for (const name in second) {
     if (name === "RateLimit" || name === "RateLimit-Policy") joined[name] = joined[name] ? `${joined[name]}, ${second[name]}` : second[name]!;

@@ -105,6 +105,11 @@ export class LocalCache extends ForwardingLimiter {
     for (let i = 0; i < policies.length; i++) {
       const policy = policies[i]!;
       const part = decision.policies[i];
+      // A refund may free a key this cache still denies: the store's answer says it is open again.
+      if (policy.local && part?.allowed) {
+        const entry = this.entries.get(entryKey(key, policy));
+        if (entry) entry.denied = undefined;
+      }
       if (!policy.local || !part || part.allowed || part.retryAfterMs === null) continue;
       const alone: Decision = { ...part, waitMs: 0, policies: [part] };
       this.entryOf(key, policy).denied = { decision: alone, cost: 1, untilMs: sentAtMs + part.retryAfterMs, receivedAtMs };

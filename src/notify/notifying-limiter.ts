@@ -27,7 +27,7 @@ export class NotifyingLimiter extends ForwardingLimiter {
       const debitNow = store.debitNow.bind(store);
       this.debitNow = (key, policies, cost) => {
         const decision = debitNow(key, policies, cost);
-        notifier.decided(key, decision, false);
+        if (cost >= 0) notifier.decided(key, decision, false);
         return decision;
       };
     }
@@ -36,7 +36,7 @@ export class NotifyingLimiter extends ForwardingLimiter {
       const debitLater = store.debitLater.bind(store);
       this.debitLater = (key, policies, cost) =>
         debitLater(key, policies, cost).then((decision) => {
-          notifier.decided(key, decision, false);
+          if (cost >= 0) notifier.decided(key, decision, false);
           return decision;
         });
     }
@@ -54,7 +54,8 @@ export class NotifyingLimiter extends ForwardingLimiter {
   }
 
   override debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    if (!this.notifier.enabled()) return this.store.debit(key, policies, cost);
+    // A refund (a negative cost) only gives back: it crosses no threshold worth a notice.
+    if (cost < 0 || !this.notifier.enabled()) return this.store.debit(key, policies, cost);
     return this.store.debit(key, policies, cost).then((decision) => {
       this.notifier.decided(key, decision, false);
       return decision;

@@ -29,7 +29,8 @@ const leaseId = z.string({ error: "must be a lease id string" }).check(z.minLeng
 const checkBody = z.strictObject({
   key,
   policy,
-  cost: z._default(integerIn(0, 1e9), 1),
+  // Negative only with mode "debit" (a refund): parseCheck says so naming cost.
+  cost: z._default(integerIn(-1e9, 1e9), 1),
   mode: z._default(z.enum(["reject", "reserve", "debit"], { error: 'must be "reject", "reserve" or "debit"' }), "reject"),
   maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
 });
@@ -54,7 +55,10 @@ export interface CheckRequest {
   key: string;
   policies: Policy[];
   cost: number;
-  /** "debit": consume cost even past the limit (SPEC §2), answered 200 with the state after it. */
+  /**
+   * "debit": consume cost even past the limit (SPEC §2), answered 200 with the state after it;
+   * a negative cost (only with "debit") is a refund.
+   */
   mode: CheckMode | "debit";
   maxWaitMs: number;
 }
@@ -108,6 +112,7 @@ export function parseCheck(body: unknown, catalog: PolicyCatalog): CheckRequest 
   const parsed = parseWith(checkBody, object(body), "");
   const policies = requirePolicy(object(body), catalog);
   if (parsed.mode === "debit") assertDebitable(policies);
+  else if (parsed.cost < 0) throw new ValidationError("cost", `must be an integer from 0 to 1000000000 with mode "${parsed.mode}" (a negative cost is a refund: mode "debit"), got ${parsed.cost}`);
   return { key: parsed.key, policies, cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
 }
 

@@ -231,5 +231,6 @@ import { BLOCK_SCENARIOS } from "./scenario-table-block.js";
 import { DEBIT_SCENARIOS } from "./scenario-table-debit.js";
 import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
 import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
+import { REFUND_SCENARIOS } from "./scenario-table-refund.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS];

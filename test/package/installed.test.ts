@@ -26,7 +26,7 @@ const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 /** The server's optional peers: never installed with the library. */
 const OPTIONAL = Object.keys(rootPackage.peerDependenciesMeta).filter((name) => rootPackage.peerDependenciesMeta[name]!.optional);
 const nodeEntries = Object.keys(rootPackage.exports)
-  .filter((entry) => entry !== "./worker" && entry !== "./package.json" && !entry.includes("*"))
+  .filter((entry) => !entry.startsWith("./worker") && entry !== "./package.json" && !entry.includes("*"))
   .map((entry) => `spillway/${entry.slice(2)}`);
 
 interface Ran {

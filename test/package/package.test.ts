@@ -21,7 +21,7 @@ const rootPackage = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 };
 /** Entry points Node can load (spillway/worker imports cloudflare:workers, which only workerd has). */
 const nodeEntries = Object.keys(rootPackage.exports)
-  .filter((entry) => entry !== "./worker" && entry !== "./package.json" && !entry.includes("*"))
+  .filter((entry) => !entry.startsWith("./worker") && entry !== "./package.json" && !entry.includes("*"))
   .map((entry) => `spillway/${entry.slice(2)}`);
 
 /** Runs a command and answers its stdout; its output is shown only in a failure's message. */

@@ -57,6 +57,12 @@ const KINDS: Record<string, SnippetKind> = {
   yml: "yaml",
 };
 
+/** Proxy configs the snippet test cannot check alone: a test starts the real proxy from the block. */
+const RUN_ELSEWHERE: Record<string, string> = {
+  nginx: "test/unit/node/http/forward-auth-proxies.test.ts (real nginx)",
+  caddyfile: "test/unit/node/http/forward-auth-proxies.test.ts (real Caddy)",
+};
+
 /** The documents the snippet test reads: README.md, then docs/*.md in name order. */
 export function documentPaths(root: string): string[] {
   const docs = readdirSync(join(root, "docs"))
@@ -103,6 +109,7 @@ function classify(file: string, line: number, lang: string, code: string, marker
   const kind = KINDS[lang] ?? "text";
   const run = marker !== undefined;
   if (run && kind !== "ts" && kind !== "js") throw new Error(`${base.where}: only ts and js blocks can be marked run`);
+  if (kind === "text" && RUN_ELSEWHERE[lang]) return { ...base, kind, reason: `${lang}: run as written by ${RUN_ELSEWHERE[lang]}` };
   if (kind === "text") return { ...base, kind, reason: lang ? `${lang}: no checker for this language` : "no language: text" };
   return { ...base, kind, run };
 }

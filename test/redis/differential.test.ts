@@ -47,7 +47,7 @@ const CALENDAR_BASE_MS = Date.UTC(2026, 2, 9, 4) - 10_000;
 
 const stepInput = fc.record({
   gapMs: fc.constantFrom(0, 0, 1, 7, 99, 100, 250, 333, 1000, 2500),
-  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit", "credits"),
+  op: fc.constantFrom("check", "check", "check", "check", "check", "peek", "peek", "reset", "acquire", "release", "extend", "debit", "debit", "refund", "refund", "credits"),
   use: fc.option(fc.subarray(LABELS, { minLength: 1 }), { nil: undefined }),
   key: fc.constantFrom("k", "k", "k", "other"),
   cost: fc.integer({ min: 0, max: 4 }),
@@ -91,6 +91,12 @@ const scenarioInput = fc
             if (stacked.some((policy) => policy.algorithm === "concurrency")) return { ...base, op: "peek" };
             // Past the limit, often: the whole point of a debit.
             return { ...base, op: "debit", cost: step.cost * 3 };
+          }
+          case "refund": {
+            // A negative debit: units back, by each algorithm's own rule (more than was spent, often).
+            const stacked = (base.use ?? labels).map((label) => policies[labels.indexOf(label)]!);
+            if (stacked.some((policy) => policy.algorithm === "concurrency")) return { ...base, op: "peek" };
+            return { ...base, op: "debit", cost: -(step.cost * 2 + 1) };
           }
           case "credits": {
             // A change to the first credits policy named (none: a peek).

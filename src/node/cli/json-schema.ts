@@ -30,6 +30,7 @@ export function configJsonSchema(): Record<string, unknown> {
   ((route.properties as Record<string, JsonObject>).match!.properties as Record<string, JsonObject>).path = { type: "string", pattern: "^/", description: 'A path pattern: "/exact", ":name" or "*" for one segment, a trailing "/*" for the rest.' };
   (route.properties as Record<string, JsonObject>).count = COUNT;
   (route.properties as Record<string, JsonObject>).cost = COST;
+  (route.properties as Record<string, JsonObject>).estimate = ESTIMATE;
   route.allOf = ROUTE_RULES;
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
@@ -109,6 +110,15 @@ const COST = {
   ],
   description:
     'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" when absent or unreadable (default: 1 for "requestHeader"; "max", else 1000000000, for what the answer reports).',
+};
+
+const ESTIMATE = {
+  anyOf: [
+    COST_VALUE,
+    { type: "object", properties: { requestHeader: HEADER_NAME, missing: COST_VALUE }, required: ["requestHeader"], additionalProperties: false },
+  ],
+  description:
+    'Reserve, then settle: with a cost the answer reports, what a request is reserved at before it is forwarded (a constant, or a request header; "missing" when absent or unreadable, default the cost\'s "missing"); the answer settles the difference.',
 };
 
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });

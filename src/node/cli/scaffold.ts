@@ -86,12 +86,13 @@ tag = "v1"
 new_sqlite_classes = ["LimiterObject", "OverridesObject"]
 `;
 
-const INDEX_TS = `// Your Spillway Worker: the /v1 decision API (and a gateway, when the config sets an
-// origin and routes), deciding in one Durable Object per key.
-import { LimiterObject, OverridesObject, createWorker } from "spillway/worker";
+const INDEX_TS = `// Your Spillway Worker: the /v1 decision API, deciding in one Durable Object per key.
+// spillway/worker/api bundles no gateway. To put Spillway in front of an origin (config
+// \`origin\` and \`routes\`), import { createWorker } from "spillway/worker" and call it instead.
+import { LimiterObject, OverridesObject, createApiWorker } from "spillway/worker/api";
 import config from "../spillway.config.json";
 
-const spillway = createWorker(config);
+const spillway = createApiWorker(config);
 
 // wrangler.toml names these: the Durable Object classes, and the RPC entrypoint for service bindings.
 export { LimiterObject, OverridesObject };
@@ -123,6 +124,7 @@ done
 
 Deploy: \`npx wrangler secret put SPILLWAY_TOKEN\`, then \`npm run deploy\`.
 To put Spillway in front of an API, add \`origin\` and \`routes\` to the config (see
-Spillway's README, "Gateway"). Other Workers can call it over a service binding to the
+Spillway's README, "Gateway") and, in \`src/index.ts\`, import \`createWorker\` from
+\`spillway/worker\` in place of \`createApiWorker\` (which leaves the gateway out of the bundle). Other Workers can call it over a service binding to the
 \`SpillwayRpc\` entrypoint.
 `;

@@ -17,6 +17,7 @@ import { NodeGatewayEdge, switchedUnasked } from "./gateway-edge.js";
 import { originFields } from "./message-fields.js";
 import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from "./origin-agents.js";
 import { NodeUpgradeEdge } from "./upgrade-edge.js";
+import { NodeForwardAuthEdge } from "./forward-auth-edge.js";
 import { UnrelayableStatusError, isUnrelayableStatus } from "../../gateway/upgrade.js";
 import type { LogFn } from "../../http/limit.js";
 import type { SpillwayObserver } from "../../observe/observer.js";
@@ -136,10 +137,13 @@ export class NodeGateway {
   readonly edge: NodeGatewayEdge | undefined;
   /** WebSocket upgrades (upgrade-edge.ts); with a custom `fetchOrigin`, none: upgrades are then plain requests. */
   readonly upgrades: NodeUpgradeEdge | undefined;
-  constructor(app: Hono, edge: NodeGatewayEdge | undefined, upgrades?: NodeUpgradeEdge) {
+  /** `/v1/forward-auth`: the same core's decision for a proxy's check request (docs/proxies.md). */
+  readonly forwardAuth: NodeForwardAuthEdge;
+  constructor(app: Hono, edge: NodeGatewayEdge | undefined, upgrades: NodeUpgradeEdge | undefined, forwardAuth: NodeForwardAuthEdge) {
     this.app = app;
     this.edge = edge;
     this.upgrades = upgrades;
+    this.forwardAuth = forwardAuth;
   }
 }
 
@@ -169,6 +173,7 @@ export function createNodeGateway(options: NodeGatewayOptions): NodeGateway | un
   const core = new GatewayCore({ ...options, gateway, overrides });
   const agents = options.agents ?? originAgents();
   const app = createGatewayApp(core, { clientIpOf: nodeClientIp, fieldRepeated: nodeFieldRepeated, fetchOrigin: options.fetchOrigin ?? createNodeOriginFetch({ agents }) });
-  if (options.fetchOrigin) return new NodeGateway(app, undefined);
-  return new NodeGateway(app, new NodeGatewayEdge(core, { agents }), new NodeUpgradeEdge(core));
+  const forwardAuth = new NodeForwardAuthEdge(core);
+  if (options.fetchOrigin) return new NodeGateway(app, undefined, undefined, forwardAuth);
+  return new NodeGateway(app, new NodeGatewayEdge(core, { agents }), new NodeUpgradeEdge(core), forwardAuth);
 }

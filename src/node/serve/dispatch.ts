@@ -6,6 +6,7 @@ import { isSpillwayPath } from "../../http/app.js";
 import { canonicalPath, isRefused } from "../../http/path.js";
 import type { NodeApiEdge } from "../http/api-edge.js";
 import type { NodeGateway } from "../http/gateway.js";
+import { FORWARD_AUTH_PATH } from "../../gateway/forward-auth.js";
 import type { ServerRuntime } from "./runtime.js";
 
 // @hono/node-server builds a request's URL from the target as sent only when the target and
@@ -32,10 +33,12 @@ function plainHost(req: IncomingMessage): boolean {
  * The runtime in force is read once per request, at its start (one property read): a reload
  * that swaps it meanwhile leaves this request on the one it read.
  */
-export function runtimeListener(cell: { readonly current: Pick<ServerRuntime, "app" | "api" | "edge"> }): RequestListener {
+export function runtimeListener(cell: { readonly current: Pick<ServerRuntime, "app" | "api" | "edge"> & Partial<Pick<ServerRuntime, "forwardAuth">> }): RequestListener {
   return (req: IncomingMessage, res: ServerResponse) => {
     const runtime = cell.current;
     const target = req.url ?? "";
+    // A proxy's check request, any method, spelled exactly (its query may say deny_status).
+    if (runtime.forwardAuth && isForwardAuth(target)) return runtime.forwardAuth.handle(req, res);
     if (!PLAIN_TARGET.test(target) || DOT_SEGMENT.test(target) || !plainHost(req)) return void runtime.app(req, res);
     const query = target.indexOf("?");
     const fragment = target.indexOf("#");
@@ -51,7 +54,13 @@ export function runtimeListener(cell: { readonly current: Pick<ServerRuntime, "a
   };
 }
 
+/** `/v1/forward-auth`, alone or with a query: the forwarded request is in its fields. */
+function isForwardAuth(target: string): boolean {
+  if (!target.startsWith(FORWARD_AUTH_PATH)) return false;
+  return target.length === FORWARD_AUTH_PATH.length || target[FORWARD_AUTH_PATH.length] === "?";
+}
+
 /** The listener over one fixed app and edges (no reload): the Hono app, the gateway, the API edge. */
 export function serverListener(app: Hono, gateway: NodeGateway | undefined, hostname: string, api: NodeApiEdge): RequestListener {
-  return runtimeListener({ current: { app: getRequestListener(app.fetch, { hostname }), api, edge: gateway?.edge } });
+  return runtimeListener({ current: { app: getRequestListener(app.fetch, { hostname }), api, edge: gateway?.edge, forwardAuth: gateway?.forwardAuth } });
 }

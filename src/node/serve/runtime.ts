@@ -11,6 +11,7 @@ import { NodeApiEdge } from "../http/api-edge.js";
 import type { NodeGatewayEdge } from "../http/gateway-edge.js";
 import { NodeGateway } from "../http/gateway.js";
 import type { NodeUpgradeEdge } from "../http/upgrade-edge.js";
+import type { NodeForwardAuthEdge } from "../http/forward-auth-edge.js";
 
 /** What a reload replaces: the config and what is built from it (the gateway, the overrides cache). */
 export interface RuntimeParts {
@@ -52,6 +53,8 @@ export interface ServerRuntime {
   readonly edge: NodeGatewayEdge | undefined;
   /** WebSocket upgrades to the origin (absent without an origin). */
   readonly upgrades: NodeUpgradeEdge | undefined;
+  /** `/v1/forward-auth`, any method (absent without an origin: there are no routes then). */
+  readonly forwardAuth: NodeForwardAuthEdge | undefined;
 }
 
 /** The one mutable place: the runtime in force. A reload is one assignment to `current`. */
@@ -74,5 +77,6 @@ export function buildRuntime(parts: RuntimeParts, fixture: RuntimeFixture, gener
     api: new NodeApiEdge(service, fixture.tokenOf),
     edge: gateway?.edge,
     upgrades: gateway?.upgrades,
+    forwardAuth: gateway?.forwardAuth,
   });
 }

@@ -17,10 +17,10 @@ describe("debit (pure core)", () => {
     expect(key.states.size).toBe(0);
   });
 
-  it("refuses a cost that is not an integer 0 … 1e9, naming cost", () => {
+  it("refuses a cost that is not an integer −1e9 … 1e9 (negative: a refund), naming cost", () => {
     const key = new KeyState();
     const rate = policyOf({ limit: 5, period: "1s" });
-    for (const cost of [-1, 1.5, 1e9 + 1, Number.NaN]) expect(() => key.debit([rate], T0, cost)).toThrow(/^cost: must be an integer from 0 to 1000000000/);
+    for (const cost of [-1e9 - 1, 1.5, 1e9 + 1, Number.NaN]) expect(() => key.debit([rate], T0, cost)).toThrow(/^cost: must be an integer from -1000000000 to 1000000000 \(negative: a refund\)/);
     expect(key.debit([rate], T0, 1e9).decision.allowed).toBe(false);
   });
 

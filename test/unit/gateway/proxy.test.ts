@@ -149,3 +149,22 @@ describe("gateway when the store is down", () => {
     expect(response.headers.get("spillway-dry-run")).toBe("error");
   });
 });
+
+describe("OriginWait", () => {
+  it("a wait never raced leaves no unhandled rejection when its clock runs out, and still times out a later answer", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const wait = new OriginWait(new AbortController().signal, 20);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      // Unhandled rejections are reported after the microtask queue drains: give it a turn.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      expect(wait.signal.aborted).toBe(true);
+      await expect(wait.answer(new Promise(() => {}))).rejects.toThrow("the origin sent nothing for 20 ms");
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+});

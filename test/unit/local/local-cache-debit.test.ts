@@ -60,4 +60,18 @@ describe("LocalCache and block", () => {
     expect(await cache.check("k", [boxed], check)).toMatchObject({ allowed: true });
     expect(store.calls).toBe(calls + 1);
   });
+
+  it("a refund that reopens the key ends the deny cache's denial, and the batch is not fooled into admitting more", async () => {
+    const nowMs = 1_000_000;
+    const memory = new MemoryStore({ clockMs: () => nowMs });
+    const cache = new LocalCache(memory, { clockMs: () => nowMs });
+    const hot = parsePolicy({ name: "hot", algorithm: "fixed-window", limit: 5, period: "1h", local: { share: 0 } }, "policy");
+    await cache.debit("k", [hot], 5);
+    expect(await cache.check("k", [hot], check)).toMatchObject({ allowed: false });
+    expect(await cache.debit("k", [hot], -2)).toMatchObject({ allowed: true, remaining: 2 });
+    // The two units given back are admitted, and no more: the store still decides.
+    const answers = await Promise.all(Array.from({ length: 5 }, () => cache.check("k", [hot], check)));
+    expect(answers.filter((answer) => answer.allowed)).toHaveLength(2);
+    expect(await memory.peek("k", [hot])).toMatchObject({ remaining: 0 });
+  });
 });

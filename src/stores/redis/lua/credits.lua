@@ -66,6 +66,16 @@ ALGORITHMS["credits"] = {
     if not state and start_ms == refill_start_of(policy, now_ms) then return policy.limit >= cost end
     return policy.refillTo >= cost
   end,
+  -- refund (src/core/credits.ts): back to the balance of the refill window the units were
+  -- spent in (a later window was refilled: nothing to return there), at most 1e15.
+  refund = function(state, policy, now_ms, amount, spent_ms)
+    if policy.bounds then
+      local at_ms = spent_ms
+      if at_ms == nil then at_ms = max(now_ms, state.windowStartMs) end
+      if state.windowStartMs ~= refill_start_of(policy, at_ms) then return state end
+    end
+    return { balance = min(1e15, state.balance + amount), windowStartMs = state.windowStartMs }
+  end,
   fresh_at = function(state, policy)
     if not policy.bounds then
       if state.balance == policy.limit then return 0 end

@@ -1,18 +1,23 @@
--- debit.lua — consumes a cost from every policy of a stack even past its limit (debit() in
--- src/core/debit.ts), in one atomic step, and answers the state after it as a peek sees it.
+-- debit.lua — consumes a cost from every policy of a stack even past its limit, or returns one
+-- (a refund: a negative cost), in one atomic step (debit() in src/core/debit.ts), and answers
+-- the state after it as a peek sees it.
 -- KEYS[i]    state of policy i of the stack, i = 1..N
 -- ARGV[1]    clock: "" for the Redis server clock (TIME), or "<nowMs>:<expirySlackMs>"; either may
 --            end in "@<deadlineMs>": past it the call raises LATE and changes nothing (read_clock)
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]"
--- then: cost (0 … 1e9; 0 only peeks)
+-- then: cost (−1e9 … 1e9; 0 only peeks; negative: a refund)
+-- then, optional: spentMs, when a refund's units were spent (in the clock's time), or ""
 -- Returns the whole decision as one string of integers (decide.lua).
 -- Each algorithm's own admit at now records the debit: GCRA's tat moves on, a token bucket
 -- goes negative, a window counts past its limit, a sliding log adds to its bucket's entry.
 -- A debit that overdraws a policy with a block (the cost did not fit now) starts the block.
+-- A refund is each algorithm's own refund (never below empty, never above capacity, only to
+-- the window the units were spent in); a block under way stays.
 local ctx = read_context()
 if ctx.hasConcurrency then error("spillway: debit.lua debits no concurrency policy") end
 local cost = ARGV[ctx.nextArg] + 0
+local spent_ms = optional_number(ARGV[ctx.nextArg + 1])
 local now_ms = ctx.nowMs
 if cost > 0 then
   for i = 1, #ctx.policies do
@@ -26,6 +31,26 @@ if cost > 0 then
     write_state(ctx, i, state)
     -- What the key holds now: the peek below reads it.
     ctx.stored[i] = state
+  end
+elseif cost < 0 then
+  for i = 1, #ctx.policies do
+    local policy = ctx.policies[i]
+    local live = live_state(ctx, i)
+    if live ~= nil then
+      local state = policy.impl.refund(live, policy, now_ms, -cost, spent_ms)
+      if state ~= live then
+        local fresh_at_ms = policy.impl.fresh_at(state, policy)
+        if ctx.blocks[i] ~= nil and ctx.blocks[i] > fresh_at_ms then fresh_at_ms = ctx.blocks[i] end
+        if fresh_at_ms <= now_ms then
+          -- Left fresh (and no block under way): dropped, as the core drops it, whichever the clock.
+          redis.call("DEL", ctx.keys[i])
+          ctx.stored[i] = nil
+        else
+          write_state(ctx, i, state)
+          ctx.stored[i] = state
+        end
+      end
+    end
   end
 end
 return decision_text((decide(ctx, 0, "peek", 0, nil, nil, nil)))

@@ -57,6 +57,24 @@ local function merge_entry(live, until_ms, cost)
   return live
 end
 
+-- takeFromEntries: up to amount cost taken back, from the entry that ends at until_ms only,
+-- or, when until_ms is nil, from the newest entries first; an entry left with none is dropped.
+local function take_from_entries(entries, amount, until_ms)
+  local next_entries = {}
+  for i, entry in ipairs(entries) do next_entries[i] = entry end
+  local left = amount
+  for index = #next_entries, 1, -1 do
+    if left <= 0 then break end
+    local entry = next_entries[index]
+    if until_ms == nil or entry[1] == until_ms then
+      local taken = min(entry[2], left)
+      left = left - taken
+      if taken == entry[2] then table.remove(next_entries, index) else next_entries[index] = { entry[1], entry[2] - taken, entry[3] } end
+    end
+  end
+  return next_entries
+end
+
 local function last_until_ms(entries)
   local last = 0
   for _, entry in ipairs(entries) do last = max(last, entry[1]) end

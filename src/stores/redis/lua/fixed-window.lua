@@ -71,6 +71,13 @@ ALGORITHMS["fixed-window"] = {
     if same_window then count = count + cost else start_ms, count = window_start_ms, cost end
     return start_ms + period_ms, number2_text("f:%d:%d", "f:", start_ms, count), nil, same_window
   end,
+  -- refund (src/core/fixed-window.ts): only to the window the units were spent in, while it
+  -- is current or still to come; the count floors at 0. Answers the state itself when unchanged.
+  refund = function(state, policy, now_ms, amount, spent_ms)
+    if state.windowStartMs < window_start_of(policy, now_ms) then return state end
+    if spent_ms ~= nil and window_start_of(policy, spent_ms) ~= state.windowStartMs then return state end
+    return { windowStartMs = state.windowStartMs, count = max(0, state.count - amount) }
+  end,
   fresh_at = function(state, policy)
     return window_end_of(policy, state.windowStartMs)
   end,

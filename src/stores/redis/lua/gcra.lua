@@ -73,6 +73,11 @@ ALGORITHMS["gcra"] = {
     local new_tat_ms = at_ms + (units + cost * period_ms) / limit
     return new_tat_ms, gcra_encode(new_tat_ms)
   end,
+  -- refund (src/core/gcra.ts): the backlog shrinks by amount*T, never below none (tat = now).
+  refund = function(tat_ms, policy, now_ms, amount)
+    local units = max(0, gcra_backlog_units(tat_ms, policy, now_ms) - amount * policy.periodMs)
+    return now_ms + units / policy.limit
+  end,
   fresh_at = function(tat_ms)
     return tat_ms
   end,

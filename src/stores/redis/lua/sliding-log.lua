@@ -121,6 +121,13 @@ ALGORITHMS["sliding-log"] = {
     end
     return until_ms, value, at_text, until_ms == stored_fresh_at_ms
   end,
+  -- refund (src/core/sliding-log.ts): from the bucket the units were spent in, or the newest
+  -- entries when the caller names no time.
+  refund = function(state, policy, now_ms, amount, spent_ms)
+    local until_ms = nil
+    if spent_ms ~= nil then until_ms = sliding_log_until_ms(spent_ms, policy.periodMs) end
+    return { entries = take_from_entries(live_entries(state.entries, now_ms), amount, until_ms) }
+  end,
   standing = entries_standing,
   fresh_at = entries_fresh_at,
   encode = function(state)

@@ -105,6 +105,17 @@ ALGORITHMS["sliding-window"] = {
     local fresh_at_ms = sliding_window_fresh_at(start_ms, prev_count, curr_count, period_ms)
     return fresh_at_ms, number3_text("s:%d:%d:%d", "s:", start_ms, prev_count, curr_count), nil, live and fresh_at_ms == stored_fresh_at_ms
   end,
+  -- refund (src/core/sliding-window.ts): from the count of the window the units were spent in
+  -- (the current one without a time), current or previous, floored at 0.
+  refund = function(state, policy, now_ms, amount, spent_ms)
+    local period_ms = policy.periodMs
+    local start_ms, prev_count, curr_count = sliding_roll_to(state.windowStartMs, state.prevCount, state.currCount, period_ms, now_ms)
+    local spent_start_ms = start_ms
+    if spent_ms ~= nil then spent_start_ms = sliding_window_start(spent_ms, period_ms) end
+    if spent_start_ms == start_ms then return sliding_state(start_ms, prev_count, max(0, curr_count - amount)) end
+    if spent_start_ms == start_ms - period_ms then return sliding_state(start_ms, max(0, prev_count - amount), curr_count) end
+    return sliding_state(start_ms, prev_count, curr_count)
+  end,
   fresh_at = function(state, policy)
     return sliding_window_fresh_at(state.windowStartMs, state.prevCount, state.currCount, policy.periodMs)
   end,

@@ -33,6 +33,12 @@ ALGORITHMS["token-bucket"] = {
     local tokens = min(policy.burst, state.tokens + ticks * policy.limit)
     return floor_count(tokens), max(0, full_at_ms - now_ms)
   end,
+  -- refund (src/core/token-bucket.ts): refilled up to now, then amount back, up to burst.
+  refund = function(state, policy, now_ms, amount)
+    local ticks = max(0, floor((now_ms - state.anchorMs) / policy.periodMs))
+    local tokens = min(policy.burst, state.tokens + ticks * policy.limit)
+    return { tokens = min(policy.burst, tokens + amount), anchorMs = state.anchorMs + ticks * policy.periodMs }
+  end,
   fresh_at = token_bucket_fresh_at,
   encode = function(state)
     return number2_text("t:%d:%d", "t:", state.tokens, state.anchorMs)
