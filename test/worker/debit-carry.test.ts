@@ -66,7 +66,8 @@ describe("DurableObjectStore.debitLater", () => {
     const store = new DurableObjectStore(namespace);
     const slot = parsePolicy({ name: "slot", algorithm: "concurrency", limit: 1 }, "policy");
     await expect(store.debitLater(uniqueKey(), [slot], 1)).rejects.toThrow(/mode/);
-    await expect(store.debitLater(uniqueKey(), [budget], -1)).rejects.toThrow(/cost/);
+    // A negative cost is a refund now; what debit refuses is a cost that is no integer in range.
+    await expect(store.debitLater(uniqueKey(), [budget], 1.5)).rejects.toThrow(/cost/);
   });
 
   it("rejects with StoreUnavailableError when the object cannot be reached, and so does the call it rode with", async () => {
