@@ -73,20 +73,31 @@ export class RedisStore implements Limiter {
 
   constructor(options: RedisStoreOptions) {
     checkConnectionShape(options);
+    // Checked before a client exists: a refused option must leave no connection behind (whose
+    // errors would then have no listener).
+    this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
     this.ownsClient = !options.client;
     this.client = options.client ?? createClient(options);
-    this.log = options.log ?? ((line) => console.warn(line));
-    this.keyPrefix = validateKeyPrefix(options.keyPrefix ?? DEFAULT_KEY_PREFIX);
-    this.calls = new RedisCalls({ client: this.client, ownsClient: this.ownsClient, keyPrefix: this.keyPrefix, subscriptions: this.subscriptions, log: this.log }, options);
-    this.kind = this.calls.kind;
-    this.timeoutMs = this.calls.timeoutMs;
-    const pollIntervalMs = positiveNumber("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 1);
-    // A waiter that stopped polling (its process died) is dropped after a few missed polls.
-    this.waiterTtlMs = Math.max(1000, 4 * pollIntervalMs);
-    this.waiters = new LeaseWaiters({ client: this.client, channel: `${this.keyPrefix}wake`, pollIntervalMs });
-    this.undo = new LeaseUndo({ log: this.log });
-    const dataCheckIntervalMs = positiveNumber("dataCheckIntervalMs", options.dataCheckIntervalMs ?? 1000, 10);
-    this.dataLoss = dataLossGuardFor({ client: this.client, keyPrefix: this.keyPrefix, store: this.kind, waitMs: Math.max(4 * this.timeoutMs, 250), checkIntervalMs: dataCheckIntervalMs, log: this.log });
+    try {
+      this.log = options.log ?? ((line) => console.warn(line));
+      this.calls = new RedisCalls({ client: this.client, ownsClient: this.ownsClient, keyPrefix: this.keyPrefix, subscriptions: this.subscriptions, log: this.log }, options);
+      this.kind = this.calls.kind;
+      this.timeoutMs = this.calls.timeoutMs;
+      const pollIntervalMs = positiveNumber("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS, 1);
+      // A waiter that stopped polling (its process died) is dropped after a few missed polls.
+      this.waiterTtlMs = Math.max(1000, 4 * pollIntervalMs);
+      this.waiters = new LeaseWaiters({ client: this.client, channel: `${this.keyPrefix}wake`, pollIntervalMs });
+      this.undo = new LeaseUndo({ log: this.log });
+      const dataCheckIntervalMs = positiveNumber("dataCheckIntervalMs", options.dataCheckIntervalMs ?? 1000, 10);
+      this.dataLoss = dataLossGuardFor({ client: this.client, keyPrefix: this.keyPrefix, store: this.kind, waitMs: Math.max(4 * this.timeoutMs, 250), checkIntervalMs: dataCheckIntervalMs, log: this.log });
+    } catch (error) {
+      // A refused option leaves no connection behind: its errors would have no listener.
+      if (this.ownsClient) {
+        this.client.on("error", () => {});
+        this.client.disconnect();
+      }
+      throw error;
+    }
   }
 
   /** Runtime overrides (PUT /v1/overrides) live in the store: a hash per policy (overrides.ts beside this file). */
