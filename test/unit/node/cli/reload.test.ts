@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rename, writeFile } from "node:fs/promises";
 import http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -42,6 +42,16 @@ function run(args: string[]) {
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
 });
+
+/**
+ * Replaces a config file whole, as an editor's save or a deploy does (write beside it, rename over
+ * it): `--watch` may read the file the moment it changes, and a plain writeFile lets it read a
+ * half-written file (a refusal that names the file, not the field the test is about).
+ */
+async function replaceFile(path: string, text: string): Promise<void> {
+  await writeFile(`${path}.tmp`, text);
+  await rename(`${path}.tmp`, path);
+}
 
 /** An origin on loopback: answers after 10 ms, and holds /api/held until `release()`. */
 async function origin() {
@@ -128,7 +138,7 @@ describe("spillway serve: reload without restart", { timeout: PROCESS_TEST_TIMEO
       while (sent < 40) await new Promise((resolve) => setTimeout(resolve, 10));
 
       let from = serve.output().length;
-      await writeFile(path, config(upstream.url, 10));
+      await replaceFile(path, config(upstream.url, 10));
       serve.child.kill("SIGHUP");
       await serve.waitFor(/"event":"config-reload"[^\n]*"result":"ok"[^\n]*"trigger":"signal"/, from);
       const sentAtReload = sent;
@@ -155,7 +165,7 @@ describe("spillway serve: reload without restart", { timeout: PROCESS_TEST_TIMEO
       // A broken file: refused, logged by field; the limit, the generation and the state stay.
       const errorsBefore = await metric(metricsUrl!, 'spillway_config_reloads_total{result="error"}');
       from = serve.output().length;
-      await writeFile(path, config(upstream.url, -1));
+      await replaceFile(path, config(upstream.url, -1));
       serve.child.kill("SIGHUP");
       await serve.waitFor(/"event":"config-reload"[^\n]*"result":"error"/, from);
       const refused = serve.reloads(from).filter((line) => line.result === "error");
@@ -169,7 +179,7 @@ describe("spillway serve: reload without restart", { timeout: PROCESS_TEST_TIMEO
 
       // --watch: a fixed file is picked up without a signal.
       from = serve.output().length;
-      await writeFile(path, config(upstream.url, 20));
+      await replaceFile(path, config(upstream.url, 20));
       await serve.waitFor(/"event":"config-reload"[^\n]*"result":"ok"[^\n]*"trigger":"watch"/, from);
       const watched = await get(url!, "probe", agent);
       expect([quotaOf(watched.headers), remainingOf(watched.headers)]).toEqual([20, 14]);
