@@ -2,19 +2,13 @@ import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { httpLimiter } from "../../../src/client/index.js";
 import { parseConfig } from "../../../src/config/config.js";
+import { thrownMessage } from "../core/thrown-message.js";
 
 // httpLimiter's errors as a newcomer meets them (issue 45, newcomer 6): they name httpLimiter and
 // SPILLWAY_TOKEN, and an unreachable server says its address and the cause's code.
 
 const catalog = parseConfig({ policies: [{ name: "per-minute", limit: 10, period: "1m" }] }).catalog;
-const message = (run: () => unknown): string => {
-  try {
-    run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return "accepted";
-};
+const message = thrownMessage;
 
 describe("httpLimiter", () => {
   it("names itself and SPILLWAY_TOKEN", () => {

@@ -2,20 +2,14 @@ import { describe, expect, it } from "vitest";
 import { parseConfig, parseConfigText } from "../../../src/config/config.js";
 import { parseCheck, parseCredits, parseKeyRequest } from "../../../src/service/requests.js";
 import { parseGatewayConfig } from "../../../src/gateway/config.js";
+import { thrownMessage } from "../core/thrown-message.js";
 
 // The error texts a newcomer met in the first hour (issue 45, "Found by a newcomer", 6), each
 // with the exact words it says now: the field in Spillway's words, what it takes, and where to
 // look next.
 
 const catalog = parseConfig({ policies: [{ name: "per-minute", limit: 10, period: "1m" }] }).catalog;
-const message = (run: () => unknown): string => {
-  try {
-    run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return "accepted";
-};
+const message = thrownMessage;
 
 describe("a required field left out", () => {
   it("is 'is required (what it takes)', never the validator's 'must be nonoptional'", () => {

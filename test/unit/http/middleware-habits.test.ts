@@ -6,15 +6,9 @@ import { type RateLimitEnv, type RateLimitInfo, ipKey as honoIpKey, rateLimit as
 import { MemoryStore, ipKey, rateLimit } from "../../../src/node-middleware.js";
 import { parsePolicy } from "../../../src/core/policy.js";
 import { type Listening, listen } from "../node/http/middleware-helpers.js";
+import { thrownMessage } from "../core/thrown-message.js";
 
-const message = (run: () => unknown): string => {
-  try {
-    run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return "accepted";
-};
+const message = thrownMessage;
 
 // What users bring from express-rate-limit and hono-rate-limiter (issue 45, newcomer 7): the
 // decision readable by the handler, resetKey(key) on the middleware, and an IPv6-subnet key.

@@ -7,19 +7,13 @@ import { parseConfig } from "../../../../src/config/config.js";
 import { parseCheckArgs, parseServeArgs } from "../../../../src/node/args/serve.js";
 import { MemoryStore, startServer } from "../../../../src/node-middleware.js";
 import { runSpillway } from "./cli-process.js";
+import { thrownMessage } from "../../core/thrown-message.js";
 
 // The error texts a newcomer met in the first hour (issue 45, "Found by a newcomer", 6), each
 // with the exact words it says now: the field in Spillway's words, what it takes, and where to
 // look next.
 
-const message = (run: () => unknown): string => {
-  try {
-    run();
-  } catch (error) {
-    return (error as Error).message;
-  }
-  return "accepted";
-};
+const message = thrownMessage;
 
 describe("flags", () => {
   it("an unknown one suggests the near flag and points to the command's --help", () => {
