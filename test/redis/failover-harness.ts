@@ -44,6 +44,19 @@ export async function call(server: RunningServer, path: string, body: Record<str
   }
 }
 
+/**
+ * The first acquire after a failover that the guard has decided: while it still verifies the
+ * servers (it reads every master's marker, the dead one's included until the Cluster drops it)
+ * a grant waits up to its waitMs and answers 503 (failMode closed): no lease either way. The
+ * fence's lease length starts when the loss is seen, so the first decided answer falls inside it.
+ */
+export async function firstDecidedAcquire(server: RunningServer, key: string): Promise<{ answer: Answer; unavailable: number }> {
+  for (let unavailable = 0; ; unavailable++) {
+    const answer = await call(server, "acquire", { key, policy: "leases" });
+    if (answer.status !== 503 || unavailable === 10) return { answer, unavailable };
+  }
+}
+
 export interface Sample extends Answer {
   policy: "open" | "closed";
   startedMs: number;
