@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,6 +11,7 @@ import { type RunningAuthzServer, peerIp, startAuthzServer } from "../../../../s
 import { createNodeGateway } from "../../../../src/node/http/gateway.js";
 import { type RunningServer, startServer } from "../../../../src/node/serve/server.js";
 import { MemoryStore } from "../../../../src/stores/memory.js";
+import { envoyBootstrap, extAuthzOf } from "../http/envoy-http-rig.js";
 
 // Envoy's ext_authz gRPC service: a grpc-js client loading Envoy's published
 // external_auth.proto (proto/, as Envoy's own data-plane-api has it) sends the CheckRequests
@@ -156,6 +157,17 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
     const answer = await check(envoyCheck("GET", "/api/items", { "x-api-key": "k" }), untrusted.client);
     expect([answer.status.code, answer.denied_response?.status.code]).toEqual([7, "Forbidden"]);
     expect(answer.status.message).toBe("127.0.0.1 is not in trustProxy: forward-auth believes forwarded fields only from the proxy addresses trustProxy lists");
+  });
+
+  it("docs/proxies.md's gRPC bootstrap names the Authorization cluster on the port its serve command gives --ext-authz-port", () => {
+    const bootstrap = envoyBootstrap("grpc_service");
+    const { filter } = extAuthzOf(bootstrap);
+    expect(filter).toMatchObject({ transport_api_version: "V3", failure_mode_allow: false });
+    const cluster = bootstrap.static_resources.clusters.find((entry: { name: string }) => entry.name === filter.grpc_service.envoy_grpc.cluster_name);
+    expect(cluster.typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].explicit_http_config).toHaveProperty("http2_protocol_options");
+    const port = cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value;
+    const docs = readFileSync(fileURLToPath(new URL("../../../../docs/proxies.md", import.meta.url)), "utf8");
+    expect(/^npx spillway serve .*--ext-authz-port (\d+)$/m.exec(docs)?.[1]).toBe(String(port));
   });
 
   it("reads grpc-js's peer forms", () => {
