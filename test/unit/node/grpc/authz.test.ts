@@ -56,12 +56,13 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
       origin: "http://127.0.0.1:9", // never asked: Check only decides
       trustProxy,
       policies: [
-        { name: "per-minute", algorithm: "fixed-window", limit: 50, period: "1m" },
+        // An hour, not a minute: a burst that straddled a window's end would be admitted twice.
+        { name: "per-hour", algorithm: "fixed-window", limit: 50, period: "1h" },
         { name: "one", algorithm: "fixed-window", limit: 1, period: "1h" },
       ],
-      overrides: [{ policy: "per-minute", key: "gold", source: "header:x-api-key", limit: 60 }],
+      overrides: [{ policy: "per-hour", key: "gold", source: "header:x-api-key", limit: 60 }],
       routes: [
-        { match: { path: "/api/*", methods: ["GET", "POST"] }, key: "header:x-api-key", policies: ["per-minute"] },
+        { match: { path: "/api/*", methods: ["GET", "POST"] }, key: "header:x-api-key", policies: ["per-hour"] },
         { match: { path: "/by-ip/*" }, key: "ip", policies: ["one"] },
       ],
       allow: { keys: [{ key: "internal-batch", source: "header:x-api-key" }] },
@@ -96,15 +97,15 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
     for (const answer of ok) {
       expect(answer.http_response).toBe("ok_response");
       const upstream = fieldsOf(answer.ok_response!.headers);
-      expect(upstream).toMatchObject({ ratelimit: expect.stringMatching(/^"per-minute";r=\d+;t=\d+$/), "ratelimit-policy": '"per-minute";q=50;w=60', "spillway-route": "routes.0" });
+      expect(upstream).toMatchObject({ ratelimit: expect.stringMatching(/^"per-hour";r=\d+;t=\d+$/), "ratelimit-policy": '"per-hour";q=50;w=3600', "spillway-route": "routes.0" });
       expect(fieldsOf(answer.ok_response!.response_headers_to_add)).toEqual(upstream);
     }
     for (const answer of denied) {
       expect(answer.denied_response!.status.code).toBe("TooManyRequests");
       const fields = fieldsOf(answer.denied_response!.headers);
       expect(Number(fields["retry-after"])).toBeGreaterThan(0);
-      expect(fields).toMatchObject({ ratelimit: expect.stringMatching(/;r=0;/), "ratelimit-policy": '"per-minute";q=50;w=60', "content-type": "application/problem+json" });
-      expect(JSON.parse(answer.denied_response!.body)).toMatchObject({ status: 429, "violated-policies": ["per-minute"] });
+      expect(fields).toMatchObject({ ratelimit: expect.stringMatching(/;r=0;/), "ratelimit-policy": '"per-hour";q=50;w=3600', "content-type": "application/problem+json" });
+      expect(JSON.parse(answer.denied_response!.body)).toMatchObject({ status: 429, "violated-policies": ["per-hour"] });
     }
   });
 
