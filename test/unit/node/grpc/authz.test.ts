@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../../../src/config/config.js";
-import { type RunningAuthzServer, peerIp, startAuthzServer } from "../../../../src/node/grpc/authz-server.js";
+import { type RunningAuthzServer, loadAuthzProtos, peerIp, startAuthzServer } from "../../../../src/node/grpc/authz-server.js";
 import { createNodeGateway } from "../../../../src/node/http/gateway.js";
 import { type RunningServer, startServer } from "../../../../src/node/serve/server.js";
 import { MemoryStore } from "../../../../src/stores/memory.js";
@@ -169,6 +169,18 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
     const port = cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.port_value;
     const docs = readFileSync(fileURLToPath(new URL("../../../../docs/proxies.md", import.meta.url)), "utf8");
     expect(/^npx spillway serve .*--ext-authz-port (\d+)$/m.exec(docs)?.[1]).toBe(String(port));
+  });
+
+  it("answers grpc.health.v1.Health for the Authorization service", async () => {
+    const { Health } = loadAuthzProtos();
+    const health = new Health(authz.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
+    const ask = (service: string) => new Promise<{ status: string }>((resolve, reject) => health.Check({ service }, (error: grpc.ServiceError | null, answer: { status: string }) => (error ? reject(error) : resolve(answer))));
+    try {
+      expect((await ask("envoy.service.auth.v3.Authorization")).status).toBe("SERVING");
+      await expect(ask("other")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+    } finally {
+      health.close();
+    }
   });
 
   it("reads grpc-js's peer forms", () => {
