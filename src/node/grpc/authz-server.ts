@@ -5,6 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { ForwardAuth } from "../../gateway/forward-auth.js";
 import { answerEnvoyGrpc } from "../../gateway/forward-auth-envoy.js";
+import { errorResponse } from "../../http/problems.js";
 import { type CheckAnswer, type CheckRequestMessage, checkAnswerOf, checkOf } from "./authz-messages.js";
 import { RLS_PROTO_OPTIONS } from "./server.js";
 
@@ -45,7 +46,7 @@ const HEALTH_SERVICES = new Set(["", "envoy.service.auth.v3.Authorization"]);
 /**
  * Serves Check: the CheckRequest's http attributes are decided as `/v1/forward-auth` decides
  * a proxy's fields (gateway/forward-auth-envoy.ts); the answer is a CheckResponse, never an
- * RPC error for a decision (an error would be Envoy's failure_mode_allow to decide, which may
+ * RPC error for a decision, nor for a store that failed it (an error would be Envoy's failure_mode_allow to decide, which may
  * let the request through uncounted): status OK with ok_response, or PERMISSION_DENIED
  * (INVALID_ARGUMENT for a request that cannot be read) with denied_response carrying the
  * gateway's answer (429, Retry-After, the RateLimit fields, the problem body).
@@ -69,7 +70,10 @@ export async function startAuthzServer(options: AuthzServerOptions): Promise<Run
         }
         return controller.signal;
       };
+      // A failed decision (the store unreachable past failMode, shedding) is the gateway's
+      // own problem answer (503, 500), denied: never an RPC error Envoy might let through.
       answerEnvoyGrpc(auth, checkOf(call.request, peerIp(call.getPeer()), signal))
+        .catch(errorResponse)
         .then(checkAnswerOf)
         .then(
           (answer) => callback(null, answer),

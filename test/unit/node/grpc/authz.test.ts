@@ -5,7 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { StoreUnavailableError } from "../../../../src/core/limiter.js";
 import { parseConfig } from "../../../../src/config/config.js";
 import { type RunningAuthzServer, loadAuthzProtos, peerIp, startAuthzServer } from "../../../../src/node/grpc/authz-server.js";
 import { createNodeGateway } from "../../../../src/node/http/gateway.js";
@@ -51,7 +52,7 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
   let client: grpc.Client & Record<string, any>;
   let untrusted: { server: RunningServer; authz: RunningAuthzServer; client: grpc.Client & Record<string, any> };
 
-  const start = async (trustProxy: string[]) => {
+  const start = async (trustProxy: string[], limiter = new MemoryStore()) => {
     const config = parseConfig({
       origin: "http://127.0.0.1:9", // never asked: Check only decides
       trustProxy,
@@ -68,7 +69,6 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
       allow: { keys: [{ key: "internal-batch", source: "header:x-api-key" }] },
       deny: { keys: [{ key: "leaked-key-7", source: "header:x-api-key" }], ips: ["198.51.100.0/24"] },
     });
-    const limiter = new MemoryStore();
     const http = await startServer({ config, limiter, port: 0, fallback: createNodeGateway({ config, limiter, log: () => {} }), token: "t", drainTimeoutMs: 100 });
     const grpcServer = await startAuthzServer({ auth: () => http.forwardAuth, port: 0, drainTimeoutMs: 100 });
     const grpcClient = new Authorization(grpcServer.address, grpc.credentials.createInsecure()) as grpc.Client & Record<string, any>;
@@ -180,6 +180,24 @@ describe("ext_authz gRPC (envoy.service.auth.v3.Authorization/Check) beside spil
       await expect(ask("other")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
     } finally {
       health.close();
+    }
+  });
+
+  it("answers a store that cannot be reached (failMode closed) with the gateway's denied 503, not an RPC error", async () => {
+    const down = new MemoryStore();
+    down.check = () => Promise.reject(new StoreUnavailableError("connection refused"));
+    const broken = await start(["127.0.0.1"], down);
+    const quiet = vi.spyOn(console, "log").mockImplementation(() => {});
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const answer = await check(envoyCheck("GET", "/api/items", { "x-api-key": "k" }), broken.client);
+      expect([answer.status.code, answer.denied_response?.status.code]).toEqual([7, "ServiceUnavailable"]);
+    } finally {
+      quiet.mockRestore();
+      warn.mockRestore();
+      broken.client.close();
+      await broken.authz.close();
+      await broken.server.close();
     }
   });
 
