@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { StoreUnavailableError } from "../../../../src/core/limiter.js";
 import { parseConfig } from "../../../../src/config/config.js";
 import { type RunningAuthzServer, loadAuthzProtos, peerIp, startAuthzServer } from "../../../../src/node/grpc/authz-server.js";
+import { parseServeArgs } from "../../../../src/node/args/serve.js";
 import { createNodeGateway } from "../../../../src/node/http/gateway.js";
 import { type RunningServer, startServer } from "../../../../src/node/serve/server.js";
 import { MemoryStore } from "../../../../src/stores/memory.js";
@@ -231,5 +232,13 @@ describe("spillway serve --ext-authz-port", { timeout: 60_000 }, () => {
       if (child.exitCode === null) child.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("--ext-authz-port", () => {
+  it("takes a port with --config, and names the flag otherwise", () => {
+    expect(parseServeArgs(["--config", "c.json", "--store", "memory", "--ext-authz-port", "9191"], {}).extAuthzPort).toBe(9191);
+    expect(() => parseServeArgs(["--config", "c.json", "--store", "memory", "--ext-authz-port", "-1"], {})).toThrow(/^--ext-authz-port: must be an integer from 0 to 65535, got "-1"$/);
+    expect(() => parseServeArgs(["--rls-port", "0", "--rls-config", "r.yaml", "--store", "memory", "--ext-authz-port", "1"], {})).toThrow(/^--ext-authz-port: needs --config/);
   });
 });
