@@ -30,6 +30,25 @@ export interface ForwardAuthInput {
 
 const badRequest = (detail: string) => problemResponse(problem(400, detail));
 
+/** A forwarded value with the field it came in, for the 400 that names it. */
+export interface NamedField {
+  name: string;
+  value: string;
+}
+
+/** The original request as a shape reads it (docs/proxies.md): what ForwardAuth.decideOriginal decides. */
+export interface OriginalRequest {
+  method: NamedField;
+  /** Origin-form: path and query. */
+  uri: NamedField;
+  /** The original request's fields; `host` is its Host. */
+  headers: HeaderLookup;
+  /** Where the client's address walk through trustProxy starts: the proxy's address, or the client's as the proxy saw it. */
+  socketIp: string | undefined;
+  signal: () => AbortSignal;
+  defer: (promise: Promise<unknown>) => void;
+}
+
 /**
  * The original request's view: Host is X-Forwarded-Host when the proxy sets it (Traefik,
  * Caddy), else the Host the proxy passed (nginx's recipe passes the original Host).
@@ -50,7 +69,7 @@ class ForwardedHeaders implements HeaderLookup {
 }
 
 /** The first of the fields set, with the name it came under. */
-function firstField(headers: HeaderLookup, names: readonly string[]): { name: string; value: string } | undefined {
+function firstField(headers: HeaderLookup, names: readonly string[]): NamedField | undefined {
   for (const name of names) {
     const value = headers.get(name);
     if (value !== null) return { name, value };
@@ -86,16 +105,37 @@ export class ForwardAuth {
   }
 
   async #decide(input: ForwardAuthInput): Promise<Response> {
-    const trusted = this.#core.gateway.trustProxy;
-    const peer = input.socketIp === undefined ? undefined : parseIp(input.socketIp);
-    if (trusted.length === 0) return forbidden("trustProxy is empty: forward-auth believes forwarded fields only from the proxy addresses trustProxy lists");
-    if (!peer || !anyRangeContains(trusted, peer)) return forbidden(`${input.socketIp ?? "this address"} is not in trustProxy: forward-auth believes forwarded fields only from the proxy addresses trustProxy lists`);
+    const refused = this.refusedPeer(input.socketIp);
+    if (refused) return refused;
     const { headers } = input;
     const method = firstField(headers, ["x-forwarded-method", "x-original-method"]);
     if (!method) return badRequest("the request carries neither X-Forwarded-Method nor X-Original-Method: the proxy must forward the original request's method");
-    if (!METHOD_TOKEN.test(method.value)) return badRequest(`${method.name} must be an HTTP method, got "${method.value.slice(0, 40)}"`);
     const uri = firstField(headers, ["x-forwarded-uri", "x-original-uri"]);
     if (!uri) return badRequest("the request carries neither X-Forwarded-Uri nor X-Original-URI: the proxy must forward the original request's URI");
+    return this.decideOriginal({ method, uri, headers: new ForwardedHeaders(headers), socketIp: input.socketIp, signal: input.signal, defer: input.defer });
+  }
+
+  /**
+   * The 403 for a peer whose forwarded fields are not to be believed (trustProxy empty, or
+   * the peer not in it), else undefined. Every shape asks it first, with the address of the
+   * proxy that sent the check (a socket's, a gRPC peer's).
+   */
+  refusedPeer(peerIp: string | undefined): Response | undefined {
+    const trusted = this.#core.gateway.trustProxy;
+    const peer = peerIp === undefined ? undefined : parseIp(peerIp);
+    if (trusted.length === 0) return forbidden("trustProxy is empty: forward-auth believes forwarded fields only from the proxy addresses trustProxy lists");
+    if (!peer || !anyRangeContains(trusted, peer)) return forbidden(`${peerIp ?? "this address"} is not in trustProxy: forward-auth believes forwarded fields only from the proxy addresses trustProxy lists`);
+    return undefined;
+  }
+
+  /**
+   * The decision for an original request however it came (the X-Forwarded-* fields, Envoy's
+   * path prefix, Envoy's CheckRequest): its method and URI named by the field they came in,
+   * for the 400s. `socketIp` is where the client's address walk starts (gateway/ip.ts).
+   */
+  async decideOriginal(original: OriginalRequest): Promise<Response> {
+    const { method, uri, headers } = original;
+    if (!METHOD_TOKEN.test(method.value)) return badRequest(`${method.name} must be an HTTP method, got "${method.value.slice(0, 40)}"`);
     if (!uri.value.startsWith("/")) return badRequest(`${uri.name} must be an origin-form URI (a path starting with "/"), got "${uri.value.slice(0, 80)}"`);
     const query = uri.value.search(/[?#]/);
     const rawPath = query < 0 ? uri.value : uri.value.slice(0, query);
@@ -107,16 +147,15 @@ export class ForwardAuth {
     } catch {
       return badRequest(`${uri.name} is not a URI: "${uri.value.slice(0, 80)}"`);
     }
-    const forwarded = new ForwardedHeaders(headers);
     const facts: GatewayFacts = {
       method: method.value.toUpperCase(),
       path,
       search: url.search,
-      url: () => new URL(`${url.pathname}${url.search}`, `http://${forwarded.get("host") ?? "localhost"}`),
-      headers: forwarded,
-      socketIp: input.socketIp,
-      signal: input.signal,
-      defer: input.defer,
+      url: () => new URL(`${url.pathname}${url.search}`, `http://${headers.get("host") ?? "localhost"}`),
+      headers,
+      socketIp: original.socketIp,
+      signal: original.signal,
+      defer: original.defer,
     };
     const decided = this.#core.decide(facts);
     const step = decided instanceof Promise ? await decided : decided;

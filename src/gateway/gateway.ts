@@ -14,6 +14,7 @@ import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, global
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
 import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
 import { ClientLeaving, tappedBody } from "./read-on.js";
+import { mountForwardAuth } from "./forward-auth-hono.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -159,6 +160,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
   }
 
   const app = new Hono();
+  mountForwardAuth(app, core, clientIpOf, fieldRepeated);
   // Errors become problems here rather than through app.onError: Hono wraps every route of a
   // sub-app that has its own error handler in a per-request compose when it is mounted.
   const answer = (c: Context, matched: { route?: string }) =>

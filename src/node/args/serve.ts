@@ -47,6 +47,8 @@ export interface ServeArgs {
   metricsPort?: number;
   /** --rls-port / --rls-config: Envoy's rate limit service beside the HTTP server. */
   rls?: RlsArgs;
+  /** --ext-authz-port: Envoy's ext_authz gRPC service (envoy.service.auth.v3.Authorization) on this port, bound to --host. */
+  extAuthzPort?: number;
   /** --watch: reload --config when the file changes (as on SIGHUP). */
   watch?: boolean;
   /** --workers N|auto: N processes serving the same ports (cluster/primary.ts); Redis stores only. */
@@ -56,7 +58,7 @@ export interface ServeArgs {
 export const SERVE_USAGE = `usage: spillway serve --config FILE [--watch] [--port 8787] [--host 127.0.0.1]
                       [--redis URL | --redis-cluster URL,URL,... | --redis-sentinel HOST:PORT,... --redis-sentinel-name NAME
                        | --store memory [--memory-max-keys N]] [--max-inflight N] [--redis-timeout 50ms]
-                      [--metrics-port N | --no-metrics] [--workers N|auto]
+                      [--metrics-port N | --no-metrics] [--workers N|auto] [--ext-authz-port N]
                       [--rls-port N --rls-config PATH [--rls-host ADDR] [--rls-tls-cert FILE --rls-tls-key FILE] [--rls-response-headers]]
 
 Serves the HTTP API (/v1), the gateway (a config with "origin" and "routes"), /healthz,
@@ -83,6 +85,8 @@ ${SENTINEL_USAGE}
                          250ms, 1s, 1s500ms or a number of ms, 1ms to 10s; or REDIS_TIMEOUT); past it the call
                          fails and each policy's failMode decides (gRPC: UNAVAILABLE)
 ${RLS_USAGE}
+  --ext-authz-port N     also answer Envoy's ext_authz (gRPC, envoy.service.auth.v3.Authorization) on this
+                         port, bound to --host: the config's routes decide, as /v1/forward-auth does
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL, REDIS_SENTINELS, REDIS_SENTINEL_NAME,
              REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS, REDIS_TIMEOUT
@@ -135,6 +139,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         watch: { type: "boolean" },
         workers: { type: "string" },
         ...RLS_FLAG_OPTIONS,
+        "ext-authz-port": { type: "string" },
       },
     }));
   } catch (error) {
@@ -145,6 +150,8 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   if (values.watch && !values.config) throw new ValidationError("--watch", "watches --config, which is not given (--rls-config reloads on SIGHUP)");
   const store = parseStore(values, env);
   const workers = parseWorkers(values.workers, store);
+  const extAuthz = values["ext-authz-port"];
+  if (extAuthz !== undefined && !values.config) throw new ValidationError("--ext-authz-port", "needs --config: ext_authz decides by the config's routes");
   return {
     ...(values.config ? { configPath: values.config } : {}),
     port: parsePort(values.port),
@@ -153,12 +160,13 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
     ...(workers !== undefined ? { workers } : {}),
     ...parseMetrics(values),
     ...rls,
+    ...(extAuthz !== undefined ? { extAuthzPort: parsePort(extAuthz, "--ext-authz-port") } : {}),
     ...(values.watch ? { watch: true } : {}),
   };
 }
 
 /** serve's flags that take a number (each checks its own range). */
-const SERVE_VALUE_FLAGS = new Set(["--port", "--metrics-port", "--rls-port", "--workers", "--redis-timeout", "--max-inflight", "--memory-max-keys"]);
+const SERVE_VALUE_FLAGS = new Set(["--port", "--metrics-port", "--rls-port", "--ext-authz-port", "--workers", "--redis-timeout", "--max-inflight", "--memory-max-keys"]);
 
 /**
  * `--port -1` as `--port=-1`: node's parseArgs reads a value that starts with a dash as the

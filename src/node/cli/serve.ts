@@ -39,6 +39,7 @@ export async function serve(argv: string[]): Promise<number> {
     const gateway = parseGatewayConfig(config);
     // Optional packages (optional-packages.ts): gRPC is checked before anything starts.
     const rlsModule = args.rls ? await importRls() : undefined;
+    const authzModule = args.extAuthzPort !== undefined ? await importAuthz() : undefined;
     const rlsPrepared = args.rls ? await rlsModule!.prepareRls(args.rls) : undefined;
     const metrics = args.metrics ? await metricsModules() : undefined;
     const notices = serveNotify(await createStore(args.store), config);
@@ -65,6 +66,8 @@ export async function serve(argv: string[]): Promise<number> {
     const rls = args.rls && rlsPrepared && rlsModule ? await listening(rlsModule.serveRls(args.rls, rlsPrepared, rlsOptions), "--rls-port", args.rls.port, rlsHost, args.rls.hostname ? "--rls-host" : "--host") : undefined;
     if (rls && !worker) reloads.push(() => rls.reload());
     if (rls) say(`spillway: rate limit service (gRPC${rlsPrepared?.tls ? " over TLS" : ""}) on ${rls.server.address}, ${counted(rlsPrepared!.config.domains.size, "domain")} from ${args.rls!.configPath}`);
+    const authz = authzModule ? await listening(authzModule.startAuthzServer({ auth: () => server.forwardAuth, port: args.extAuthzPort!, hostname: args.hostname, ...(worker ? { log: () => {} } : {}) }), "--ext-authz-port", args.extAuthzPort!, args.hostname) : undefined;
+    if (authz) say(`spillway: ext_authz (gRPC) on ${authz.address}${gateway ? "" : ": the config has no origin, so no routes: every Check is FAILED_PRECONDITION"}`);
     if (!process.env.SPILLWAY_TOKEN) say("spillway: SPILLWAY_TOKEN is not set: /v1 answers 503 until it is (SPILLWAY_TOKEN=… spillway serve …)", true);
     say(`spillway: listening on ${server.url} (store: ${limiter.kind}${gateway ? `, gateway to ${gateway.origin}` : ""})`);
     worker?.handle({
@@ -76,6 +79,7 @@ export async function serve(argv: string[]): Promise<number> {
     await stopSignal;
     if (!worker) console.log("spillway: shutting down (letting in-flight requests finish)");
     stopWatching?.();
+    await authz?.close();
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     notices.close();
@@ -110,6 +114,11 @@ async function servePrimary(argv: string[]): Promise<number> {
   } finally {
     process.off("SIGHUP", ignoreHangup);
   }
+}
+
+/** The ext_authz server's modules: gRPC is an optional peer. */
+function importAuthz() {
+  return importNeeding(() => import("../grpc/authz-server.js"), ["@grpc/grpc-js", "@grpc/proto-loader"], "--ext-authz-port (Envoy's ext_authz)");
 }
 
 /** The RLS server's modules: gRPC is an optional peer (optional-packages.ts). */

@@ -7,6 +7,7 @@ import { canonicalPath, isRefused } from "../../http/path.js";
 import type { NodeApiEdge } from "../http/api-edge.js";
 import type { NodeGateway } from "../http/gateway.js";
 import { FORWARD_AUTH_PATH } from "../../gateway/forward-auth.js";
+import { ENVOY_FORWARD_AUTH_PREFIX } from "../../gateway/forward-auth-envoy.js";
 import type { ServerRuntime } from "./runtime.js";
 
 // @hono/node-server builds a request's URL from the target as sent only when the target and
@@ -39,6 +40,7 @@ export function runtimeListener(cell: { readonly current: Pick<ServerRuntime, "a
     const target = req.url ?? "";
     // A proxy's check request, any method, spelled exactly (its query may say deny_status).
     if (runtime.forwardAuth && isForwardAuth(target)) return runtime.forwardAuth.handle(req, res);
+    if (runtime.forwardAuth && isEnvoyCheck(target)) return runtime.forwardAuth.handleEnvoy(req, res);
     if (!PLAIN_TARGET.test(target) || DOT_SEGMENT.test(target) || !plainHost(req)) return void runtime.app(req, res);
     const query = target.indexOf("?");
     const fragment = target.indexOf("#");
@@ -58,6 +60,13 @@ export function runtimeListener(cell: { readonly current: Pick<ServerRuntime, "a
 function isForwardAuth(target: string): boolean {
   if (!target.startsWith(FORWARD_AUTH_PATH)) return false;
   return target.length === FORWARD_AUTH_PATH.length || target[FORWARD_AUTH_PATH.length] === "?";
+}
+
+/** `/v1/forward-auth/envoy` then the original path (Envoy's path_prefix): `/v1/forward-auth/envoy/…`, `/v1/forward-auth/envoy?…`. */
+function isEnvoyCheck(target: string): boolean {
+  if (!target.startsWith(ENVOY_FORWARD_AUTH_PREFIX)) return false;
+  const next = target[ENVOY_FORWARD_AUTH_PREFIX.length];
+  return next === undefined || next === "/" || next === "?";
 }
 
 /** The listener over one fixed app and edges (no reload): the Hono app, the gateway, the API edge. */

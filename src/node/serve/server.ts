@@ -9,6 +9,7 @@ import type { Observability } from "../../http/observe-routes.js";
 import type { Limiter } from "../../core/limiter.js";
 import type { Overrides } from "../../overrides/overrides.js";
 import { runtimeListener } from "./dispatch.js";
+import type { ForwardAuth } from "../../gateway/forward-auth.js";
 import type { NodeGateway } from "../http/gateway.js";
 import { type RuntimeCell, type RuntimeFixture, type RuntimeParts, type ServerRuntime, buildRuntime } from "./runtime.js";
 import { type NodeUpgradeEdge, serveUpgrades } from "../http/upgrade-edge.js";
@@ -94,6 +95,8 @@ export interface RunningServer {
    * parts cannot be served. Returns the new generation.
    */
   reload(parts: RuntimeParts): number;
+  /** The forward-auth decision of the runtime in force (absent without routes): Envoy's gRPC Check asks it per call. */
+  readonly forwardAuth: ForwardAuth | undefined;
   /** Stops accepting, lets in-flight requests finish, closes connections and the store. */
   close(): Promise<void>;
 }
@@ -127,6 +130,9 @@ export function startServer(options: ServerOptions): Promise<RunningServer> {
         url: `http://${host}:${info.port}`,
         get generation() {
           return cell.current.generation;
+        },
+        get forwardAuth() {
+          return cell.current.forwardAuth?.auth;
         },
         reload(parts) {
           const next = buildRuntime(parts, fixture, cell.current.generation + 1);
