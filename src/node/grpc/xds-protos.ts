@@ -12,10 +12,15 @@ export const XDS_PROTO_FILES = ["envoy/service/discovery/v3/ads.proto", "ratelim
  * (src/rls/xds-resource.ts), so a resource it cannot read is NACKed, not a broken stream.
  */
 export function loadXdsProtos(): { AggregatedDiscoveryService: grpc.ServiceClientConstructor } {
+  // Parsed once per process: a reconnect, or a second client, reuses it.
+  if (loaded) return loaded;
   const definition = protoLoader.loadSync(XDS_PROTO_FILES, RLS_PROTO_OPTIONS);
-  const loaded = grpc.loadPackageDefinition(definition) as unknown as { envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } } } } };
-  return { AggregatedDiscoveryService: loaded.envoy.service.discovery.v3.AggregatedDiscoveryService };
+  const packages = grpc.loadPackageDefinition(definition) as unknown as { envoy: { service: { discovery: { v3: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } } } } };
+  loaded = { AggregatedDiscoveryService: packages.envoy.service.discovery.v3.AggregatedDiscoveryService };
+  return loaded;
 }
+
+let loaded: { AggregatedDiscoveryService: grpc.ServiceClientConstructor } | undefined;
 
 /** DiscoveryRequest and DiscoveryResponse as proto-loader reads them under RLS_PROTO_OPTIONS. */
 export interface DiscoveryRequest {
