@@ -30,7 +30,7 @@ export class TestXdsServer {
   private nonce = 0;
   private waiters: { test: (request: DiscoveryRequest) => boolean; resolve: (request: DiscoveryRequest) => void }[] = [];
 
-  async start(port = this.port): Promise<this> {
+  async start(port = this.port, credentials = grpc.ServerCredentials.createInsecure()): Promise<this> {
     const { AggregatedDiscoveryService } = loadXdsProtos();
     const server = new grpc.Server();
     server.addService(AggregatedDiscoveryService.service, {
@@ -52,7 +52,7 @@ export class TestXdsServer {
         stream.on("end", () => (this.streams.delete(stream), stream.end()));
       },
     });
-    this.port = await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    this.port = await new Promise<number>((resolve, reject) => server.bindAsync(`127.0.0.1:${port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound))));
     this.server = server;
     return this;
   }
