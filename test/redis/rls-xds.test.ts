@@ -68,6 +68,8 @@ describe("spillway rls with its config from an xDS server", () => {
     const one = await startRls(env(xds, { FORCE_START_WITHOUT_INITIAL_CONFIG: "true" }));
     started.push(one);
     await expect(one.client.ask("app", [d(["user", "x"])])).rejects.toMatchObject({ code: 14, details: `no rate limit configuration yet: waiting for the xDS server at ${xds.address}` });
+    // Health is the store's, as the reference's (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED would say NOT_SERVING).
+    expect((await fetch(`${one.running.httpUrl}/healthcheck`)).status).toBe(200);
     const ack = xds.next((request) => request.version_info === "1");
     xds.push("1", [app]);
     await ack;
