@@ -54,7 +54,7 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   honoured("CONFIG_GRPC_XDS_SERVER_URL", "host:port of the xDS server (default localhost:18000; Envoy Gateway's controller is on 18001)"),
   honoured("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "the wait before connecting again after the stream ends or fails (a Go duration; default 3s); the config in force stays meanwhile"),
   honoured("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "name:value,name:value: gRPC metadata on the xDS stream"),
-  honoured("CONFIG_GRPC_XDS_SERVER_USE_TLS", "TLS to the xDS server (the system's CAs, plus CONFIG_GRPC_XDS_SERVER_TLS_CACERT)"),
+  honoured("CONFIG_GRPC_XDS_SERVER_USE_TLS", "TLS to the xDS server (Node's bundled CAs, plus CONFIG_GRPC_XDS_SERVER_TLS_CACERT)"),
   honoured("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "client certificate (PEM file) for mutual TLS to the xDS server"),
   honoured("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "its key"),
   honoured("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "a CA (PEM file) the xDS server's certificate may be signed by"),

@@ -68,7 +68,7 @@ function serverTarget(text: string): string {
   if (/^https?:\/\//i.test(target)) throw new ValidationError("CONFIG_GRPC_XDS_SERVER_URL", `must be host:port (a gRPC target, TLS by CONFIG_GRPC_XDS_SERVER_USE_TLS), not a URL, got ${JSON.stringify(text)}`);
   if (/^(dns|unix|unix-abstract|ipv4|ipv6):/.test(target) && target.length > 5) return target;
   const match = /^(\[[^\]]+\]|[^:/\s]+):(\d{1,5})$/.exec(target);
-  if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new ValidationError("CONFIG_GRPC_XDS_SERVER_URL", `must be host:port of the xDS server (Envoy Gateway's is envoy-gateway.envoy-gateway-system.svc.cluster.local:18001), got ${JSON.stringify(text)}`);
+  if (!match || Number(match[2]) < 1 || Number(match[2]) > 65535) throw new ValidationError("CONFIG_GRPC_XDS_SERVER_URL", `must be host:port of the xDS server (Envoy Gateway sets envoy-gateway:18001), got ${JSON.stringify(text)}`);
   return target;
 }
 
