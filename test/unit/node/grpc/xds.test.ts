@@ -218,6 +218,6 @@ descriptors:
     expect(settled.filter((result) => result.status === "rejected")).toEqual([]);
     expect([...seen.keys()].sort()).toEqual(["1000/1001", "2000/2001"]);
     expect([...seen.values()].reduce((sum, count) => sum + count, 0)).toBe(calls);
-    expect(calls).toBeGreaterThan(100);
+    expect(calls).toBeGreaterThanOrEqual(32);
   });
 });
