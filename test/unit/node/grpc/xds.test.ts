@@ -136,6 +136,17 @@ describe("spillway rls with CONFIG_TYPE=GRPC_XDS_SOTW, against an xDS server spe
     expect(await limitOf(client)).toBe(8);
   });
 
+  it("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES: a larger response is not taken (the stream fails and is opened again); the config in force stays", async () => {
+    const { xds, client, source, lines } = await setup({ maxMessageBytes: 400 });
+    xds.push("v1", [app(3)]);
+    await source.first;
+    const reopened = xds.next((request) => request.response_nonce === "" && request.version_info === "v1");
+    xds.push("v2", [app(4), ...Array.from({ length: 20 }, (_, index) => app(5, `domain-${index}`))]);
+    await reopened;
+    expect(lines.some((line) => /xDS stream to .* ended \(.*larger than max/i.test(line))).toBe(true);
+    expect([source.version(), await limitOf(client)]).toEqual(["v1", 3]);
+  });
+
   it("shadow_mode and quota_mode in a pushed config act as in a file", async () => {
     const { xds, client, source } = await setup();
     const yaml = `domain: modes
