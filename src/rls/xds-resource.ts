@@ -69,7 +69,8 @@ function policy(message: Message): Record<string, unknown> {
 /** google.protobuf.Struct as the plain mapping a YAML file's `metadata` is. */
 function struct(message: Message): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const entry of messages(message, 1)) out[text(entry, 1) ?? ""] = protoValue(messages(entry, 2).at(-1));
+  // Defined, not assigned: a key named __proto__ is a key like any other, as in a parsed YAML file.
+  for (const entry of messages(message, 1)) Object.defineProperty(out, text(entry, 1) ?? "", { value: protoValue(messages(entry, 2).at(-1)), enumerable: true, writable: true, configurable: true });
   return out;
 }
 

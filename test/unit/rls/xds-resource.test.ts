@@ -48,5 +48,9 @@ describe("RateLimitConfig resources: one parser with the files", () => {
       expect(() => rateLimitConfigFile(bytes, 3)).toThrow(/^xDS resource 3: is not a RateLimitConfig \(/);
     }
     expect(structOf({})).toEqual({ fields: {} });
+    // A metadata key named __proto__ is data, not the object's prototype.
+    const pushed = overXds({ name: "p", domain: "d", descriptors: [{ key: "k", metadata: { fields: { ["__proto__"]: { stringValue: "x" } } } }] });
+    const metadata = pushed.domains.get("d")!.level.byKey.get("k")!.metadata!;
+    expect([Object.getPrototypeOf(metadata) === Object.prototype, Object.keys(metadata)]).toEqual([true, ["__proto__"]]);
   });
 });
