@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/free-port.js";
 import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
 import { d, rlsClient } from "../unit/node/grpc/rls-helpers.js";
+import { TestXdsServer } from "../unit/node/grpc/xds-server.js";
 import { runtimeRoot, waitFor } from "./rls-env-helpers.js";
 
 const BIN = new URL("../../bin/spillway.mjs", import.meta.url).pathname;
@@ -81,5 +82,19 @@ describe("spillway rls, started with only the reference's variables", { timeout:
     const rls = spawnRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, BACKEND_TYPE: "memcache" });
     expect(await rls.exit).toBe(2);
     expect(rls.output()).toContain('BACKEND_TYPE: "memcache" is not supported by spillway rls');
+  });
+
+  it("with CONFIG_TYPE=GRPC_XDS_SOTW, subscribes as its node and waits for the first config; a SIGTERM meanwhile exits 0", async () => {
+    // Serving what is pushed is tested in process (test/redis/rls-xds.test.ts): here, the process's own wait and stop.
+    const xds = await new TestXdsServer().start();
+    try {
+      const rls = spawnRls({ REDIS_SOCKET_TYPE: "tcp", REDIS_URL: `127.0.0.1:${redis.port}`, CONFIG_TYPE: "GRPC_XDS_SOTW", CONFIG_GRPC_XDS_SERVER_URL: xds.address, CONFIG_GRPC_XDS_NODE_ID: "envoy-ratelimit", GRPC_PORT: String(await freePort()), PORT: String(await freePort()), USE_STATSD: "false" });
+      await xds.next((request) => request.node?.id === "envoy-ratelimit", 40_000);
+      rls.child.kill("SIGTERM");
+      expect(await rls.exit).toBe(0);
+      expect(rls.output()).toContain(`waiting for the first config from the xDS server at ${xds.address}`);
+    } finally {
+      xds.stop();
+    }
   });
 });

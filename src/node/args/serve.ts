@@ -103,6 +103,7 @@ export const RLS_COMMAND_USAGE = `usage: spillway rls
 envoyproxy/ratelimit's service, configured as the reference is: by its environment variables
 alone (REDIS_URL, RUNTIME_ROOT, RUNTIME_SUBDIRECTORY, GRPC_PORT, …; each one honoured,
 ignored or refused naming it). Takes no arguments; SIGHUP re-reads the runtime files.
+CONFIG_TYPE=GRPC_XDS_SOTW takes the config from an xDS server instead (Envoy Gateway).
 Needs: npm install ioredis prom-client @grpc/grpc-js @grpc/proto-loader
 docs: node_modules/spillway/docs/envoy.md ("spillway rls")`;
 

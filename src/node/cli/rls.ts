@@ -23,12 +23,14 @@ export async function rls(argv: string[]): Promise<number> {
   try {
     // Loaded only for this command: its optional packages (optional-packages.ts) must be installed.
     const { startRlsCommand } = await importNeeding(() => import("../grpc/command.js"), RLS_COMMAND_PACKAGES, "the rls command");
-    const running = await startRlsCommand(process.env);
+    const running = await startRlsCommand(process.env, { stopped: stopSignal });
     reloads.push(() => running.reload());
     await stopSignal;
     await running.close();
     return 0;
   } catch (error) {
+    // A stop signal while waiting for the xDS server's first config: a clean stop.
+    if ((error as Error).name === "RlsStartStopped") return 0;
     console.error(`spillway: ${(error as Error).message}`);
     return error instanceof ValidationError || error instanceof MissingPackageError ? 2 : 1;
   } finally {

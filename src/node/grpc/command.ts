@@ -8,7 +8,9 @@ import { createRlsLogger } from "./log.js";
 import { registerRlsMetrics } from "./metrics.js";
 import { createRlsRedis } from "./redis.js";
 import { loadRuntimeConfig, runtimeConfigDir, watchRuntime } from "./runtime.js";
-import { startRlsServer } from "./server.js";
+import { type RunningRlsServer, startRlsServer } from "./server.js";
+import type { RlsConfig } from "../../rls/types.js";
+import { type XdsConfigSource, startXdsConfig } from "./xds-client.js";
 import { closeHttpServer } from "../http/close-server.js";
 
 /** `spillway rls` while it runs. */
@@ -32,16 +34,29 @@ const WATCH_INTERVAL_MS = 1000;
  * The config is read, certificates loaded and variables checked before anything connects:
  * a mistake is a ValidationError naming the variable or file (exit 2).
  */
-export async function startRlsCommand(env: Record<string, string | undefined>, options: { write?: (line: string) => void; watchIntervalMs?: number } = {}): Promise<RunningRlsCommand> {
+export async function startRlsCommand(env: Record<string, string | undefined>, options: { write?: (line: string) => void; watchIntervalMs?: number; stopped?: Promise<unknown> } = {}): Promise<RunningRlsCommand> {
   const { settings, ignored } = parseRlsEnv(env);
   const log = createRlsLogger(settings.log.level, settings.log.format, options.write);
   if (ignored.length > 0) log.warn(`not applicable to spillway rls, ignored: ${ignored.join(", ")} (docs/envoy.md says why)`);
-  let config = await loadRuntimeConfig(settings.runtime);
-  if (config.domains.size === 0) log.warn(`no domain in ${runtimeConfigDir(settings.runtime)}: every request is answered OK`);
   const grpcTls = settings.grpc.tls ? await readGrpcTls(settings.grpc.tls) : undefined;
+  let grpcServer: RunningRlsServer | undefined;
+  let config: RlsConfig;
+  let xds: XdsConfigSource | undefined;
+  if (settings.xds) {
+    xds = await startXdsConfig(settings.xds, { apply: (next) => ((config = next), grpcServer?.setConfig(next)), log });
+    config = await firstXdsConfig(xds, settings.xds, log, options.stopped);
+  } else {
+    config = await loadRuntimeConfig(settings.runtime);
+    if (config.domains.size === 0) log.warn(`no domain in ${runtimeConfigDir(settings.runtime)}: every request is answered OK`);
+  }
+  const source = settings.xds ? `the xDS server at ${settings.xds.serverUrl}` : runtimeConfigDir(settings.runtime);
 
-  const redis = await createRlsRedis(settings.redis, (line) => log.warn(line));
+  const redis = await createRlsRedis(settings.redis, (line) => log.warn(line)).catch((error: unknown) => {
+    xds?.close();
+    throw error;
+  });
   const closers: (() => Promise<unknown>)[] = [() => redis.close()];
+  if (xds) closers.unshift(async () => xds.close());
   const close = async () => {
     for (const closer of closers.splice(0).reverse()) await closer().catch(() => {});
   };
@@ -63,8 +78,12 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
       ...(settings.responseHeaders ? { referenceHeaders: settings.responseHeaders } : {}),
       nearLimitRatio: settings.stats.nearLimitRatio,
       healthy,
+      ...(xds ? { unconfigured: () => (xds.current() ? undefined : `no rate limit configuration yet: waiting for ${source}`) } : {}),
       log: (line) => log.error(line),
     });
+    grpcServer = grpc;
+    // A push may have landed while the server started.
+    grpc.setConfig(config);
     closers.push(() => grpc.close());
     const health = async () => healthy() && (await redis.store.health().then((state) => state.ok, () => false));
     const http = await listen(
@@ -94,6 +113,10 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
       prometheusUrl = `${metrics.url}${path}`;
     }
     const reload = async () => {
+      if (xds) {
+        log.info(`the config comes from ${source} (version ${JSON.stringify(xds.version())}): nothing to re-read`);
+        return false;
+      }
       try {
         config = await loadRuntimeConfig(settings.runtime);
         grpc.setConfig(config);
@@ -104,13 +127,42 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
         return false;
       }
     };
-    const stopWatching = await watchRuntime(settings.runtime, options.watchIntervalMs ?? WATCH_INTERVAL_MS, reload);
-    closers.push(async () => stopWatching());
+    if (!xds) {
+      const stopWatching = await watchRuntime(settings.runtime, options.watchIntervalMs ?? WATCH_INTERVAL_MS, reload);
+      closers.push(async () => stopWatching());
+    }
     // At warn, the reference's default level, as the reference logs its "Listening for gRPC on" lines: a start is never silent.
-    log.warn(`rate limit service (gRPC${grpcTls ? " over TLS" : ""}) on ${grpc.address}, ${config.domains.size} domain(s) from ${runtimeConfigDir(settings.runtime)}; store: Redis ${redis.target}; health on ${http.url}/healthcheck${prometheusUrl ? `; metrics on ${prometheusUrl}` : ""}`);
+    log.warn(`rate limit service (gRPC${grpcTls ? " over TLS" : ""}) on ${grpc.address}, ${config.domains.size} domain(s) from ${source}; store: Redis ${redis.target}; health on ${http.url}/healthcheck${prometheusUrl ? `; metrics on ${prometheusUrl}` : ""}`);
     return { settings, grpcAddress: grpc.address, httpUrl: http.url, ...(prometheusUrl ? { prometheusUrl } : {}), reload, close };
   } catch (error) {
     await close();
+    throw error;
+  }
+}
+
+/** Raised when a stop signal comes before the xDS server's first config: `spillway rls` then exits 0. */
+export class RlsStartStopped extends Error {
+  constructor() {
+    super("stopped before the first config arrived");
+    this.name = "RlsStartStopped";
+  }
+}
+
+/**
+ * The config to start with: as the reference, nothing serves until the xDS server's first
+ * config unless FORCE_START_WITHOUT_INITIAL_CONFIG (then an empty config, and calls are
+ * UNAVAILABLE until the first arrives). A stop signal meanwhile ends the wait.
+ */
+async function firstXdsConfig(xds: XdsConfigSource, settings: NonNullable<RlsEnvSettings["xds"]>, log: { warn(line: string): void }, stopped?: Promise<unknown>): Promise<RlsConfig> {
+  if (settings.forceStart) return xds.current() ?? { domains: new Map() };
+  log.warn(`waiting for the first config from the xDS server at ${settings.serverUrl} (node ${JSON.stringify(settings.nodeId)}) before serving; FORCE_START_WITHOUT_INITIAL_CONFIG=true serves at once`);
+  const stop = stopped?.then(() => {
+    throw new RlsStartStopped();
+  });
+  try {
+    return await (stop ? Promise.race([xds.first, stop]) : xds.first);
+  } catch (error) {
+    xds.close();
     throw error;
   }
 }

@@ -25,7 +25,6 @@ const refusedUnless = (name: string, why: string, ...allowed: string[]): RlsEnvR
 });
 
 const FALSE = ["false", "0", "f"];
-const XDS = "only read with CONFIG_TYPE=GRPC_XDS_SOTW, which is refused";
 const STATSD = "statsd and DogStatsD are not spoken: Spillway's stats are on Prometheus (USE_PROMETHEUS)";
 const PER_SECOND = "only read with REDIS_PERSECOND=true, which is refused";
 const MEMCACHE = "only read with BACKEND_TYPE=memcache, which is refused";
@@ -48,26 +47,26 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   { name: "GRPC_CLIENT_TLS_SAN", kind: "refused", why: "checking a client certificate's SAN is not supported (GRPC_CLIENT_TLS_CACERT checks the CA)", refuses: (value) => value !== "" },
   honoured("LOG_LEVEL", "debug, info, warn (default) or error; trace, fatal and panic are read as debug and error"),
   honoured("LOG_FORMAT", "text (logfmt, default) or json (@timestamp, level, @message)"),
-  refusedUnless("CONFIG_TYPE", "only FILE: Spillway reads the runtime directory, it does not speak the xDS config protocol", "file"),
-  ...ignored("the files are read before serving; with no file the service starts with no domain (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED decides health)", "FORCE_START_WITHOUT_INITIAL_CONFIG"),
+  honoured("CONFIG_TYPE", "FILE (default): the runtime directory; GRPC_XDS_SOTW: RateLimitConfig resources from an xDS server (State of the World, aggregated); anything else stops startup"),
+  honoured("FORCE_START_WITHOUT_INITIAL_CONFIG", "with GRPC_XDS_SOTW: serve before the first config arrives (calls are UNAVAILABLE until then); false (default): nothing listens until it arrives"),
+  honoured("CONFIG_GRPC_XDS_NODE_ID", "the node id sent to the xDS server (default default)"),
+  honoured("CONFIG_GRPC_XDS_NODE_METADATA", "key=value,key=value: the node's metadata (string values)"),
+  honoured("CONFIG_GRPC_XDS_SERVER_URL", "host:port of the xDS server (default localhost:18000; Envoy Gateway's controller is on 18001)"),
+  honoured("CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "the wait before connecting again after the stream ends or fails (a Go duration; default 3s); the config in force stays meanwhile"),
+  honoured("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "name:value,name:value: gRPC metadata on the xDS stream"),
+  honoured("CONFIG_GRPC_XDS_SERVER_USE_TLS", "TLS to the xDS server (Node's bundled CAs, plus CONFIG_GRPC_XDS_SERVER_TLS_CACERT)"),
+  honoured("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "client certificate (PEM file) for mutual TLS to the xDS server"),
+  honoured("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "its key"),
+  honoured("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "a CA (PEM file) the xDS server's certificate may be signed by"),
+  honoured("CONFIG_GRPC_XDS_SERVER_TLS_SAN", "the name the xDS server's certificate must carry (default: the host of CONFIG_GRPC_XDS_SERVER_URL)"),
   ...ignored(
-    XDS,
-    "CONFIG_GRPC_XDS_NODE_ID",
-    "CONFIG_GRPC_XDS_NODE_METADATA",
-    "CONFIG_GRPC_XDS_SERVER_URL",
-    "CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL",
-    "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
-    "CONFIG_GRPC_XDS_SERVER_USE_TLS",
-    "CONFIG_GRPC_XDS_CLIENT_TLS_CERT",
-    "CONFIG_GRPC_XDS_CLIENT_TLS_KEY",
-    "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
-    "CONFIG_GRPC_XDS_SERVER_TLS_SAN",
+    "the reference's backoff between xDS reconnections; Spillway waits CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL each time",
     "XDS_CLIENT_BACKOFF_INITIAL_INTERVAL",
     "XDS_CLIENT_BACKOFF_MAX_INTERVAL",
     "XDS_CLIENT_BACKOFF_RANDOM_FACTOR",
     "XDS_CLIENT_BACKOFF_JITTER",
-    "XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES",
   ),
+  honoured("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "the largest xDS response taken (default gRPC's 4 MiB)"),
   ...ignored(STATSD, "USE_DOG_STATSD", "USE_DOG_STATSD_MOGRIFIERS", "USE_STATSD", "STATSD_HOST", "STATSD_PORT", "EXTRA_TAGS", "STATS_FLUSH_INTERVAL"),
   honoured("DISABLE_STATS", "no per-rule stats are kept, and no Prometheus listener starts (as the reference then has no stats sink)"),
   honoured("USE_PROMETHEUS", "serve the stats on PROMETHEUS_ADDR (--metrics-port)"),

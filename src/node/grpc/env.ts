@@ -1,6 +1,7 @@
 import { ValidationError } from "../../core/validation.js";
 import { goDurationMs } from "../args/go-duration.js";
 import { RLS_ENV_ROWS } from "./env-table.js";
+import { type XdsSettings, parseXdsEnv } from "./xds-env.js";
 
 /** `spillway rls`'s settings, read from envoyproxy/ratelimit's variables (env-table.ts lists every one). */
 export interface RlsEnvSettings {
@@ -15,6 +16,8 @@ export interface RlsEnvSettings {
   shadowMode: boolean;
   quotaMode: boolean;
   dynamicMetadata: boolean;
+  /** CONFIG_TYPE=GRPC_XDS_SOTW: the config comes from an xDS server, not the runtime directory (xds-env.ts). */
+  xds?: XdsSettings;
 }
 
 export interface RlsRedisSettings {
@@ -96,6 +99,8 @@ export function parseRlsEnv(env: Record<string, string | undefined>): { settings
     quotaMode: flag("QUOTA_MODE", false),
     dynamicMetadata: flag("RESPONSE_DYNAMIC_METADATA", false),
   };
+  const xds = parseXdsEnv(env, flag, duration);
+  if (xds) settings.xds = xds;
   if (flag("LIMIT_RESPONSE_HEADERS_ENABLED", false)) {
     settings.responseHeaders = { limit: headerName("LIMIT_LIMIT_HEADER", text("LIMIT_LIMIT_HEADER", "RateLimit-Limit")), remaining: headerName("LIMIT_REMAINING_HEADER", text("LIMIT_REMAINING_HEADER", "RateLimit-Remaining")), reset: headerName("LIMIT_RESET_HEADER", text("LIMIT_RESET_HEADER", "RateLimit-Reset")) };
   }

@@ -60,6 +60,8 @@ export interface RlsServerOptions {
   grpcOptions?: Record<string, number>;
   /** More that health depends on (the reference's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED): false answers NOT_SERVING. */
   healthy?: () => boolean;
+  /** Why no config is in force yet (xDS before its first push): calls are UNAVAILABLE with that reason. */
+  unconfigured?: () => string | undefined;
   /** How long close() lets calls in flight finish before cutting them (default 10 s). */
   drainTimeoutMs?: number;
   /** Where unexpected errors are logged (default console.error). */
@@ -111,6 +113,8 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   server.addService(withOwnCodec(RateLimitService.service), {
     ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest | MalformedRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
       if (call.request instanceof MalformedRequest) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `request: not a RateLimitRequest (${call.request.problem})` });
+      const unconfigured = options.unconfigured?.();
+      if (unconfigured) return callback({ code: grpc.status.UNAVAILABLE, details: unconfigured });
       if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
       service.shouldRateLimit(call.request).then(
         (answer) => callback(null, answer),

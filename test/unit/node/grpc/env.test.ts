@@ -30,7 +30,6 @@ describe("spillway rls: the reference's variables", () => {
   });
 
   it.each([
-    ["CONFIG_TYPE", "GRPC_XDS_SOTW"],
     ["BACKEND_TYPE", "memcache"],
     ["MERGE_DOMAIN_CONFIG", "true"],
     ["REDIS_PERSECOND", "true"],

@@ -11,28 +11,34 @@ const EXAMPLE = new URL("../../fixtures/envoy-example.yaml", import.meta.url);
 /** A fixed clock in the middle of a minute: the example's per-minute windows never roll mid-test. */
 export const QUOTA_NOW_MS = Date.UTC(2026, 0, 1, 12, 0, 30);
 
+/** Puts the example's config into a started server another way (xDS: test/unit/node/grpc/xds-readme.test.ts); answers its stop. */
+export type QuotaSuiteDelivery = (server: RunningRlsServer, name: string, yaml: string) => Promise<() => Promise<void>>;
+
 /**
  * quota_mode, global modes and dynamic metadata with the reference's example.yaml, on a store
  * made fresh for each server (on QUOTA_NOW_MS): the memory store (test/unit/node/grpc/quota.test.ts)
  * and Redis, whose stacked decision (stack.lua) reports each descriptor of a refused stack
  * (test/redis/rls-quota.test.ts).
  */
-export function describeQuotaSuite(name: string, makeLimiter: () => Promise<{ limiter: Limiter; close(): Promise<void> }>): void {
-  const running: { server: RunningRlsServer; client: RlsClient; store: { close(): Promise<void> } }[] = [];
+export function describeQuotaSuite(name: string, makeLimiter: () => Promise<{ limiter: Limiter; close(): Promise<void> }>, deliver?: QuotaSuiteDelivery): void {
+  const running: { server: RunningRlsServer; client: RlsClient; store: { close(): Promise<void> }; stop?: () => Promise<void> }[] = [];
   afterEach(async () => {
-    for (const { server, client, store } of running.splice(0)) {
+    for (const { server, client, store, stop } of running.splice(0)) {
       client.close();
+      await stop?.();
       await server.close();
       await store.close();
     }
   });
 
   async function serve(options: { quotaMode?: boolean; shadowMode?: boolean; dynamicMetadata?: boolean } = {}) {
-    const config = parseRlsConfig([parseRlsText("example.yaml", await readFile(EXAMPLE, "utf8"))]);
+    const yaml = await readFile(EXAMPLE, "utf8");
     const store = await makeLimiter();
+    const config = deliver ? { domains: new Map() } : parseRlsConfig([parseRlsText("example.yaml", yaml)]);
     const server = await startRlsServer({ limiter: store.limiter, config, port: 0, ...options });
+    const stop = deliver ? await deliver(server, "example.yaml", yaml) : undefined;
     const client = rlsClient(server.address);
-    running.push({ server, client, store });
+    running.push({ server, client, store, ...(stop ? { stop } : {}) });
     return client;
   }
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it as vitestIt } from "vitest";
 import type { Limiter } from "../../../../src/core/limiter.js";
 import { loadRlsConfig } from "../../../../src/node/grpc/files.js";
 import { type RunningRlsServer, startRlsServer } from "../../../../src/node/grpc/server.js";
@@ -8,25 +8,41 @@ import { README_CONFIGS, type RlsClient, configDir, d, freshSecond, rlsClient, u
 const MAX_UINT32 = 4_294_967_295;
 
 /**
+ * How the suite's service gets README_CONFIGS: by default from the files; test/unit/node/grpc/xds-readme.test.ts
+ * pushes them over xDS instead, and skips the cases whose config a RateLimitConfig cannot carry.
+ */
+export interface RlsSuiteServing {
+  start(limiter: Limiter, stats: RlsStats): Promise<{ server: RunningRlsServer; close(): Promise<void> }>;
+  /** Titles (their beginnings) of the cases to skip. */
+  skip: readonly string[];
+}
+
+/**
  * The reference's README examples through a real gRPC client, on one store: the memory store
  * (test/unit/node/grpc/memory.test.ts), Redis and Redis Cluster (test/redis/rls.test.ts).
  */
-export function describeRlsSuite(name: string, makeLimiter: () => Promise<{ limiter: Limiter; close(): Promise<void> }>): void {
+export function describeRlsSuite(name: string, makeLimiter: () => Promise<{ limiter: Limiter; close(): Promise<void> }>, serving?: RlsSuiteServing): void {
+  const it = (title: string, body: () => Promise<void>) => (serving?.skip.some((start) => title.startsWith(start)) ? vitestIt.skip : vitestIt)(title, body);
   describe(`Envoy RLS on ${name}`, () => {
     let store: { limiter: Limiter; close(): Promise<void> };
     let server: RunningRlsServer;
     let client: RlsClient;
+    let closeServer: () => Promise<void>;
     const stats = new RlsStats();
 
     beforeAll(async () => {
       store = await makeLimiter();
-      server = await startRlsServer({ limiter: store.limiter, config: await loadRlsConfig(await configDir(README_CONFIGS)), port: 0, stats, responseHeaders: true });
+      if (serving) ({ server, close: closeServer } = await serving.start(store.limiter, stats));
+      else {
+        server = await startRlsServer({ limiter: store.limiter, config: await loadRlsConfig(await configDir(README_CONFIGS)), port: 0, stats, responseHeaders: true });
+        closeServer = () => server.close();
+      }
       client = rlsClient(server.address);
     });
 
     afterAll(async () => {
       client?.close();
-      await server?.close();
+      await closeServer?.();
       await store?.close();
     });
 
