@@ -1,7 +1,6 @@
 import { describeValue } from "../core/validation.js";
 import type { Decision } from "../core/types.js";
 import type { Target } from "./target.js";
-import type { Ticket } from "./throttle.js";
 
 /** The most one reservation or settle may count (SPEC §2). */
 const MAX_COST = 1e9;
@@ -17,8 +16,9 @@ const MAX_COST = 1e9;
  * const completion = await openai.chat.completions.create({ model, messages, max_tokens: 4096 });
  * await reservation.settle(completion.usage?.total_tokens);
  */
-export class Reservation implements Ticket {
+export class Reservation {
   readonly estimate: number;
+  /** As a Ticket's: how long the slot was waited for, the limiter's answer, and whether it was handed over. */
   readonly waitedMs: number;
   readonly decision: Decision;
   readonly handedOver: boolean;
@@ -27,7 +27,8 @@ export class Reservation implements Ticket {
   readonly #target: Target;
   #settled: number | undefined;
 
-  constructor(target: Target, estimate: number, ticket: Ticket, spentAtMs: number) {
+  /** `ticket`: the slot Throttle.wait booked (a Ticket: named by shape, throttle.ts imports this file). */
+  constructor(target: Target, estimate: number, ticket: { waitedMs: number; decision: Decision; handedOver: boolean }, spentAtMs: number) {
     this.#target = target;
     this.estimate = estimate;
     this.waitedMs = ticket.waitedMs;

@@ -43,7 +43,7 @@ const traceInput = fc.record({
   steps: fc.array(stepInput, { minLength: 4, maxLength: 30 }),
 });
 
-type Trace = fc.Infer<typeof traceInput>;
+type Trace = typeof traceInput extends fc.Arbitrary<infer T> ? T : never;
 interface Held {
   key: string;
   policies: Policy[];
