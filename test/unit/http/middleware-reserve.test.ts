@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { type RateLimitEnv, type RateLimitOptions, rateLimit } from "../../../src/http/middleware.js";
 import { parsePolicy } from "../../../src/core/policy.js";
 import { MemoryStore } from "../../../src/stores/memory.js";
+import { StoreUnavailableError } from "../../../src/core/limiter.js";
+import type { CheckOptions, Decision, Policy } from "../../../src/core/types.js";
 
 // rateLimit()'s `estimate` on Hono (docs/counting.md, "Reserve, then settle"): the estimate is
 // checked and consumed before the handler, the handler settles what it used, once.
@@ -176,5 +178,21 @@ describe("rateLimit(): reserve, then settle on Hono", () => {
     const { app } = appWith(options({ policies: [tokens, { name: "small", algorithm: "fixed-window", limit: 1000, period: "1m" }, perMinute], estimate: 2000 }), (c) => c.text("ok"));
     expect((await get(app, "kay")).status).toBe(429);
     expect(await remaining("kay")).toBe(10_000);
+  });
+
+  it("a reservation that never landed (the store failed open) settles the whole of what was used", async () => {
+    // The store cannot be reached for the reservation, and is back for the settle.
+    class DownForChecks extends MemoryStore {
+      override check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
+        return Promise.reject(new StoreUnavailableError("redis down"));
+      }
+    }
+    store = new DownForChecks();
+    const { app } = appWith(options({ policies: { ...tokens, failMode: "open" }, estimate: 3000 }), async (c) => {
+      await c.get("rateLimit")!.settle(1000);
+      return c.text("answer");
+    });
+    expect((await get(app, "lu")).status).toBe(200);
+    expect(await remaining("lu")).toBe(9000);
   });
 });
