@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import type { Limiter } from "../../../src/core/limiter.js";
+import { parsePolicy } from "../../../src/core/policy.js";
 import { MaxWaitExceededError, createThrottle } from "../../../src/client/index.js";
 
 // Throttle.reserve (docs/library.md, "Reserve, then settle"), the same cases on every limiter:
@@ -37,4 +38,11 @@ export async function throttleReserveCases(limiter: Limiter, prefix: string): Pr
   expect(() => fresh.settle(-5)).toThrow("settle: used must be an integer from 0 to 1000000000 (the units the call used) or undefined (not known: the reservation stands), got -5");
   expect(fresh.settled).toBe(false);
   await expect(throttle.reserve(0)).rejects.toThrow("estimate: must be an integer from 1 to 1000000000, got 0");
+
+  // The limiter carries a refund's spend time: units spent in an earlier window do not come back.
+  const policy = parsePolicy(TOKENS, "policy");
+  const spent = `${key}:spent`;
+  await limiter.debit(spent, [policy], 500);
+  expect((await limiter.debit(spent, [policy], -500, Date.now() - 2 * 3_600_000)).remaining).toBe(9500);
+  expect((await limiter.debit(spent, [policy], -500, Date.now())).remaining).toBe(10_000);
 }

@@ -3,7 +3,8 @@ import { parseConfig } from "../../../src/config/config.js";
 import { parsePolicy } from "../../../src/core/policy.js";
 import { type RunningServer, startServer } from "../../../src/node/serve/server.js";
 import { MemoryStore } from "../../../src/stores/memory.js";
-import { createThrottle, httpLimiter, throttledFetch } from "../../../src/client/index.js";
+import { SpillwayService } from "../../../src/service/service.js";
+import { type SpillwayBinding, bindingLimiter, createThrottle, httpLimiter, throttledFetch } from "../../../src/client/index.js";
 import { TOKENS, throttleReserveCases } from "./throttle-reserve-cases.js";
 
 let server: RunningServer;
@@ -21,6 +22,12 @@ describe("Throttle.reserve and settle", () => {
 
   it("through the HTTP API (a refund carries its spentAtMs)", async () => {
     await throttleReserveCases(httpLimiter({ url: server.url, token: "secret" }), "http");
+  });
+
+  it("through a service binding's RPC check", async () => {
+    const service = new SpillwayService(new MemoryStore(), parseConfig({ policies: [] }));
+    const binding = { check: async (request: unknown) => (await service.check(request)).decision, peek: async (request: unknown) => (await service.peek(request)).decision } as unknown as SpillwayBinding;
+    await throttleReserveCases(bindingLimiter(binding), "binding");
   });
 });
 
