@@ -3,6 +3,7 @@ import { booleanOption, functionOption, integerOption, sleepOrThrow } from "./op
 import { MAX_TIMER_MS } from "../core/sleep.js";
 import { waitHintMs } from "./retry-after.js";
 import { Throttle } from "./throttle.js";
+import type { Reservation } from "./reservation.js";
 
 /** What throttledFetch returns: a drop-in `fetch`. */
 export type FetchLike = (input: Request | string | URL, init?: RequestInit) => Promise<Response>;
@@ -40,6 +41,20 @@ export interface ThrottledFetchOptions {
   random?: () => number;
   /** Called before each retry's wait. */
   onRetry?: (event: RetryEvent) => void;
+  /**
+   * Reserve, then settle (needs `throttle` and `usage`): the units each attempt reserves, read
+   * from a copy of the request (an LLM call's `max_tokens` plus its prompt), instead of a
+   * slot of 1. An integer from 1 to 1e9; anything else throws a TypeError before any attempt.
+   */
+  estimate?: (request: Request) => number | Promise<number>;
+  /**
+   * What an answer used, read from a copy of it once it is returned (its JSON `usage`, a
+   * stream's last event): the attempt's reservation settles with it, off the caller's path.
+   * undefined (or anything but an integer from 0 to 1e9) keeps the reservation as it is. An
+   * answer that is retried (429, 503) used nothing: its reservation is given back whole. A
+   * network error keeps it (the origin may have done the work).
+   */
+  usage?: (response: Response) => number | undefined | Promise<number | undefined>;
 }
 
 const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"]);
@@ -71,6 +86,10 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
   if (shareRetryAfter && !throttle) throw new TypeError("shareRetryAfter: needs a throttle whose limiter is shared, got no throttle");
   const random = functionOption<() => number>("random", options.random, Math.random)!;
   const onRetry = functionOption<(event: RetryEvent) => void>("onRetry", options.onRetry, undefined);
+  const estimateOf = functionOption<(request: Request) => number | Promise<number>>("estimate", options.estimate, undefined);
+  const usageOf = functionOption<(response: Response) => number | undefined | Promise<number | undefined>>("usage", options.usage, undefined);
+  if ((estimateOf === undefined) !== (usageOf === undefined)) throw new TypeError(`${estimateOf ? "usage" : "estimate"}: reserve, then settle needs both estimate (what an attempt reserves) and usage (what settles it), got only ${estimateOf ? "estimate" : "usage"}`);
+  if (estimateOf && !throttle) throw new TypeError("estimate: reserves on a throttle, got no throttle");
 
   // Without a throttle, the pause a server asks for still holds for every call through this function.
   let pausedUntilMs = 0;
@@ -90,9 +109,13 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
     const signal = request.signal;
     const retryable = retryNonIdempotent || IDEMPOTENT.has(request.method.toUpperCase());
     const startMs = Date.now();
+    // Read once from a copy: every attempt reserves the same estimate.
+    const estimate = estimateOf ? integerOption("estimate", await estimateOf(request.clone()), 1, 1e9, 1) : undefined;
     for (let attempt = 1; ; attempt++) {
       await sleepOrThrow(pausedUntilMs - Date.now(), signal);
-      if (throttle) await throttle.wait({ signal });
+      let reservation: Reservation | undefined;
+      if (throttle && estimate !== undefined) reservation = await throttle.reserve(estimate, { signal });
+      else if (throttle) await throttle.wait({ signal });
       const mayRetry = retryable && attempt < maxAttempts;
       let response: Response;
       try {
@@ -111,18 +134,40 @@ export function throttledFetch(options: ThrottledFetchOptions = {}): FetchLike {
       const pauseMs = hintMs !== undefined && hintMs > 0 && hintMs <= maxDelayMs ? hintMs : undefined;
       if (!retryStatuses.has(response.status)) {
         if (pauseMs !== undefined) await pause(pauseMs, false);
+        if (reservation) settleFrom(reservation, response, usageOf!);
         return response;
       }
       if (pauseMs !== undefined) await pause(pauseMs, shareRetryAfter);
-      if (!mayRetry) return response;
+      if (!mayRetry) {
+        if (reservation) settleFrom(reservation, response, usageOf!);
+        return response;
+      }
       const delayMs = hintMs === undefined ? backoffMs(attempt) : jitteredMs(hintMs);
-      if (delayMs > maxDelayMs || Date.now() - startMs + delayMs > maxTotalMs) return response;
+      if (delayMs > maxDelayMs || Date.now() - startMs + delayMs > maxTotalMs) {
+        if (reservation) settleFrom(reservation, response, usageOf!);
+        return response;
+      }
+      // Retried: the origin refused this attempt, which used nothing.
+      if (reservation) void reservation.settle(0).catch(() => undefined);
       // Free the connection: this answer's body will never be read.
       await response.body?.cancel().catch(() => undefined);
       onRetry?.({ attempt, delayMs, status: response.status });
       await sleepOrThrow(delayMs, signal);
     }
   };
+}
+
+/**
+ * Settles an attempt's reservation with what its answer used, read from a copy, off the
+ * caller's path. A usage that cannot be read or is unusable keeps the reservation; a settle
+ * the limiter fails keeps it too (nobody waits to be told).
+ */
+function settleFrom(reservation: Reservation, response: Response, usageOf: (response: Response) => number | undefined | Promise<number | undefined>): void {
+  const copy = response.clone();
+  void Promise.resolve()
+    .then(() => usageOf(copy))
+    .then((used) => reservation.settle(typeof used === "number" && Number.isInteger(used) && used >= 0 && used <= 1e9 ? used : undefined))
+    .catch(() => undefined);
 }
 
 function statusesOption(value: unknown): Set<number> {

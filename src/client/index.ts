@@ -10,6 +10,7 @@
  * const fetchApi = throttledFetch({ throttle });
  */
 export { createThrottle, Throttle, type ThrottleOptions, type WaitOptions, type Ticket } from "./throttle.js";
+export { Reservation } from "./reservation.js";
 export { throttledFetch, type ThrottledFetchOptions, type FetchLike, type RetryEvent } from "./fetch.js";
 export { createSemaphore, Semaphore, Lease, type SemaphoreOptions, type AcquireCallOptions } from "./semaphore.js";
 export { httpLimiter, bindingLimiter, type HttpLimiterOptions, type SpillwayBinding } from "./limiters.js";

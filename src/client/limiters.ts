@@ -89,9 +89,10 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
     async peek(key, policy) {
       return asDecision(await call("POST", "v1/peek", { key, policy: policyToWire(policy) }, [200]));
     },
-    async debit(key, policy, cost) {
+    async debit(key, policy, cost, spentAtMs) {
       // A debit answers 200 with the state after it, whether or not the key is now over.
-      return asDecision(await call("POST", "v1/check", { key, policy: policyToWire(policy), cost, mode: "debit" }, [200]));
+      // spentAtMs only when given: a server older than it refuses a field it does not know.
+      return asDecision(await call("POST", "v1/check", { key, policy: policyToWire(policy), cost, mode: "debit", ...spentField(spentAtMs) }, [200]));
     },
     async reset(key, policy) {
       await call("POST", "v1/reset", { key, policy: policyToWire(policy) }, [200, 204]);
@@ -124,7 +125,7 @@ export function httpLimiter(options: HttpLimiterOptions): RemoteLimiter {
 
 /** The service binding's RPC surface (README "Calling it from other Workers"): the HTTP API's bodies as arguments, its answers as results. */
 export interface SpillwayBinding {
-  check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"] | "debit"; maxWaitMs?: number }): Promise<Decision>;
+  check(request: { key: string; policy: WirePolicy; cost?: number; mode?: CheckOptions["mode"] | "debit"; maxWaitMs?: number; spentAtMs?: number }): Promise<Decision>;
   peek(request: { key: string; policy: WirePolicy }): Promise<Decision>;
   reset(request: { key: string; policy: WirePolicy }): Promise<void>;
   acquire(request: { key: string; policy: WirePolicy; maxWaitMs?: number; leaseMs?: number }): Promise<AcquireResult>;
@@ -172,7 +173,7 @@ export function bindingLimiter(binding: SpillwayBinding): RemoteLimiter {
     resolvesPolicyNames: true,
     check: (key, policy, check) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), ...checkBody(check) }))),
     peek: (key, policy) => rpc(async () => asDecision(await binding.peek({ key, policy: policyToWire(policy) }))),
-    debit: (key, policy, cost) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), cost, mode: "debit" }))),
+    debit: (key, policy, cost, spentAtMs) => rpc(async () => asDecision(await binding.check({ key, policy: policyToWire(policy), cost, mode: "debit", ...spentField(spentAtMs) }))),
     reset: (key, policy) => rpc(() => binding.reset({ key, policy: policyToWire(policy) })),
     acquire: (key, policy, acquire) => rpc(async () => asAcquireResult(await binding.acquire({ key, policy: policyToWire(policy), ...acquireBody(acquire) }))),
     release: (key, policy, leaseId) => rpc(async () => asShape<ReleaseResult>(await binding.release({ key, policy: policyToWire(policy), leaseId }), "released")),
@@ -213,6 +214,11 @@ function rpcError(error: unknown): Error {
     return new LimiterRequestError(/: no policy named /.test(message) ? 404 : 400, message, { cause: error });
   }
   return new LimiterUnavailableError(`limiter binding unavailable: ${message}`, { cause: error });
+}
+
+/** A refund's spend time as the wire carries it (`spentAtMs`, whole ms), or nothing. */
+function spentField(spentAtMs: number | undefined): { spentAtMs?: number } {
+  return spentAtMs === undefined ? {} : { spentAtMs: Math.floor(spentAtMs) };
 }
 
 function checkBody(options: CheckOptions): { cost: number; mode: CheckOptions["mode"]; maxWaitMs: number } {

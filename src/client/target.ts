@@ -37,7 +37,7 @@ export interface RemoteLimiter extends Limiter {
   readonly resolvesPolicyNames: true;
   check(key: string, policy: PolicyRef, options: CheckOptions): Promise<Decision>;
   peek(key: string, policy: PolicyRef): Promise<Decision>;
-  debit(key: string, policy: PolicyRef, cost: number): Promise<Decision>;
+  debit(key: string, policy: PolicyRef, cost: number, spentAtMs?: number): Promise<Decision>;
   reset(key: string, policy: PolicyRef): Promise<void>;
   acquire(key: string, policy: PolicyRef, options: AcquireOptions): Promise<AcquireResult>;
   release(key: string, policy: PolicyRef, leaseId: string): Promise<ReleaseResult>;
@@ -88,6 +88,8 @@ export interface Target {
   readonly policies: readonly Policy[] | undefined;
   check(options: CheckOptions): Promise<Decision>;
   peek(): Promise<Decision>;
+  /** Consumes `cost` past the limit, or refunds −cost spent at spentAtMs (Limiter.debit). */
+  debit(cost: number, spentAtMs?: number): Promise<Decision>;
   acquire(options: AcquireOptions): Promise<AcquireResult>;
   release(leaseId: string): Promise<ReleaseResult>;
   extend(leaseId: string, leaseMs?: number): Promise<ExtendResult>;
@@ -117,6 +119,7 @@ export function bindTarget(limiter: Limiter, key: string, policy: PolicyRef, fie
       policies,
       check: (options) => limiter.check(key, wire, options),
       peek: () => limiter.peek(key, wire),
+      debit: (cost, spentAtMs) => limiter.debit(key, wire, cost, spentAtMs),
       acquire: (options) => limiter.acquire(key, wire, options),
       release: (leaseId) => limiter.release(key, wire, leaseId),
       extend: (leaseId, leaseMs) => limiter.extend(key, wire, leaseId, leaseMs),
@@ -135,6 +138,7 @@ export function bindTarget(limiter: Limiter, key: string, policy: PolicyRef, fie
     policies: local,
     check: (options) => guard(() => applyFailMode(local, () => limiter.check(key, local, options))),
     peek: () => guard(() => applyFailMode(local, () => limiter.peek(key, local))),
+    debit: (cost, spentAtMs) => guard(() => applyFailMode(local, () => limiter.debit(key, local, cost, spentAtMs))),
     acquire: (options) => guard(() => limiter.acquire(key, local, options)),
     release: (leaseId) => guard(() => limiter.release(key, local, leaseId)),
     extend: (leaseId, leaseMs) => guard(() => limiter.extend(key, local, leaseId, leaseMs)),

@@ -5,6 +5,7 @@ import { MaxWaitExceededError } from "./errors.js";
 import { functionOption, integerOption, keyOption, signalOption, sleepOrThrow } from "./options.js";
 import { MAX_TIMER_MS } from "../core/sleep.js";
 import { type PolicyRef, type Target, bindTarget } from "./target.js";
+import { Reservation } from "./reservation.js";
 
 export interface ThrottleOptions {
   /** Where the shared state lives: MemoryStore, RedisStore, httpLimiter(…) or bindingLimiter(…). */
@@ -111,6 +112,25 @@ export class Throttle {
       throw error;
     }
     return { waitedMs: Date.now() - startMs, decision: slot.decision, handedOver };
+  }
+
+  /**
+   * Reserve, then settle (docs/library.md): waits for a slot of `estimate` units, as
+   * wait({ cost: estimate }) does, and answers a Reservation whose `settle(used)` gives the
+   * unused units back (or charges the excess) once the call's cost is known. Callers in flight
+   * together overspend the shared budget by at most the sum of their estimate errors.
+   *
+   * @example
+   * const reservation = await throttle.reserve(body.max_tokens + promptTokens);
+   * const answer = await callModel(body);
+   * await reservation.settle(answer.usage?.total_tokens);
+   */
+  async reserve(estimate: number, options: Omit<WaitOptions, "cost"> = {}): Promise<Reservation> {
+    const cost = integerOption("estimate", estimate, 1, 1e9, 1);
+    if (typeof options === "object" && options !== null && "cost" in options) throw new TypeError("options.cost: the estimate is reserve()'s first argument; leave cost out");
+    const ticket = await this.wait({ ...options, cost });
+    // The slot has come (its timer fired at or after it): the units count as spent now, in its window.
+    return new Reservation(this.target, cost, ticket, Date.now());
   }
 
   /**

@@ -37,7 +37,7 @@ export function assertDebitCost(cost: number): void {
 }
 
 /** A time a refund names as when its units were spent: a finite number of ms, or none. */
-function assertSpentAtMs(spentAtMs: number | undefined): void {
+export function assertSpentAtMs(spentAtMs: number | undefined): void {
   if (spentAtMs !== undefined && !Number.isFinite(spentAtMs)) throw new ValidationError("spentAtMs", `must be a time in ms, got ${describeValue(spentAtMs)}`);
 }
 

@@ -30,15 +30,23 @@ export interface Limiter {
    * (never below the key's empty state, never above its limit or burst, only to the current
    * window). A carried debit (debitLater) is applied as given, in order, never summed with
    * another: a refund and a debit of the same key do not cancel out, each has its own rule.
+   *
+   * `spentAtMs`, for a refund: when the units were spent (the reservation's time, Date.now()
+   * as this process reads it, or the store's injected clock), so they go back to the window
+   * they were spent in: a fixed window already turned gives back nothing, a sliding window or
+   * log takes them from that window's count or bucket, not the newest. Absent: the current
+   * window. A store whose clock is another host's (Redis's TIME) places it by how long ago it
+   * was, so the hosts' clocks need not agree. Ignored for a positive cost. A bucket (GCRA,
+   * token bucket) never holds more than its burst whatever it says.
    */
-  debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
+  debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision>;
   /**
    * The same debit, answered in the call: only stores whose state lives in this process (the
    * memory store) have it. A counted route's answer head then goes out without waiting for a
    * promise. Throws what `debit` rejects with. A decorator that changes `debit` must not
    * forward this one (it would go around the change).
    */
-  debitNow?(key: string, policies: readonly Policy[], cost: number): Decision;
+  debitNow?(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Decision;
   /**
    * The same debit, for work nobody waits on (a cost read from an answer's body, after its head
    * went out): the store may hold it briefly and send it with the key's next call from this
@@ -46,7 +54,7 @@ export interface Limiter {
    * DEBIT_CARRY_MS, else alone). The key's next check, peek or debit through this store always
    * sees it. Answers the state after it once it has landed; rejects as `debit` would.
    */
-  debitLater?(key: string, policies: readonly Policy[], cost: number): Promise<Decision>;
+  debitLater?(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[]): Promise<void>;
   /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;
@@ -216,8 +224,8 @@ export class ForwardingLimiter implements Limiter {
     return this.store.peek(key, policies);
   }
 
-  debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    return this.store.debit(key, policies, cost);
+  debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+    return this.store.debit(key, policies, cost, spentAtMs);
   }
 
   reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -137,24 +137,28 @@ function debitFailed(key: string, cost: number, context: LimitContext, before: F
   return before;
 }
 
-/** One closure per request: the store's memory-speed debit (debitNow) answers in the call, as a plain route's head would go out. */
-export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields): Settle {
+/**
+ * One closure per request: the store's memory-speed debit (debitNow) answers in the call, as a
+ * plain route's head would go out. `spentAtMs`: when a reservation was taken (reserve, then
+ * settle), so a negative settle's refund goes back to the window it was spent in.
+ */
+export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields, spentAtMs?: number): Settle {
   return (cost, later) => {
     if (cost === 0) return before;
     if (later && limiter.debitLater && !limiter.debitNow) {
-      return limiter.debitLater(key, rated, cost).then(
+      return limiter.debitLater(key, rated, cost, spentAtMs).then(
         (debited) => fieldsAfter(debited, rated, plan, before),
         (error: unknown) => debitFailed(key, cost, context, before, error),
       );
     }
     if (limiter.debitNow) {
       try {
-        return fieldsAfter(limiter.debitNow(key, rated, cost), rated, plan, before);
+        return fieldsAfter(limiter.debitNow(key, rated, cost, spentAtMs), rated, plan, before);
       } catch (error) {
         return debitFailed(key, cost, context, before, error);
       }
     }
-    return limiter.debit(key, rated, cost).then(
+    return limiter.debit(key, rated, cost, spentAtMs).then(
       (debited) => fieldsAfter(debited, rated, plan, before),
       (error: unknown) => debitFailed(key, cost, context, before, error),
     );

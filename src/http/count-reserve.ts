@@ -12,9 +12,10 @@ import { type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from ".
  * each hold their reservation, so the key overspends by at most the sum of their estimate
  * errors (actual − estimate, where positive).
  *
- * The refund goes to the key's current window: one settled after its window turned gives back
- * nothing to a fixed window (the new window holds its full limit already), and takes from the
- * current window's count or the newest entries for sliding-window and sliding-log.
+ * The refund goes to the window the reservation was taken in (Limiter.debit's spentAtMs, read
+ * just before the reservation's check): one settled after a fixed window turned gives back
+ * nothing (the new window holds its full limit already), a sliding window's goes to the
+ * previous window's count, a sliding log's to the bucket the reservation was logged in.
  */
 export function reserveRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, estimate: number): Promise<CountedOutcome> {
   if (plan.overrides) {
@@ -23,11 +24,16 @@ export function reserveRequest(limiter: Limiter, key: string, plan: LimitPlan, c
     return resolved instanceof Promise ? resolved.then((one) => reserveRequest(limiter, key, one, context, estimate)) : reserveRequest(limiter, key, resolved, context, estimate);
   }
   const { rated, leased } = splitOf(plan.policies);
+  const spentAtMs = Date.now();
   return limitRequest(limiter, key, { ...plan, policies: rated }, { ...context, cost: estimate }).then((reserved): CountedOutcome | Promise<CountedOutcome> => {
     if (!reserved.admitted) return reserved;
-    const debit = settler(limiter, key, rated, plan, context, reserved.headers);
-    const settle = (cost: number, later?: boolean) => debit(cost - estimate, later);
-    if (leased.length === 0) return { admitted: true, headers: reserved.headers, settle };
+    const debit = settler(limiter, key, rated, plan, context, reserved.headers, spentAtMs);
+    const decision = reserved.decision;
+    // A reservation that never landed (the store failed open, or a dry run's failed) reserved
+    // nothing: its settle charges the whole cost, not the difference.
+    const landed = decision !== undefined && !decision.failedOpen;
+    const settle = (cost: number, later?: boolean) => debit(landed ? cost - estimate : cost, later);
+    if (leased.length === 0) return { admitted: true, headers: reserved.headers, settle, decision };
     return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
       if (!leasing.admitted) {
         // All-or-nothing: the lease refused the request, so its reservation goes back.
@@ -40,6 +46,7 @@ export function reserveRequest(limiter: Limiter, key: string, plan: LimitPlan, c
         admitted: true,
         headers: joinFields(reserved.headers, leasing.headers),
         lease: leasing.lease,
+        decision,
         settle: (cost, later) => {
           const settled = settle(cost, later);
           return settled instanceof Promise ? settled.then(withLease) : withLease(settled);

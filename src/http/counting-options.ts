@@ -29,8 +29,16 @@ export type CostOption<Res, Req> =
   | { request: (request: Req) => number | Promise<number> }
   | { response: (response: Res, request: Req) => number | Promise<number> };
 
+/**
+ * Reserve, then settle: what a request is expected to cost, known before your handler runs (a
+ * constant, or a function of the request: an LLM call's `max_tokens` plus its prompt's size).
+ */
+export type EstimateOption<Req> = number | ((request: Req) => number | Promise<number>);
+
 /** The options, validated: what each request does. */
 export interface CountingPlan<Res, Req> {
+  /** Reserve this before the handler, settle after (`estimate`). */
+  estimate?: (request: Req) => number | Promise<number>;
   /** Undefined: every answer counts (with a response cost). */
   counted?: (response: Res, request: Req) => boolean;
   requestCost?: (request: Req) => number | Promise<number>;
@@ -48,10 +56,11 @@ function fail(option: string, message: string): never {
 const COST_FORM = "an integer from 0 to 1000000000, { request: (req) => number } or { response: (res, req) => number }";
 
 /** Validates `count` and `cost` (undefined when neither is set); `statusOf` reads the runtime's response status. */
-export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknown }, plan: LimitPlan, statusOf: (response: Res) => number, log: LogFn): CountingPlan<Res, Req> | undefined {
-  const { count, cost } = options;
-  if (count === undefined && cost === undefined) return undefined;
+export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknown; estimate?: unknown }, plan: LimitPlan, statusOf: (response: Res) => number, log: LogFn): CountingPlan<Res, Req> | undefined {
+  const { count, cost, estimate } = options;
+  if (count === undefined && cost === undefined && estimate === undefined) return undefined;
   const result: CountingPlan<Res, Req> = { afterAnswer: false, warnings: new UsageWarnings(log) };
+  if (estimate !== undefined) return estimatePlan(result, options, plan);
   if (typeof count === "function") result.counted = count as (response: Res, request: Req) => boolean;
   else if (count !== undefined) {
     const parsed = parseStatusList(count);
@@ -86,5 +95,41 @@ export function countingPlan<Res, Req>(options: { count?: unknown; cost?: unknow
 export function checkedCost(value: unknown, option: "cost.request" | "cost.response", warnings: UsageWarnings, label: string): number {
   const { cost, usable } = reportedCost(value, { missing: DEFAULT_MISSING_COST });
   if (!usable) warnings.warn(option, { route: label, option, value: describeValue(value), cost });
+  return cost;
+}
+
+/**
+ * `estimate` (reserve, then settle): a constant or a function; with it `cost` may only be
+ * `{ response }` (what settles it when your handler does not), and `count` is left out (a
+ * reservation is settled with what was used, 0 included, not counted or not).
+ */
+function estimatePlan<Res, Req>(result: CountingPlan<Res, Req>, options: { count?: unknown; cost?: unknown; estimate?: unknown }, plan: LimitPlan): CountingPlan<Res, Req> {
+  const { estimate, count, cost } = options;
+  if (typeof estimate === "number") {
+    if (!Number.isInteger(estimate) || estimate < 0 || estimate > MAX_COST) fail("estimate", `must be an integer from 0 to ${MAX_COST} or a function (req) => number, got ${describeValue(estimate)}`);
+    result.estimate = () => estimate;
+  } else if (typeof estimate === "function") result.estimate = estimate as CountingPlan<Res, Req>["estimate"];
+  else fail("estimate", `must be an integer from 0 to ${MAX_COST} or a function (req) => number, got ${describeValue(estimate)}`);
+  if (count !== undefined) fail("count", "does not go with estimate: a reservation is settled with what the request used (0 when nothing), counted or not");
+  if (cost !== undefined) {
+    const fn = cost !== null && typeof cost === "object" && Object.keys(cost).length === 1 ? (cost as { response?: unknown }).response : undefined;
+    if (typeof fn !== "function") fail("cost", `must be { response: (res, req) => number } with estimate (what settles the reservation when your handler does not), got ${describeValue(cost)}`);
+    result.responseCost = fn as CountingPlan<Res, Req>["responseCost"];
+  }
+  if (plan.onLimit === "delay") fail("onLimit", 'must be "reject" with estimate: a reservation is taken now or refused');
+  if (concurrencyPolicies(plan.policies).length === plan.policies.length) fail("estimate", "reserves nothing: the policies are all concurrency policies, which hold leases rather than count");
+  result.afterAnswer = true;
+  return result;
+}
+
+/**
+ * An estimate a function answered, by the rule of every reported cost (reportedCost); one that
+ * is unusable (absent, negative, fractional) reserves the stack's capacity, the least burst of
+ * its rate policies, logged: an estimate nobody could read never reserves less than any could.
+ */
+export function checkedEstimate(value: unknown, plan: LimitPlan, warnings: UsageWarnings, label: string): number {
+  const capacity = Math.min(...plan.policies.filter((policy) => policy.algorithm !== "concurrency").map((policy) => policy.burst));
+  const { cost, usable } = reportedCost(value, { missing: Math.min(capacity, MAX_COST) });
+  if (!usable) warnings.warn("estimate", { route: label, option: "estimate", value: describeValue(value), cost });
   return cost;
 }

@@ -7,7 +7,7 @@ import { describeValue, nearestName } from "../core/validation.js";
  * types check them in TypeScript: an unknown one throws, naming it, instead of being ignored
  * (an express-rate-limit user's `windowMs` would otherwise change nothing, silently).
  */
-const KNOWN = ["store", "policies", "key", "onLimit", "maxDelayMs", "dryRun", "legacyHeaders", "headers", "log", "overrides", "count", "cost", "skip", "handler"] as const;
+const KNOWN = ["store", "policies", "key", "onLimit", "maxDelayMs", "dryRun", "legacyHeaders", "headers", "log", "overrides", "count", "cost", "estimate", "skip", "handler"] as const;
 const KNOWN_SET: ReadonlySet<string> = new Set(KNOWN);
 
 /**

@@ -1,7 +1,9 @@
 import { apiStoreKey } from "../overrides/key-source.js";
 import type { Context, Env, MiddlewareHandler } from "hono";
-import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "./counting-options.js";
+import { type CountOption, type CostOption, type CountingPlan, type EstimateOption, checkedCost, checkedEstimate, countingPlan } from "./counting-options.js";
 import { peekRequest } from "./count-limit.js";
+import { reserveRequest } from "./count-reserve.js";
+import { holdReservation } from "./reservation.js";
 import { type HeldLease, type LimitContext, type LimitOutcome, deferOf, defaultLog, limitRequest, onBodyDone } from "./limit.js";
 import { problemResponse } from "./problems.js";
 import type { Decision } from "../core/types.js";
@@ -9,7 +11,7 @@ import { type RateLimitBaseOptions, type RateLimitInfo, type RateLimitKey, rateL
 import { type Denial, denialOf, functionOption } from "./middleware-options.js";
 
 export type { PolicyInput, RateLimitInfo } from "./rate-limit-plan.js";
-export type { CountOption, CostOption, StatusClass } from "./counting-options.js";
+export type { CountOption, CostOption, EstimateOption, StatusClass } from "./counting-options.js";
 export type { Denial } from "./middleware-options.js";
 export type { HeaderStyle } from "../core/header-styles.js";
 
@@ -33,6 +35,18 @@ export interface RateLimitOptions<E extends Env = Env> extends RateLimitBaseOpti
    * @default 1
    */
   cost?: CostOption<Response, Context<E>>;
+  /**
+   * Reserve, then settle (docs/counting.md): what a request is expected to cost, a constant or
+   * `(c) => number` read before your handler runs (an LLM call's `max_tokens` plus its prompt).
+   * It is checked and consumed like a cost, all-or-nothing over the policies: a request whose
+   * reservation does not fit is answered 429 before your handler runs. Your handler then
+   * settles what it used, once: `await c.get("rateLimit")?.settle(usage.total_tokens)` (unused
+   * units go back, an excess is charged), or `cost: { response }` settles from the answer when
+   * the handler did not. Never settled (the handler threw, or had no usage): the reservation
+   * stands. Requests in flight together overspend by at most the sum of their estimate errors.
+   * An estimate that is not a whole number reserves the policies' least burst, logged.
+   */
+  estimate?: EstimateOption<Context<E>>;
   /**
    * Requests for which it answers true pass unlimited: not counted, no rate-limit fields
    * (health checks, an allow list). May be async.
@@ -64,9 +78,9 @@ export type RateLimitMiddleware<E extends Env = Env> = MiddlewareHandler<E & Rat
   resetKey(key: RateLimitKey): Promise<void>;
 };
 
-/** Hands the handler the decision that let its request in. */
-function expose(c: Context, key: string, outcome: { decision?: Decision }): void {
-  const info = rateLimitInfo(key, outcome.decision);
+/** Hands the handler the decision that let its request in (and its reservation's settle, with `estimate`). */
+function expose(c: Context, key: string, outcome: { decision?: Decision }, reservation?: Parameters<typeof rateLimitInfo>[2]): void {
+  const info = rateLimitInfo(key, outcome.decision, reservation);
   if (info) (c as unknown as Context<RateLimitEnv>).set("rateLimit", info);
 }
 
@@ -143,6 +157,7 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Ra
 
   /** A request with `count` or `cost` (counting-options.ts): checked at its cost, or peeked, then debited after the handler. */
   async function counted(counting: CountingPlan<Response, Context<E>>, c: Context<E>, next: () => Promise<void>, key: string, context: LimitContext): Promise<Response | void> {
+    if (counting.estimate) return reserved(counting, counting.estimate, c, next, key, context);
     const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(c), "cost.request", counting.warnings, context.label) : undefined;
     if (!counting.afterAnswer) {
       const checked = await limitRequest(store, key, plan, { ...context, cost: requestCost });
@@ -158,6 +173,22 @@ export function rateLimit<E extends Env = Env>(options: RateLimitOptions<E>): Ra
     if (counting.counted && !counting.counted(c.res, c)) return withHeaders(c, outcome.headers, outcome.lease);
     const cost = requestCost ?? (counting.responseCost ? checkedCost(await counting.responseCost(c.res, c), "cost.response", counting.warnings, context.label) : 1);
     withHeaders(c, await outcome.settle(cost), outcome.lease);
+  }
+
+  /**
+   * `estimate`: reserved before the handler; settled by the handler, or after it from
+   * `cost.response`. The answer's fields show the state after the settle when one was made
+   * before the answer left, else after the reservation.
+   */
+  async function reserved(counting: CountingPlan<Response, Context<E>>, estimateOf: (c: Context<E>) => number | Promise<number>, c: Context<E>, next: () => Promise<void>, key: string, context: LimitContext): Promise<Response | void> {
+    const estimate = checkedEstimate(await estimateOf(c), plan, counting.warnings, context.label);
+    const outcome = await reserveRequest(store, key, plan, context, estimate);
+    if (!outcome.admitted) return denied(c, outcome.response);
+    const reservation = holdReservation(outcome, estimate, counting.warnings, context);
+    expose(c, context.overrideKey ?? key, outcome, reservation);
+    await nextHolding(next, outcome.lease);
+    if (!reservation.settling && counting.responseCost) reservation.settle(await counting.responseCost(c.res, c), "cost.response");
+    withHeaders(c, reservation.settling ? await reservation.settling : outcome.headers, outcome.lease);
   }
 }
 

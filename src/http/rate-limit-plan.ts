@@ -170,11 +170,31 @@ export function requestKey(key: RateLimitKey): string | Problem {
 export interface RateLimitInfo extends Decision {
   /** The key as the key function answered it (a composite key's parts joined `a|b`). */
   key: string;
+  /** With `estimate` (reserve, then settle): the units reserved for this request. */
+  estimate?: number;
+  /**
+   * With `estimate`: settles the reservation with what the request used, once (docs/counting.md,
+   * "Reserve, then settle"): used − estimate is debited, a refund when negative (unused units
+   * go back to the window they were reserved in), past the limit when positive. `undefined` or
+   * another unusable value keeps the reservation as it is. A second call throws; a request
+   * never settled keeps its reservation. It may be called after the answer went out (a stream
+   * whose usage comes at its end). Resolves once the store has it; never rejects for a store
+   * failure (logged as `debit-failed`). Without `estimate` it throws, naming the option.
+   * @example await c.get("rateLimit")?.settle(completion.usage?.total_tokens)
+   */
+  settle(used: number | undefined): Promise<void>;
+}
+
+/** A middleware without `estimate` has nothing to settle: one function for every such info. */
+function noReservation(): Promise<void> {
+  throw new TypeError("rateLimit: settle() settles a reservation, which the middleware takes with its estimate option (estimate: (req) => number); this one has none");
 }
 
 /** The info a handler reads, or undefined when there is no decision (a dry run whose store failed). */
-export function rateLimitInfo(key: string, decision: Decision | undefined): RateLimitInfo | undefined {
-  return decision ? { ...decision, key } : undefined;
+export function rateLimitInfo(key: string, decision: Decision | undefined, reservation?: { estimate: number; settle(used: unknown): Promise<unknown> }): RateLimitInfo | undefined {
+  if (!decision) return undefined;
+  if (!reservation) return { ...decision, key, settle: noReservation };
+  return { ...decision, key, estimate: reservation.estimate, settle: (used) => reservation.settle(used).then(() => undefined) };
 }
 
 /**

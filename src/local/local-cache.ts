@@ -50,10 +50,10 @@ export class LocalCache extends ForwardingLimiter {
     this.maxEntries = positive("maxEntries", options.maxEntries ?? 10_000);
     if (store.debitLater) {
       const debitLater = store.debitLater.bind(store);
-      this.debitLater = async (key, policies, cost) => {
+      this.debitLater = async (key, policies, cost, spentAtMs) => {
         policies = storePolicies(policies);
         const sentAtMs = this.clockMs();
-        return this.learnFrom(key, policies, sentAtMs, await debitLater(key, policies, cost));
+        return this.learnFrom(key, policies, sentAtMs, await debitLater(key, policies, cost, spentAtMs));
       };
     }
   }
@@ -91,14 +91,14 @@ export class LocalCache extends ForwardingLimiter {
    * deny cache learns from its answer: a policy with `local` that a cost-1 request would now
    * be denied by is denied here too, until the store's retry time has passed.
    */
-  override async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+  override async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     const sentAtMs = this.clockMs();
-    return this.learnFrom(key, policies, sentAtMs, await this.store.debit(key, policies, cost));
+    return this.learnFrom(key, policies, sentAtMs, await this.store.debit(key, policies, cost, spentAtMs));
   }
 
   /** The store's debitLater, where it has one; the deny cache learns from its answer as from a debit's. */
-  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Promise<Decision>;
 
   private learnFrom(key: string, policies: readonly Policy[], sentAtMs: number, decision: Decision): Decision {
     const receivedAtMs = this.clockMs();

@@ -11,8 +11,8 @@ import type { Notifier } from "./notifier.js";
  */
 export class NotifyingLimiter extends ForwardingLimiter {
   readonly notifier: Notifier;
-  readonly debitNow?: (key: string, policies: readonly Policy[], cost: number) => Decision;
-  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
+  readonly debitNow?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Decision;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Promise<Decision>;
   /** A counted request refused on a peek (count-limit.ts): its denial is told as a check's. */
   override readonly deniedOnPeek: (key: string, policies: readonly Policy[], decision: Decision) => void;
 
@@ -25,8 +25,8 @@ export class NotifyingLimiter extends ForwardingLimiter {
     };
     if (store.debitNow) {
       const debitNow = store.debitNow.bind(store);
-      this.debitNow = (key, policies, cost) => {
-        const decision = debitNow(key, policies, cost);
+      this.debitNow = (key, policies, cost, spentAtMs) => {
+        const decision = debitNow(key, policies, cost, spentAtMs);
         if (cost >= 0) notifier.decided(key, decision, false);
         return decision;
       };
@@ -34,8 +34,8 @@ export class NotifyingLimiter extends ForwardingLimiter {
     // A debit that rides with the key's next call (the Durable Object store) is told when it lands.
     if (store.debitLater) {
       const debitLater = store.debitLater.bind(store);
-      this.debitLater = (key, policies, cost) =>
-        debitLater(key, policies, cost).then((decision) => {
+      this.debitLater = (key, policies, cost, spentAtMs) =>
+        debitLater(key, policies, cost, spentAtMs).then((decision) => {
           if (cost >= 0) notifier.decided(key, decision, false);
           return decision;
         });
@@ -53,9 +53,9 @@ export class NotifyingLimiter extends ForwardingLimiter {
     });
   }
 
-  override debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+  override debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
     // A refund (a negative cost) only gives back: it crosses no threshold worth a notice.
-    if (cost < 0 || !this.notifier.enabled()) return this.store.debit(key, policies, cost);
+    if (cost < 0 || !this.notifier.enabled()) return this.store.debit(key, policies, cost, spentAtMs);
     return this.store.debit(key, policies, cost).then((decision) => {
       this.notifier.decided(key, decision, false);
       return decision;

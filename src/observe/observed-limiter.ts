@@ -116,8 +116,8 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
       }, (error: unknown) => failed("acquire", key, policies, startedMs, error));
     },
     peek: (key, policies) => watched("peek", key, limiter.peek(key, policies)),
-    debit: (key, policies, cost) =>
-      watched("debit", key, limiter.debit(key, policies, cost)).then((decision) => {
+    debit: (key, policies, cost, spentAtMs) =>
+      watched("debit", key, limiter.debit(key, policies, cost, spentAtMs)).then((decision) => {
         blocksStarted(key, policies, decision);
         return decision;
       }),
@@ -129,9 +129,9 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
   };
   if (limiter.debitNow) {
     const debitNow = limiter.debitNow.bind(limiter);
-    observed.debitNow = (key, policies, cost) => {
+    observed.debitNow = (key, policies, cost, spentAtMs) => {
       try {
-        const decision = debitNow(key, policies, cost);
+        const decision = debitNow(key, policies, cost, spentAtMs);
         blocksStarted(key, policies, decision);
         return decision;
       } catch (error) {
@@ -142,8 +142,8 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
   }
   if (limiter.debitLater) {
     const debitLater = limiter.debitLater.bind(limiter);
-    observed.debitLater = (key, policies, cost) =>
-      watched("debit", key, debitLater(key, policies, cost)).then((decision) => {
+    observed.debitLater = (key, policies, cost, spentAtMs) =>
+      watched("debit", key, debitLater(key, policies, cost, spentAtMs)).then((decision) => {
         blocksStarted(key, policies, decision);
         return decision;
       });

@@ -12,6 +12,8 @@ export const MAX_RESERVE_WAIT_MS = 86_400_000;
 /** acquire holds a connection open while it waits: keep that bounded. */
 export const MAX_ACQUIRE_WAIT_MS = 300_000;
 export const MAX_LEASE_MS = 366 * 86_400_000;
+/** The latest time a Date can hold: a refund's spentAtMs is a time, not a count. */
+const MAX_SPENT_AT_MS = 8.64e15;
 
 const encoder = new TextEncoder();
 
@@ -33,6 +35,8 @@ const checkBody = z.strictObject({
   cost: z._default(integerIn(-1e9, 1e9), 1),
   mode: z._default(z.enum(["reject", "reserve", "debit"], { error: 'must be "reject", "reserve" or "debit"' }), "reject"),
   maxWaitMs: z._default(integerIn(0, MAX_RESERVE_WAIT_MS), 0),
+  // A refund's spend time (ms since the epoch, the caller's Date.now() when it reserved).
+  spentAtMs: z.optional(integerIn(0, MAX_SPENT_AT_MS)),
 });
 const keyAndPolicy = z.strictObject({ key, policy });
 const acquireBody = z.strictObject({
@@ -61,6 +65,11 @@ export interface CheckRequest {
    */
   mode: CheckMode | "debit";
   maxWaitMs: number;
+  /**
+   * With "debit": when a refund's units were spent (ms since the epoch), so they go back to the
+   * window they were spent in (Limiter.debit); ignored for a positive cost.
+   */
+  spentAtMs?: number;
 }
 export interface KeyRequest {
   key: string;
@@ -113,7 +122,10 @@ export function parseCheck(body: unknown, catalog: PolicyCatalog): CheckRequest 
   const policies = requirePolicy(object(body), catalog);
   if (parsed.mode === "debit") assertDebitable(policies);
   else if (parsed.cost < 0) throw new ValidationError("cost", `must be an integer from 0 to 1000000000 with mode "${parsed.mode}" (a negative cost is a refund: mode "debit"), got ${parsed.cost}`);
-  return { key: parsed.key, policies, cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
+  if (parsed.spentAtMs !== undefined && parsed.mode !== "debit") throw new ValidationError("spentAtMs", `is a refund's spend time, for mode "debit" only (mode is "${parsed.mode}")`);
+  const request: CheckRequest = { key: parsed.key, policies, cost: parsed.cost, mode: parsed.mode, maxWaitMs: parsed.maxWaitMs };
+  if (parsed.spentAtMs !== undefined) request.spentAtMs = parsed.spentAtMs;
+  return request;
 }
 
 /** Body of POST /v1/peek and /v1/reset. */

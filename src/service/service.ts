@@ -71,7 +71,7 @@ export class SpillwayService {
       const stack = policies as Policy[];
       if (request.mode === "debit") {
         // Failing open loses the debit (nothing could record it) and says so: failedOpen.
-        return applyFailMode(policies, () => this.limiter.debit(storeKey, policies, cost)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
+        return applyFailMode(policies, () => this.limiter.debit(storeKey, policies, cost, request.spentAtMs)).then((decision) => ({ decision, policies: stack, cost, debit: true }));
       }
       const options = request as CheckRequest & { mode: CheckMode };
       return applyFailMode(policies, () => this.limiter.check(storeKey, policies, options)).then((decision) => ({ decision, policies: stack, cost }));

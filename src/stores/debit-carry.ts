@@ -4,10 +4,12 @@ import type { CheckOptions, Decision, Policy } from "../core/types.js";
 export interface CarriedDebit {
   policies: Policy[];
   cost: number;
+  /** A refund's spend time (Limiter.debit), when its caller knows it. */
+  spentAtMs?: number;
 }
 
 /** The call a key's held debits ride with: the object applies the debits first, then answers it. */
-export type NextCall = { peek: Policy[] } | { check: Policy[]; options: CheckOptions } | { debit: Policy[]; cost: number };
+export type NextCall = { peek: Policy[] } | { check: Policy[]; options: CheckOptions } | { debit: Policy[]; cost: number; spentAtMs?: number };
 
 /** Held debits of one key, and their callers' promises. */
 export interface HeldDebits {

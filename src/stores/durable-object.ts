@@ -4,7 +4,7 @@ import { type CreditsOutcome, assertCreditsChange, creditsAnswer } from "../core
 import { sleep } from "../core/sleep.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
-import { assertDebitCost, assertDebitable } from "../core/debit.js";
+import { assertDebitCost, assertDebitable, assertSpentAtMs } from "../core/debit.js";
 import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../core/limiter.js";
 import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./debit-carry.js";
 
@@ -15,7 +15,7 @@ import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./
 export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   check(policies: Policy[], options: CheckOptions): Decision;
   peek(policies: Policy[]): Decision;
-  debit(policies: Policy[], cost: number): Decision;
+  debit(policies: Policy[], cost: number, spentAtMs?: number): Decision;
   /** Applies held debits in order, then answers `next` (if any): one request for both. */
   debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision };
   reset(policies: Policy[]): void;
@@ -120,13 +120,16 @@ export class DurableObjectStore implements Limiter {
     return this.carrying(key, { peek: [...policies] }, (stub) => stub.peek([...policies]));
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
     // Refused here: a ValidationError thrown in the object would reach us as a failed call.
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
+    assertSpentAtMs(spentAtMs);
     // A retried debit may count twice if the first attempt landed: it errs on denying.
-    return this.carrying(key, { debit: [...policies], cost }, (stub) => stub.debit([...policies], cost));
+    // A refund's spend time travels as the Worker read it: the object's clock is Cloudflare's too.
+    const next = spentAtMs === undefined ? { debit: [...policies], cost } : { debit: [...policies], cost, spentAtMs };
+    return this.carrying(key, next, (stub) => stub.debit([...policies], cost, spentAtMs));
   }
 
   /**
@@ -134,11 +137,12 @@ export class DurableObjectStore implements Limiter {
    * request for both), or goes alone after carryMs: for a cost read from an answer's body,
    * which nobody waits on. Every later call of the key through this store sees it first.
    */
-  async debitLater(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+  async debitLater(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
-    return this.carry.hold(key, { policies: [...policies], cost });
+    assertSpentAtMs(spentAtMs);
+    return this.carry.hold(key, spentAtMs === undefined ? { policies: [...policies], cost } : { policies: [...policies], cost, spentAtMs });
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

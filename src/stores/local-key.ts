@@ -73,9 +73,9 @@ export class LocalKey {
     return this.check(policies, PEEK);
   }
 
-  /** Consumes `cost` even past the limit; answers the state after it. */
-  debit(policies: readonly Policy[], cost: number): Decision {
-    const { decision, changes } = this.state.debit(policies, this.clockMs(), cost);
+  /** Consumes `cost` even past the limit, or refunds −cost spent at spentAtMs; answers the state after it. */
+  debit(policies: readonly Policy[], cost: number, spentAtMs?: number): Decision {
+    const { decision, changes } = this.state.debit(policies, this.clockMs(), cost, spentAtMs);
     this.persist(changes);
     return decision;
   }

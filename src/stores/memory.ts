@@ -7,7 +7,7 @@ import type { LeaseCount, Limiter, StoreHealth } from "../core/limiter.js";
 import { BoundedKeys } from "./bounded-keys.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
-import { assertDebitCost, assertDebitable } from "../core/debit.js";
+import { assertDebitCost, assertDebitable, assertSpentAtMs } from "../core/debit.js";
 import { LocalKey, NOTHING_TO_PERSIST } from "./local-key.js";
 import { MemoryOverrideTable } from "../overrides/table.js";
 import { assertClaimArgs, claimOn } from "./notice-claims.js";
@@ -75,15 +75,16 @@ export class MemoryStore implements Limiter {
     return this.keys.use(found, policies).peek(policies);
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    return this.debitNow(key, policies, cost);
+  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+    return this.debitNow(key, policies, cost, spentAtMs);
   }
 
-  debitNow(key: string, policies: readonly Policy[], cost: number): Decision {
+  debitNow(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Decision {
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
-    return this.entry(key, policies).debit(policies, cost);
+    assertSpentAtMs(spentAtMs);
+    return this.entry(key, policies).debit(policies, cost, spentAtMs);
   }
 
   /**

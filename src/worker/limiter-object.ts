@@ -55,8 +55,8 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.peek(policies);
   }
 
-  debit(policies: Policy[], cost: number): Decision {
-    return this.local.debit(policies, cost);
+  debit(policies: Policy[], cost: number, spentAtMs?: number): Decision {
+    return this.local.debit(policies, cost, spentAtMs);
   }
 
   /**
@@ -66,9 +66,9 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
   debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision } {
     this.batched = new Map();
     try {
-      const answers = debits.map((debit) => this.local.debit(debit.policies, debit.cost));
+      const answers = debits.map((debit) => this.local.debit(debit.policies, debit.cost, debit.spentAtMs));
       if (!next) return { debits: answers };
-      const answer = "peek" in next ? this.local.peek(next.peek) : "check" in next ? this.local.check(next.check, next.options) : this.local.debit(next.debit, next.cost);
+      const answer = "peek" in next ? this.local.peek(next.peek) : "check" in next ? this.local.check(next.check, next.options) : this.local.debit(next.debit, next.cost, next.spentAtMs);
       return { debits: answers, next: answer };
     } finally {
       const changes = this.batched;

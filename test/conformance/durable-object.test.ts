@@ -16,7 +16,7 @@ function durableObjectAdapter(): ConformanceAdapter {
   return {
     check: async (key, policies, options, nowMs) => (await at(key, nowMs)).check([...policies], options),
     peek: async (key, policies, nowMs) => (await at(key, nowMs)).peek([...policies]),
-    debit: async (key, policies, cost, nowMs) => (await at(key, nowMs)).debit([...policies], cost),
+    debit: async (key, policies, cost, nowMs, spentAtMs) => (await at(key, nowMs)).debit([...policies], cost, spentAtMs),
     reset: async (key, policies, nowMs) => (await at(key, nowMs)).reset([...policies]),
     acquire: async (key, policies, options, nowMs) => (await (await at(key, nowMs)).acquire([...policies], options)) as Awaited<ReturnType<ConformanceAdapter["acquire"]>>,
     release: async (key, policies, leaseId, nowMs) => (await at(key, nowMs)).release([...policies], leaseId),

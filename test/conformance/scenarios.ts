@@ -18,7 +18,8 @@ import type { Limiter } from "../../src/core/limiter.js";
 export interface ConformanceAdapter {
   check(key: string, policies: readonly Policy[], options: CheckOptions, nowMs: number): Promise<Decision>;
   peek(key: string, policies: readonly Policy[], nowMs: number): Promise<Decision>;
-  debit(key: string, policies: readonly Policy[], cost: number, nowMs: number): Promise<Decision>;
+  /** `spentAtMs`: a refund's spend time, on the same clock as nowMs (Limiter.debit). */
+  debit(key: string, policies: readonly Policy[], cost: number, nowMs: number, spentAtMs?: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[], nowMs: number): Promise<void>;
   /** Always called with maxWaitMs 0: waiting is real-time and tested per store. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions, nowMs: number): Promise<AcquireResult>;
@@ -39,7 +40,7 @@ interface StepBase {
 export type Step =
   | (StepBase & { op: "check"; cost?: number; mode?: CheckMode; maxWaitMs?: number; as?: string; expect?: Partial<Decision> })
   | (StepBase & { op: "peek"; expect?: Partial<Decision> })
-  | (StepBase & { op: "debit"; cost: number; expect?: Partial<Decision> })
+  | (StepBase & { op: "debit"; cost: number; spentAtMs?: number; expect?: Partial<Decision> })
   | (StepBase & { op: "reset" })
   | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
   | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
@@ -103,7 +104,8 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
         result = await adapter.peek(key, policies, nowMs);
         break;
       case "debit":
-        result = await adapter.debit(key, policies, step.cost, nowMs);
+        // spentAtMs is scenario time, as atMs is.
+        result = step.spentAtMs === undefined ? await adapter.debit(key, policies, step.cost, nowMs) : await adapter.debit(key, policies, step.cost, nowMs, (scenario.baseMs ?? BASE_MS) + step.spentAtMs);
         break;
       case "reset":
         await adapter.reset(key, policies, nowMs);
@@ -174,8 +176,8 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
     async peek(key, policies, nowMs) {
       return stateOf(key).check(policies, nowMs, { cost: 0, mode: "reject", maxWaitMs: 0, peek: true }).decision;
     },
-    async debit(key, policies, cost, nowMs) {
-      return stateOf(key).debit(policies, nowMs, cost).decision;
+    async debit(key, policies, cost, nowMs, spentAtMs) {
+      return stateOf(key).debit(policies, nowMs, cost, spentAtMs).decision;
     },
     async reset(key, policies) {
       stateOf(key).reset(policies);
@@ -217,7 +219,7 @@ export function clockedAdapter<S extends ClockedStore>(makeStore: (clockMs: () =
     store,
     check: (key, policies, options, timeMs) => at(timeMs, () => store.check(key, policies, options)),
     peek: (key, policies, timeMs) => at(timeMs, () => store.peek(key, policies)),
-    debit: (key, policies, cost, timeMs) => at(timeMs, () => store.debit(key, policies, cost)),
+    debit: (key, policies, cost, timeMs, spentAtMs) => at(timeMs, () => store.debit(key, policies, cost, spentAtMs)),
     reset: (key, policies, timeMs) => at(timeMs, () => store.reset(key, policies)),
     acquire: (key, policies, options, timeMs) => at(timeMs, () => store.acquire(key, policies, options)),
     release: (key, policies, leaseId, timeMs) => at(timeMs, () => store.release(key, policies, leaseId)),
@@ -232,5 +234,6 @@ import { DEBIT_SCENARIOS } from "./scenario-table-debit.js";
 import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
 import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
 import { REFUND_SCENARIOS } from "./scenario-table-refund.js";
+import { SPENT_AT_SCENARIOS } from "./scenario-table-spent-at.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS];

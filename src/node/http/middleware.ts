@@ -1,8 +1,10 @@
 import { apiStoreKey } from "../../overrides/key-source.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { concurrencyPolicies } from "../../core/concurrency.js";
-import { type CountOption, type CostOption, type CountingPlan, checkedCost, countingPlan } from "../../http/counting-options.js";
+import { type CountOption, type CostOption, type CountingPlan, type EstimateOption, checkedCost, checkedEstimate, countingPlan } from "../../http/counting-options.js";
 import { type CountedOutcome, peekRequest } from "../../http/count-limit.js";
+import { reserveRequest } from "../../http/count-reserve.js";
+import { type HeldReservation, holdReservation } from "../../http/reservation.js";
 import { type LimitContext, type LimitOutcome, type LogFn, defaultLog, limitRequest } from "../../http/limit.js";
 import { type Problem, problemFields } from "../../http/problems.js";
 import { spelled } from "./header-names.js";
@@ -33,6 +35,18 @@ export interface NodeRateLimitOptions<Req extends IncomingMessage = IncomingMess
    * @default 1
    */
   cost?: CostOption<ServerResponse, Req>;
+  /**
+   * Reserve, then settle (docs/counting.md): what a request is expected to cost, a constant or
+   * `(req) => number` read before your handler runs (an LLM call's `max_tokens` plus its
+   * prompt, from `req.body`). It is checked and consumed like a cost, all-or-nothing over the
+   * policies: a request whose reservation does not fit is answered 429 before your handler
+   * runs. Your handler then settles what it used, once: `await req.rateLimit?.settle(used)`
+   * (unused units go back, an excess is charged), or `cost: { response }` settles once the
+   * response has been sent, when the handler did not. Never settled (the handler threw, or had
+   * no usage): the reservation stands. An estimate that is not a whole number reserves the
+   * policies' least burst, logged.
+   */
+  estimate?: EstimateOption<Req>;
   /**
    * Requests for which it answers true pass unlimited: not counted, no rate-limit fields
    * (health checks, an allow list). May be async.
@@ -156,10 +170,12 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
       // The key's own namespace (apiStoreKey); overrides match the key as the function gave it.
       const outcome = await limit(req, apiStoreKey(key), { signal, label, log, overrideKey: key });
       if (!outcome.admitted) return await deny(req, res, outcome.response);
-      const info = rateLimitInfo(key, outcome.decision);
+      const reservation = (outcome as Partial<Reserved>).reservation;
+      const info = rateLimitInfo(key, outcome.decision, reservation);
       if (info) req.rateLimit = info;
       for (const name in outcome.headers) res.setHeader(name, outcome.headers[name]!);
-      if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
+      if (reservation) settleReservationOnClose(counting!, reservation, req, res, log, label);
+      else if (counting && isSettled(outcome)) settleOnClose(counting, outcome, req, res, log, label);
       const lease = outcome.lease;
       if (lease && signal) {
         if (signal.aborted) void lease.release();
@@ -177,7 +193,12 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage>(options
 const isSettled = (outcome: LimitOutcome | CountedOutcome): outcome is CountedOutcome & { admitted: true } => outcome.admitted && "settle" in outcome;
 
 /** A request with `count` or `cost` (counting-options.ts): checked at a request's cost, or peeked. */
-async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, store: Limiter, plan: LimitPlan, req: Req, key: string, context: LimitContext): Promise<LimitOutcome | CountedOutcome> {
+async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, store: Limiter, plan: LimitPlan, req: Req, key: string, context: LimitContext): Promise<LimitOutcome | CountedOutcome | Reserved> {
+  if (counting.estimate) {
+    const estimate = checkedEstimate(await counting.estimate(req), plan, counting.warnings, context.label);
+    const outcome = await reserveRequest(store, key, plan, context, estimate);
+    return outcome.admitted ? { ...outcome, reservation: holdReservation(outcome, estimate, counting.warnings, context) } : outcome;
+  }
   const requestCost = counting.requestCost ? checkedCost(await counting.requestCost(req), "cost.request", counting.warnings, context.label) : undefined;
   if (!counting.afterAnswer) return limitRequest(store, key, plan, { ...context, cost: requestCost });
   const outcome = await peekRequest(store, key, plan, context);
@@ -187,6 +208,30 @@ async function countedLimit<Req>(counting: CountingPlan<ServerResponse, Req>, st
     return { ...outcome, settle: () => settle(requestCost) };
   }
   return outcome;
+}
+
+/** A reservation taken (`estimate`): the handler settles it, or `cost.response` once the response is sent. */
+type Reserved = CountedOutcome & { admitted: true; reservation: HeldReservation };
+
+/**
+ * `cost.response` settles a reservation the handler left unsettled, once the response has been
+ * sent (as settleOnClose debits a counted one). Without it, an unsettled reservation stands.
+ */
+function settleReservationOnClose<Req>(counting: CountingPlan<ServerResponse, Req>, reservation: HeldReservation, req: Req, res: ServerResponse, log: LogFn, label: string): void {
+  const responseCost = counting.responseCost;
+  if (!responseCost) return;
+  res.once("close", () => {
+    if (reservation.settling) return;
+    void Promise.resolve()
+      .then(() => responseCost(res, req))
+      .then(
+        (cost) => {
+          // The handler may have settled while the cost was read: its settle stands.
+          if (!reservation.settling) void reservation.settle(cost, "cost.response");
+        },
+        (error: unknown) => log({ event: "count-failed", route: label, error: String(error) }),
+      );
+  });
 }
 
 /**

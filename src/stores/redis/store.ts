@@ -4,7 +4,7 @@ import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, Credit
 import { assertCreditsChange, creditsAnswer, pastBalanceCap } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
-import { assertDebitCost, assertDebitable } from "../../core/debit.js";
+import { assertDebitCost, assertDebitable, assertSpentAtMs } from "../../core/debit.js";
 import { type CallCounts, type Limiter, OverloadedError, type StoreHealth, newLeaseId } from "../../core/limiter.js";
 import { type IntegerReply, decodeAcquireAttempt, decodeDecision, decodeSingleDecision, decodeStackDecision } from "./codec.js";
 import { withTimeout } from "./errors.js";
@@ -182,11 +182,22 @@ export class RedisStore implements Limiter {
     return this.decide(key, policies, PEEK, true);
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
+  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     assertDebitable(policies);
     assertDebitCost(cost);
-    return decodeDecision((await this.calls.run("debit", key, stackOf(policies), [cost])) as string, policies, "");
+    assertSpentAtMs(spentAtMs);
+    return decodeDecision((await this.calls.run("debit", key, stackOf(policies), cost < 0 && spentAtMs !== undefined ? [cost, this.spentArg(spentAtMs)] : [cost])) as string, policies, "");
+  }
+
+  /**
+   * A refund's spend time as debit.lua reads it: as given on the client clock (the script's
+   * clock is the same one); on Redis's clock, "~<ms ago>" from this process's Date.now(), which
+   * the script subtracts from its TIME, so the hosts' clocks need not agree.
+   */
+  private spentArg(spentAtMs: number): string | number {
+    const clientNowMs = this.calls.clientNowMs();
+    return clientNowMs === undefined ? `~${Date.now() - spentAtMs}` : spentAtMs;
   }
 
   async reset(key: string, policies: readonly Policy[]): Promise<void> {

@@ -7,7 +7,9 @@
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>[ <blockMs>]"
 -- then: cost (−1e9 … 1e9; 0 only peeks; negative: a refund)
--- then, optional: spentMs, when a refund's units were spent (in the clock's time), or ""
+-- then, optional: spentMs, when a refund's units were spent: "<ms>" in the clock's time, or
+--            "~<ms>" that long before now (the server clock: the caller's own clock is not
+--            Redis's), or ""
 -- Returns the whole decision as one string of integers (decide.lua).
 -- Each algorithm's own admit at now records the debit: GCRA's tat moves on, a token bucket
 -- goes negative, a window counts past its limit, a sliding log adds to its bucket's entry.
@@ -17,8 +19,14 @@
 local ctx = read_context()
 if ctx.hasConcurrency then error("spillway: debit.lua debits no concurrency policy") end
 local cost = ARGV[ctx.nextArg] + 0
-local spent_ms = optional_number(ARGV[ctx.nextArg + 1])
 local now_ms = ctx.nowMs
+local spent_text = ARGV[ctx.nextArg + 1]
+local spent_ms
+if spent_text ~= nil and string.sub(spent_text, 1, 1) == "~" then
+  spent_ms = now_ms - tonumber(string.sub(spent_text, 2))
+else
+  spent_ms = optional_number(spent_text)
+end
 if cost > 0 then
   for i = 1, #ctx.policies do
     local policy = ctx.policies[i]

@@ -28,6 +28,16 @@ export async function refundCases(send: Send, prefix: string): Promise<void> {
   expect(await send("check", { key: window, policy: "hourly", cost: -2, mode: "debit" })).toMatchObject({ status: 200, body: { allowed: true, remaining: 2 } });
   expect(await send("check", { key: window, policy: "hourly", cost: 2 })).toMatchObject({ status: 200, body: { remaining: 0 } });
   expect(await send("check", { key: window, policy: "hourly", cost: -99, mode: "debit" })).toMatchObject({ body: { remaining: 5 } });
+
+  // spentAtMs: a refund goes back to the window its units were spent in (the server's own
+  // clock may be another host's: Redis's TIME), and a window that has turned gets nothing.
+  const spent = `${prefix}-spent`;
+  const reservedAtMs = Date.now();
+  expect(await send("check", { key: spent, policy: "hourly", cost: 5 })).toMatchObject({ status: 200, body: { remaining: 0 } });
+  expect(await send("check", { key: spent, policy: "hourly", cost: -3, mode: "debit", spentAtMs: reservedAtMs - 3_600_000 })).toMatchObject({ status: 200, body: { allowed: false, remaining: 0 } });
+  expect(await send("check", { key: spent, policy: "hourly", cost: -3, mode: "debit", spentAtMs: reservedAtMs })).toMatchObject({ status: 200, body: { allowed: true, remaining: 3 } });
+  // A positive debit ignores it.
+  expect(await send("check", { key: spent, policy: "hourly", cost: 1, mode: "debit", spentAtMs: reservedAtMs - 3_600_000 })).toMatchObject({ status: 200, body: { remaining: 2 } });
 }
 
 export async function refundRefusals(send: Send, prefix: string): Promise<void> {
@@ -41,6 +51,9 @@ export async function refundRefusals(send: Send, prefix: string): Promise<void> 
   expect((await send("check", { key, policy: "hourly", cost: -1e9 - 1, mode: "debit" })).body).toMatchObject({ field: "cost" });
   expect((await send("check", { key, policy: "hourly", cost: -1.5, mode: "debit" })).body).toMatchObject({ field: "cost" });
   expect((await send("check", { key, policy: ["hourly", "slots"], cost: -1, mode: "debit" })).body).toMatchObject({ field: "mode" });
+  const misplaced = await send("check", { key, policy: "hourly", cost: 1, spentAtMs: Date.now() });
+  expect([misplaced.status, misplaced.body.detail]).toEqual([400, 'spentAtMs: is a refund\'s spend time, for mode "debit" only (mode is "reject")']);
+  for (const spentAtMs of [-1, 1.5, "now", 9e15]) expect((await send("check", { key, policy: "hourly", cost: -1, mode: "debit", spentAtMs })).body).toMatchObject({ field: "spentAtMs" });
   // Nothing was spent or given by any of them.
   expect((await send("peek", { key, policy: "hourly" })).body.remaining).toBe(5);
 }
