@@ -4,6 +4,7 @@ import { ValidationError } from "../../../src/core/validation.js";
 import { parseGatewayConfig } from "../../../src/gateway/config.js";
 import { parseKeySource } from "../../../src/gateway/keys.js";
 import { apiStoreKey } from "../../../src/overrides/key-source.js";
+import { routeSourcesOf } from "../../../src/overrides/route-sources.js";
 
 // What a route reads of the request body (docs/counting.md, "Fields of the request body"): a
 // requestJson estimate, json: keys, policiesBy and maxRequestReadBytes, as the parser makes
@@ -79,6 +80,13 @@ describe("a route's body read", () => {
     [{ policies: undefined }, /^routes\.0\.policies: is required/],
   ])("refuses %j naming the field", (fields, message) => {
     expect(errorOf(fields)).toMatch(message);
+  });
+
+  it("a policy policiesBy picks counts under the route's key: credits and overrides may name that source", () => {
+    const config = parseConfig({ origin: "https://api.example.com", policies, routes: [{ match: { path: "/x" }, key: "json:user", policiesBy: { json: "model", policies: { m: ["gpt4o"] }, default: "tokens" } }] });
+    const sources = routeSourcesOf(config.gateway!.routes, config.catalog);
+    expect([...sources.get("gpt4o")!.keys()]).toEqual(["json:user"]);
+    expect([...sources.get("tokens")!.keys()]).toEqual(["json:user"]);
   });
 
   it("a /v1 key spelled like a json: route's store key is kept apart (v1:)", () => {
