@@ -236,7 +236,9 @@ export class GatewayCore {
     const { label } = prepared;
     if (!key) {
       const missing = describeKeySource(missingPart(route.key, keyFacts));
-      return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}`)) };
+      // A body without fields says why (too long for maxRequestReadBytes, not JSON): the client can mend it.
+      const why = keyFacts.body?.reason === undefined ? "" : ` (${keyFacts.body.reason})`;
+      return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}${why}`)) };
     }
     // Lists match a value with the source that read it (access.ts): `x-user: vip` is not the API key `vip`.
     if (listsKey(gateway.deny.keys, key)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };

@@ -26,8 +26,8 @@ const gw = gatewayApp({
 const usage = JSON.stringify({ usage: { total_tokens: 1500 } });
 const remaining = async (key: string, policy = TOKENS) => (await gw.limiter.peek(key, [policy])).remaining;
 
-function post(path: string, body: BodyInit, headers: Record<string, string>, ctx = createExecutionContext()) {
-  return gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": "10.1.2.3", ...headers }, body, duplex: "half" } as RequestInit), env, ctx);
+async function post(path: string, body: BodyInit, headers: Record<string, string>, ctx = createExecutionContext()): Promise<Response> {
+  return await gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "content-type": "application/json", "cf-connecting-ip": "10.1.2.3", ...headers }, body, duplex: "half" } as RequestInit), env, ctx);
 }
 
 describe("Worker gateway: request body fields", () => {

@@ -159,6 +159,8 @@ describe.each(nodeOriginClients)("request body fields, %s", (_name, start) => {
       expect(refused.status, body).toBe(400);
       expect(JSON.parse(refused.body.toString()).detail).toContain("the body's JSON field user");
     }
+    const notJson = await post("/by-user/chat", "user=a");
+    expect(JSON.parse(notJson.body.toString()).detail).toBe("this route is limited by the body's JSON field user; the request does not carry the body's JSON field user (the body is not JSON)");
     const twice = await post("/by-user/chat", '{"user":"a","user":"b"}');
     expect(twice.status).toBe(400);
     expect(JSON.parse(twice.body.toString()).detail).toContain("more than once");
