@@ -161,6 +161,10 @@ describe.each(nodeOriginClients)("request body fields, %s", (_name, start) => {
     }
     const notJson = await post("/by-user/chat", "user=a");
     expect(JSON.parse(notJson.body.toString()).detail).toBe("this route is limited by the body's JSON field user; the request does not carry the body's JSON field user (the body is not JSON)");
+    const get = await request(`${gateway.url}/by-user/chat`);
+    expect(JSON.parse(get.body.toString()).detail).toContain("(the request has no body)");
+    const gzipped = await post("/by-user/chat", JSON.stringify({ user }), { "content-encoding": "gzip" });
+    expect(JSON.parse(gzipped.body.toString()).detail).toContain("(the body is encoded (gzip))");
     const twice = await post("/by-user/chat", '{"user":"a","user":"b"}');
     expect(twice.status).toBe(400);
     expect(JSON.parse(twice.body.toString()).detail).toContain("more than once");
