@@ -1,7 +1,7 @@
 import type { SpillwayConfig } from "../config/config.js";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError } from "../core/validation.js";
-import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type HeldLease, type LimitContext, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { reserveRequest } from "../http/count-reserve.js";
 import { UsageWarnings } from "../http/counting.js";
@@ -20,6 +20,8 @@ import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, requestCostOf } from "./answer-count.js";
+import { measuredRequest } from "./measured-limit.js";
+import { reservationsOf } from "./measures.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 
 /**
@@ -238,12 +240,35 @@ export class GatewayCore {
     const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);
     // A cost known before forwarding, nothing counted after: checked as every request is, at that cost.
     if (!counting.afterAnswer) return limitRequest(limiter, key.storeKey, plan, { ...context, cost }).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
+    if (counting.cost.from === "usage") return this.#measured(facts, route, prepared, target, key, pausedInDryRun, context);
     // With an estimate: reserve it now (a real check), settle the difference on the answer.
     const estimate = counting.estimate ? requestCostOf(counting.estimate, facts.headers, `${route.field}.estimate`, this.#usageWarnings)! : undefined;
     const counted = estimate === undefined ? peekRequest(limiter, key.storeKey, plan, context) : reserveRequest(limiter, key.storeKey, plan, context, estimate);
     return counted.then((outcome) => {
       const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost }) : undefined;
       return this.#step(route, label, target, key, outcome, pausedInDryRun, count);
+    });
+  }
+
+  /**
+   * A "usage" cost (measures.ts): each policy charged its measure, decided by groups
+   * (measured-limit.ts); the estimate, if any, read as the plain route's is.
+   */
+  #measured(facts: GatewayFacts, route: GatewayRoute, prepared: PreparedRoute, target: OriginTarget, key: RequestKey, pausedInDryRun: boolean, context: LimitContext): Promise<GatewayStep> {
+    const counting = route.counting!;
+    const cost = counting.cost;
+    if (cost.from !== "usage") throw new TypeError("a usage cost");
+    const read = (source: NonNullable<typeof counting.estimate>, field: string) => requestCostOf(source, facts.headers, field, this.#usageWarnings)!;
+    const estimate = counting.estimates
+      ? { input: read(counting.estimates.input, `${route.field}.estimate.input`), output: read(counting.estimates.output, `${route.field}.estimate.output`) }
+      : counting.estimate
+        ? read(counting.estimate, `${route.field}.estimate`)
+        : undefined;
+    const reservations = estimate === undefined ? undefined : reservationsOf(estimate, cost);
+    return measuredRequest(prepared.limiter, key.storeKey, prepared.plan, context, cost, reservations).then((outcome) => {
+      if (!outcome.admitted) return this.#step(route, prepared.label, target, key, outcome, pausedInDryRun, undefined);
+      const count = new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: () => outcome.headers, before: outcome.headers, requestCost: undefined, charge: outcome.settle });
+      return this.#step(route, prepared.label, target, key, { admitted: true, headers: outcome.headers, ...(outcome.lease ? { lease: outcome.lease } : {}) }, pausedInDryRun, count);
     });
   }
 

@@ -1,0 +1,111 @@
+import type { Limiter } from "../core/limiter.js";
+import type { Policy } from "../core/types.js";
+import { type CountedOutcome, joinFields, peekRequest, splitOf } from "../http/count-limit.js";
+import { reserveRequest } from "../http/count-reserve.js";
+import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from "../http/limit.js";
+import type { Charges, Measure, UsageCost } from "./measures.js";
+
+/**
+ * How a route whose policies each charge their own measure is limited (docs/counting.md,
+ * "Measures"). The rate policies are grouped by measure; each group is decided on its own,
+ * all groups at once:
+ * - `requests`: a real check at cost 1, as a plain route's;
+ * - with reservations (an `estimate`): the group's reservation is checked and consumed
+ *   (count-reserve.ts), settled on the answer;
+ * - without: peeked, debited on the answer (count-limit.ts).
+ * All or nothing: when one group refuses, every other group's consumption is given back (a
+ * refund, count-reserve.ts) and the request gets that group's 429. Each group's check is
+ * atomic in the store, so a burst admits at most what each group holds; a refused request's
+ * give-back can only make a concurrent one refused, never let one more in. Concurrency
+ * policies take their lease last; a refused lease gives every group's consumption back.
+ */
+export type MeasuredOutcome =
+  | { admitted: false; response: Response }
+  | {
+      admitted: true;
+      /** The RateLimit fields before the answer: every group's, then the lease's. */
+      headers: Record<string, string>;
+      lease?: HeldLease;
+      /** Charges every group its measure of the answer (`requests` groups are done); never rejects. */
+      settle(charges: Charges, later: boolean): Promise<unknown> | undefined;
+    };
+
+interface Group {
+  measure: Measure;
+  policies: Policy[];
+}
+
+/** The stack's rate policies by measure, in stack order of each measure's first policy. */
+function groupsOf(rated: readonly Policy[], cost: UsageCost): Group[] {
+  const groups: Group[] = [];
+  for (const policy of rated) {
+    const measure = cost.measureOf.get(policy.name) ?? cost.measure;
+    const group = groups.find((one) => one.measure === measure);
+    if (group) group.policies.push(policy);
+    else groups.push({ measure, policies: [policy] });
+  }
+  return groups;
+}
+
+type GroupOutcome = { measure: Measure; outcome: CountedOutcome; consumed: number };
+
+function decideGroup(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group, reservations: Charges | undefined): Promise<GroupOutcome> {
+  const groupPlan = { ...plan, policies: group.policies };
+  const { measure } = group;
+  if (measure === "requests") {
+    // Known before forwarding: checked and consumed; its settle is "nothing more", its give-back a refund of the one unit.
+    return limitRequest(limiter, key, groupPlan, { ...context, cost: 1 }).then((outcome) => ({
+      measure,
+      consumed: 1,
+      outcome: outcome.admitted ? { admitted: true, headers: outcome.headers, settle: () => outcome.headers } : outcome,
+    }));
+  }
+  if (reservations) return reserveRequest(limiter, key, groupPlan, context, reservations[measure]).then((outcome) => ({ measure, outcome, consumed: reservations[measure] }));
+  return peekRequest(limiter, key, groupPlan, context).then((outcome) => ({ measure, outcome, consumed: 0 }));
+}
+
+/** Gives back what admitted groups consumed (a request refused elsewhere). */
+function giveBack(limiter: Limiter, key: string, groups: readonly Group[], decided: readonly GroupOutcome[], context: LimitContext): void {
+  decided.forEach((one, i) => {
+    if (!one.outcome.admitted || one.consumed === 0) return;
+    const refunded = limiter.debit(key, groups[i]!.policies, -one.consumed).catch((error: unknown) => context.log({ event: "refund-failed", route: context.label, key, cost: -one.consumed, error: String(error) }));
+    context.defer?.(refunded);
+  });
+}
+
+/** `reservations`: what each measure reserves (an estimate), undefined to peek. */
+export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, cost: UsageCost, reservations: Charges | undefined): Promise<MeasuredOutcome> {
+  if (plan.overrides) {
+    // Overrides first: every group and its settle see the same policies.
+    const resolved = resolvedPlan(plan, key, context);
+    return resolved instanceof Promise ? resolved.then((one) => measuredRequest(limiter, key, one, context, cost, reservations)) : measuredRequest(limiter, key, resolved, context, cost, reservations);
+  }
+  const { rated, leased } = splitOf(plan.policies);
+  const groups = groupsOf(rated, cost);
+  return Promise.all(groups.map((group) => decideGroup(limiter, key, plan, context, group, reservations))).then((decided): MeasuredOutcome | Promise<MeasuredOutcome> => {
+    const refused = decided.find((one) => !one.outcome.admitted);
+    if (refused && !refused.outcome.admitted) {
+      giveBack(limiter, key, groups, decided, context);
+      return { admitted: false, response: refused.outcome.response };
+    }
+    let headers: Record<string, string> = {};
+    for (const one of decided) if (one.outcome.admitted) headers = joinFields(headers, one.outcome.headers);
+    const settle = (charges: Charges, later: boolean): Promise<unknown> | undefined => {
+      const pending: Promise<unknown>[] = [];
+      for (const one of decided) {
+        if (!one.outcome.admitted || one.measure === "requests") continue;
+        const settled = one.outcome.settle(charges[one.measure], later);
+        if (settled instanceof Promise) pending.push(settled);
+      }
+      return pending.length === 0 ? undefined : Promise.all(pending);
+    };
+    if (leased.length === 0) return { admitted: true, headers, settle };
+    return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): MeasuredOutcome => {
+      if (!leasing.admitted) {
+        giveBack(limiter, key, groups, decided, context);
+        return leasing;
+      }
+      return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle };
+    });
+  });
+}
