@@ -96,6 +96,8 @@ export const routeSchema = z.strictObject({
   count: z.optional(z.unknown()),
   cost: z.optional(z.unknown()),
   estimate: z.optional(z.unknown()),
+  // The provider's own rate-limit fields: parsed by src/gateway/provider-headers-config.ts (its errors name the policy).
+  providerHeaders: z.optional(z.unknown()),
 });
 
 /**

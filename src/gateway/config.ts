@@ -5,6 +5,8 @@ import { ValidationError, describeValue, parseWith } from "../core/validation.js
 import { routeSchema } from "../config/schema.js";
 import { type AccessList, parseAccessList } from "./access.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
+import type { ProviderHeaders } from "../core/provider-headers.js";
+import { parseProviderHeaders } from "./provider-headers-config.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, parseKeySource } from "./keys.js";
 import { type RequestMatch, parseHeaderMatch, parseHostMatch } from "./match.js";
@@ -37,6 +39,8 @@ export interface GatewayRoute {
   originTimeoutMs: number;
   /** `count` and `cost` (counting.ts); undefined: one unit per request, checked before forwarding. */
   counting?: RouteCounting;
+  /** The provider's own rate-limit fields beside the IETF ones (core/provider-headers.ts); undefined: none. */
+  providerHeaders?: ProviderHeaders;
 }
 
 /** The validated gateway part of a config (docs/gateway.md). */
@@ -116,6 +120,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
     dryRun: raw.dryRun || config.dryRun,
     originTimeoutMs: raw.originTimeoutMs ?? originTimeoutMs,
     counting: parseRouteCounting(raw, policies, field),
+    ...(raw.providerHeaders === undefined ? {} : { providerHeaders: parseProviderHeaders(raw.providerHeaders, policies, `${field}.providerHeaders`) }),
   };
 }
 

@@ -171,7 +171,15 @@ export class GatewayCore {
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
         const overrides = routeOverrides.none ? undefined : routeOverrides;
         const dryRun = route.dryRun || options.dryRun === true;
-        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) };
+        const plan = {
+          policies: route.policies,
+          onLimit: route.onLimit,
+          maxDelayMs: route.maxDelayMs,
+          dryRun,
+          legacyHeaders: parsed.legacyHeaders,
+          ...(overrides ? { overrides } : {}),
+          ...(route.providerHeaders ? { providerHeaders: route.providerHeaders } : {}),
+        };
         return [route, { label, limiter: routeLimiter, plan }];
       }),
     );
@@ -229,7 +237,12 @@ export class GatewayCore {
     let pausedInDryRun = false;
     if (pausedMs > 0) {
       const decision = pausedDecision(pausedMs);
-      if (!plan.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
+      if (!plan.dryRun) {
+        const headers = rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders });
+        // A route with a provider's fields: its every 429 carries retry-after-ms.
+        if (plan.providerHeaders) headers["retry-after-ms"] = String(Math.max(1, pausedMs));
+        return { forward: false, route: label, response: quotaExceededResponse(decision, headers) };
+      }
       pausedInDryRun = true;
       this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
