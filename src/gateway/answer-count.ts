@@ -2,6 +2,8 @@ import { type CostBounds, type UsageWarnings, headerCost, reportedCost, statusMa
 import type { Settle } from "../http/count-limit.js";
 import type { HeaderLookup } from "./keys.js";
 import type { CostSource, ReadLimits, RouteCounting } from "./counting.js";
+import type { BodyBytes, BodyTap, TapDecoding } from "./body-tap.js";
+import { TAP_DECODINGS } from "./body-tap.js";
 import { type UsageReader, usageReader } from "./usage.js";
 import { type Charges, chargesOf } from "./measures.js";
 import { PresetTap } from "./preset-tap.js";
@@ -22,29 +24,8 @@ export interface CountedAnswer {
   tap?: BodyTap;
 }
 
-/** Encodings an edge that sees an answer's raw bytes decodes for its tap (node:zlib has them all; zstd from Node 22.15). */
-export const TAP_DECODINGS = ["gzip", "x-gzip", "deflate", "br", "zstd"] as const;
-export type TapDecoding = (typeof TAP_DECODINGS)[number];
-
-/** How an edge sees an answer's body: see AnswerCount.answered. */
-export type BodyBytes = "decoded" | "raw" | "raw-undecodable";
-
-export interface BodyTap {
-  /** Set when the chunks are encoded so: the edge decodes them before `push`, at most `limits.bytes` of them. */
-  readonly encoding?: TapDecoding;
-  /** How far the edge reads for the tap once its client has gone (the route's maxReadBytes, maxReadMs). */
-  readonly limits: ReadLimits;
-  /** Feeds a chunk as it passes (decoded). */
-  push(chunk: Uint8Array): void;
-  /** True once reading on is of no use: the usage was found, the body cannot hold it, or a bound was reached. */
-  readonly done: boolean;
-  /** The client went away: the edge reads on for the tap alone, and what it reads counts against `limits.bytes`. */
-  clientGone(): void;
-  /** The edge stopped reading before the body's end, at a bound (`why` names it, for the log). */
-  cut(why: string): void;
-  /** The body ended, broke off or was cut: what was read decides the cost. */
-  end(): void;
-}
+// The tap's types live in body-tap.ts (preset-tap.ts implements one too); re-exported for the edges.
+export { type BodyBytes, type BodyTap, TAP_DECODINGS, type TapDecoding } from "./body-tap.js";
 
 /** Where a counted request's answer reports to: its route, the warnings log, how to settle. */
 export interface AnswerCountContext {

@@ -1,5 +1,5 @@
 import type { UsageWarnings } from "../http/counting.js";
-import type { BodyTap, TapDecoding } from "./answer-count.js";
+import type { BodyTap, TapDecoding } from "./body-tap.js";
 import type { ReadLimits } from "./counting.js";
 import { type Charges, type UsageCost, chargesOf } from "./measures.js";
 import type { PresetReader } from "./usage-presets.js";
