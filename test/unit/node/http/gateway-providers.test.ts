@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { EXPECTED, type FixtureName } from "../../../fixtures/llm/expected.js";
 import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, microdollars, providerRoutes } from "../../../fixtures/llm/provider-config.js";
 import { type GatewayUnderTest, type Running, request, startGateway, startOrigin, waitFor } from "./gateway-helpers.js";
@@ -97,6 +97,10 @@ describe("Node gateway: the providers' framings, each policy charged its own mea
   it("a burst of 20 with an estimate of 2,000 input and 500 output: exactly 5 reach the origin (input binds), the others' reservations are given back", async () => {
     const user = newUser();
     holding = true;
+    onTestFinished(() => {
+      holding = false;
+      held.splice(0).forEach((release) => release());
+    });
     const before = reached;
     const sent = Array.from({ length: 20 }, () => post("/reserved/x", user, { "x-fixture": "openai-chat.json" }));
     let refused = 0;
