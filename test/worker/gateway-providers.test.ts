@@ -80,6 +80,29 @@ describe("Worker gateway: the providers' framings, each policy charged its own m
     expect(await spent(user)).toEqual({ itpm: 25, otpm: MAX_TOKENS, tpm: MAX_TOKENS, rpm: 1, usd: microdollars(25, MAX_TOKENS, PRICES["claude-3-5-sonnet"]) });
   });
 
+  it("a client that leaves mid-stream is charged the usage read on under waitUntil (Anthropic's output after it left)", async () => {
+    const user = uniqueUser();
+    const at = anthropicSse.indexOf("event: message_delta");
+    let origin!: ReadableStreamDefaultController<Uint8Array>;
+    const handler = gw.origin.handler;
+    gw.origin.handler = () => new Response(new ReadableStream<Uint8Array>({ start: (controller) => { origin = controller; controller.enqueue(encoder.encode(anthropicSse.slice(0, at))); } }), { headers: { "content-type": "text/event-stream" } });
+    try {
+      const ctx = createExecutionContext();
+      const answer = await gw.app.fetch(new Request("https://gateway.test/anthropic/x", { method: "POST", headers: { "x-user": user }, body: "{}" }), env, ctx);
+      const reader = answer.body!.getReader();
+      await reader.read();
+      await reader.cancel("client went away");
+      setTimeout(() => {
+        origin.enqueue(encoder.encode(anthropicSse.slice(at)));
+        origin.close();
+      }, 50);
+      await waitOnExecutionContext(ctx);
+      expect(await spent(user)).toEqual({ itpm: 25, otpm: 15, tpm: 40, rpm: 1, usd: microdollars(25, 15, PRICES["claude-3-5-sonnet"]) });
+    } finally {
+      gw.origin.handler = handler;
+    }
+  });
+
   it("an origin 500 without usage or model: missing tokens at the dearest prices", async () => {
     const user = uniqueUser();
     const { answer } = await send("/responses/x", user, { "x-mode": "500" });

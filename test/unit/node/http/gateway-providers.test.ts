@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import type http from "node:http";
+import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { EXPECTED, type FixtureName } from "../../../fixtures/llm/expected.js";
 import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, microdollars, providerRoutes } from "../../../fixtures/llm/provider-config.js";
@@ -27,6 +28,14 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse) {
     // The origin breaks off mid-stream: the bytes up to the marker, then the connection is gone.
     res.writeHead(200, { "content-type": type });
     res.write(bytes.subarray(0, bytes.indexOf(mode.slice("abort:".length))), () => setTimeout(() => res.destroy(), 20));
+    return;
+  }
+  if (mode.startsWith("late:")) {
+    // The rest, from the marker on, comes after the client has gone.
+    const at = bytes.indexOf(mode.slice("late:".length));
+    res.writeHead(200, { "content-type": type });
+    res.write(bytes.subarray(0, at));
+    setTimeout(() => res.end(bytes.subarray(at)), 150);
     return;
   }
   res.writeHead(200, { "content-type": type }).end(bytes);
@@ -84,6 +93,22 @@ describe("Node gateway: the providers' framings, each policy charged its own mea
     const user = newUser();
     await post("/anthropic/x", user, { "x-fixture": "anthropic-messages.sse", "x-mode": "abort:event: message_delta" }).catch(() => undefined);
     const want = { itpm: 25, otpm: MAX_TOKENS, tpm: MAX_TOKENS, rpm: 1, usd: microdollars(25, MAX_TOKENS, PRICES["claude-3-5-sonnet"]) };
+    await waitFor(async () => JSON.stringify(await spent(user)) === JSON.stringify(want));
+  });
+
+  it("a client that leaves mid-stream is charged the usage the gateway reads on for (Anthropic's output after it left)", async () => {
+    const user = newUser();
+    await new Promise<void>((resolve) => {
+      const outgoing = httpRequest(`${gateway.url}/anthropic/x`, { method: "POST", headers: { "x-user": user, "x-fixture": "anthropic-messages.sse", "x-mode": "late:event: message_delta" } }, (incoming) => {
+        incoming.once("data", () => {
+          outgoing.destroy();
+          resolve();
+        });
+      });
+      outgoing.on("error", () => resolve());
+      outgoing.end("{}");
+    });
+    const want = { itpm: 25, otpm: 15, tpm: 40, rpm: 1, usd: microdollars(25, 15, PRICES["claude-3-5-sonnet"]) };
     await waitFor(async () => JSON.stringify(await spent(user)) === JSON.stringify(want));
   });
 
