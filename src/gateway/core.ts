@@ -20,8 +20,7 @@ import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, requestCostOf } from "./answer-count.js";
-import { measuredRequest } from "./measured-limit.js";
-import { reservationsOf } from "./measures.js";
+import { measuredRequest, reservationsFor } from "./measured-limit.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 
 /**
@@ -171,15 +170,8 @@ export class GatewayCore {
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
         const overrides = routeOverrides.none ? undefined : routeOverrides;
         const dryRun = route.dryRun || options.dryRun === true;
-        const plan = {
-          policies: route.policies,
-          onLimit: route.onLimit,
-          maxDelayMs: route.maxDelayMs,
-          dryRun,
-          legacyHeaders: parsed.legacyHeaders,
-          ...(overrides ? { overrides } : {}),
-          ...(route.providerHeaders ? { providerHeaders: route.providerHeaders } : {}),
-        };
+        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) };
+        if (route.providerHeaders) Object.assign(plan, { providerHeaders: route.providerHeaders });
         return [route, { label, limiter: routeLimiter, plan }];
       }),
     );
@@ -271,13 +263,7 @@ export class GatewayCore {
     const counting = route.counting!;
     const cost = counting.cost;
     if (cost.from !== "usage") throw new TypeError("a usage cost");
-    const read = (source: NonNullable<typeof counting.estimate>, field: string) => requestCostOf(source, facts.headers, field, this.#usageWarnings)!;
-    const estimate = counting.estimates
-      ? { input: read(counting.estimates.input, `${route.field}.estimate.input`), output: read(counting.estimates.output, `${route.field}.estimate.output`) }
-      : counting.estimate
-        ? read(counting.estimate, `${route.field}.estimate`)
-        : undefined;
-    const reservations = estimate === undefined ? undefined : reservationsOf(estimate, cost);
+    const reservations = reservationsFor(counting, cost, (source, field) => requestCostOf(source, facts.headers, field, this.#usageWarnings)!, route.field);
     return measuredRequest(prepared.limiter, key.storeKey, prepared.plan, context, cost, reservations).then((outcome) => {
       if (!outcome.admitted) return this.#step(route, prepared.label, target, key, outcome, pausedInDryRun, undefined);
       const count = new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: () => outcome.headers, before: outcome.headers, requestCost: undefined, charge: outcome.settle });

@@ -3,7 +3,9 @@ import type { Policy } from "../core/types.js";
 import { type CountedOutcome, joinFields, peekRequest, splitOf } from "../http/count-limit.js";
 import { reserveRequest } from "../http/count-reserve.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from "../http/limit.js";
-import type { Charges, Measure, UsageCost } from "./measures.js";
+import type { RouteCounting } from "./counting.js";
+import type { EstimateSource } from "./estimate.js";
+import { type Charges, type Measure, type UsageCost, reservationsOf } from "./measures.js";
 
 /**
  * How a route whose policies each charge their own measure is limited (docs/counting.md,
@@ -108,4 +110,13 @@ export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, 
       return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle };
     });
   });
+}
+
+/**
+ * What each measure reserves for a request, from the route's estimate (one number, or parts),
+ * each part read by `read` as a plain route's estimate is; undefined without an estimate (peek).
+ */
+export function reservationsFor(counting: RouteCounting, cost: UsageCost, read: (source: EstimateSource, field: string) => number, field: string): Charges | undefined {
+  if (counting.estimates) return reservationsOf({ input: read(counting.estimates.input, `${field}.estimate.input`), output: read(counting.estimates.output, `${field}.estimate.output`) }, cost);
+  return counting.estimate ? reservationsOf(read(counting.estimate, `${field}.estimate`), cost) : undefined;
 }
