@@ -1,6 +1,6 @@
 import type { Limiter } from "../core/limiter.js";
 import type { Policy } from "../core/types.js";
-import { type CountedOutcome, joinFields, peekRequest, splitOf } from "../http/count-limit.js";
+import { type CountedOutcome, type Settle, joinFields, peekRequest, settler, splitOf } from "../http/count-limit.js";
 import { reserveRequest } from "../http/count-reserve.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from "../http/limit.js";
 import type { RouteCounting } from "./counting.js";
@@ -14,7 +14,8 @@ import { type Charges, type Measure, type UsageCost, reservationsOf } from "./me
  * - `requests`: a real check at cost 1, as a plain route's;
  * - with reservations (an `estimate`): the group's reservation is checked and consumed
  *   (count-reserve.ts), settled on the answer;
- * - without: peeked, debited on the answer (count-limit.ts).
+ * - without: peeked, every such group in one call (a peek costs nothing), each debited its own
+ *   measure on the answer (count-limit.ts).
  * All or nothing: when one group refuses, every other group's consumption is given back (a
  * refund, count-reserve.ts) and the request gets that group's 429. Each group's check is
  * atomic in the store, so a burst admits at most what each group holds; a refused request's
@@ -49,30 +50,51 @@ function groupsOf(rated: readonly Policy[], cost: UsageCost): Group[] {
   return groups;
 }
 
-type GroupOutcome = { measure: Measure; outcome: CountedOutcome; consumed: number };
-
-function decideGroup(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group, reservations: Charges | undefined): Promise<GroupOutcome> {
-  const groupPlan = { ...plan, policies: group.policies };
-  const { measure } = group;
-  if (measure === "requests") {
-    // Known before forwarding: checked and consumed; its settle is "nothing more", its give-back a refund of the one unit.
-    return limitRequest(limiter, key, groupPlan, { ...context, cost: 1 }).then((outcome) => ({
-      measure,
-      consumed: 1,
-      outcome: outcome.admitted ? { admitted: true, headers: outcome.headers, settle: () => outcome.headers } : outcome,
-    }));
-  }
-  if (reservations) return reserveRequest(limiter, key, groupPlan, context, reservations[measure]).then((outcome) => ({ measure, outcome, consumed: reservations[measure] }));
-  return peekRequest(limiter, key, groupPlan, context).then((outcome) => ({ measure, outcome, consumed: 0 }));
+/** One store call's outcome: what it consumed of which policies (to give back), and how each measure it covers settles. */
+interface Decided {
+  outcome: CountedOutcome;
+  policies: readonly Policy[];
+  consumed: number;
+  settles: Array<[Measure, Settle]>;
 }
 
-/** Gives back what admitted groups consumed (a request refused elsewhere). */
-function giveBack(limiter: Limiter, key: string, groups: readonly Group[], decided: readonly GroupOutcome[], context: LimitContext): void {
-  decided.forEach((one, i) => {
-    if (!one.outcome.admitted || one.consumed === 0) return;
-    const refunded = limiter.debit(key, groups[i]!.policies, -one.consumed).catch((error: unknown) => context.log({ event: "refund-failed", route: context.label, key, cost: -one.consumed, error: String(error) }));
+/** `requests`: known before forwarding, checked and consumed at 1; nothing to settle, a refund of the one unit to give back. */
+function checkRequests(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group): Promise<Decided> {
+  return limitRequest(limiter, key, { ...plan, policies: group.policies }, { ...context, cost: 1 }).then((outcome) => ({
+    policies: group.policies,
+    consumed: 1,
+    settles: [],
+    outcome: outcome.admitted ? { admitted: true, headers: outcome.headers, settle: () => outcome.headers } : outcome,
+  }));
+}
+
+function reserveGroup(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group, reservation: number): Promise<Decided> {
+  return reserveRequest(limiter, key, { ...plan, policies: group.policies }, context, reservation).then((outcome) => ({
+    policies: group.policies,
+    consumed: reservation,
+    outcome,
+    settles: outcome.admitted ? [[group.measure, outcome.settle]] : [],
+  }));
+}
+
+/** Without reservations every measured group is peeked in one call (a peek costs nothing), then debited its own measure. */
+function peekGroups(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, groups: readonly Group[]): Promise<Decided> {
+  const policies = groups.flatMap((group) => group.policies);
+  return peekRequest(limiter, key, { ...plan, policies }, context).then((outcome) => ({
+    policies,
+    consumed: 0,
+    outcome,
+    settles: outcome.admitted ? groups.map((group): [Measure, Settle] => [group.measure, settler(limiter, key, group.policies, plan, context, outcome.headers)]) : [],
+  }));
+}
+
+/** Gives back what admitted calls consumed (a request refused elsewhere). */
+function giveBack(limiter: Limiter, key: string, decided: readonly Decided[], context: LimitContext): void {
+  for (const one of decided) {
+    if (!one.outcome.admitted || one.consumed === 0) continue;
+    const refunded = limiter.debit(key, one.policies, -one.consumed).catch((error: unknown) => context.log({ event: "refund-failed", route: context.label, key, cost: -one.consumed, error: String(error) }));
     context.defer?.(refunded);
-  });
+  }
 }
 
 /** `reservations`: what each measure reserves (an estimate), undefined to peek. */
@@ -84,10 +106,14 @@ export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, 
   }
   const { rated, leased } = splitOf(plan.policies);
   const groups = groupsOf(rated, cost);
-  return Promise.all(groups.map((group) => decideGroup(limiter, key, plan, context, group, reservations))).then((decided): MeasuredOutcome | Promise<MeasuredOutcome> => {
+  const measured = groups.filter((group) => group.measure !== "requests");
+  const calls = groups.filter((group) => group.measure === "requests").map((group) => checkRequests(limiter, key, plan, context, group));
+  if (reservations) for (const group of measured) calls.push(reserveGroup(limiter, key, plan, context, group, reservations[group.measure]));
+  else calls.push(peekGroups(limiter, key, plan, context, measured));
+  return Promise.all(calls).then((decided): MeasuredOutcome | Promise<MeasuredOutcome> => {
     const refused = decided.find((one) => !one.outcome.admitted);
     if (refused && !refused.outcome.admitted) {
-      giveBack(limiter, key, groups, decided, context);
+      giveBack(limiter, key, decided, context);
       return { admitted: false, response: refused.outcome.response };
     }
     let headers: Record<string, string> = {};
@@ -95,16 +121,17 @@ export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, 
     const settle = (charges: Charges, later: boolean): Promise<unknown> | undefined => {
       const pending: Promise<unknown>[] = [];
       for (const one of decided) {
-        if (!one.outcome.admitted || one.measure === "requests") continue;
-        const settled = one.outcome.settle(charges[one.measure], later);
-        if (settled instanceof Promise) pending.push(settled);
+        for (const [measure, settle] of one.settles) {
+          const settled = settle(charges[measure], later);
+          if (settled instanceof Promise) pending.push(settled);
+        }
       }
       return pending.length === 0 ? undefined : Promise.all(pending);
     };
     if (leased.length === 0) return { admitted: true, headers, settle };
     return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): MeasuredOutcome => {
       if (!leasing.admitted) {
-        giveBack(limiter, key, groups, decided, context);
+        giveBack(limiter, key, decided, context);
         return leasing;
       }
       return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle };
