@@ -99,6 +99,8 @@ export const routeSchema = z.strictObject({
   // Fields of the request body (src/gateway/body-fields.ts, policies-by.ts): parsed there, naming the field.
   policiesBy: z.optional(z.unknown()),
   maxRequestReadBytes: z.optional(z.unknown()),
+  // The provider's own rate-limit fields: parsed by src/gateway/provider-headers-config.ts (its errors name the policy).
+  providerHeaders: z.optional(z.unknown()),
 });
 
 /**

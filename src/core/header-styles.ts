@@ -1,4 +1,5 @@
 import { advertisedQuota, quotaItem, rateLimitHeaders, retryAfterSeconds } from "./headers.js";
+import { type ProviderHeaders, providerFields } from "./provider-headers.js";
 import type { Decision, Policy } from "./types.js";
 
 /**
@@ -19,8 +20,16 @@ export const HEADER_STYLES: readonly HeaderStyle[] = ["draft-10", "draft-7", "dr
 
 const secondsUp = (ms: number) => Math.ceil(ms / 1000);
 
-/** The fields of `style` for a decision; `legacy: true` adds the X-RateLimit-* fields to a draft style. */
-export function styledHeaders(decision: Decision, policies: readonly Policy[], options: { style?: HeaderStyle; legacy?: boolean }): Record<string, string> {
+/**
+ * The fields of `style` for a decision; `legacy: true` adds the X-RateLimit-* fields to a draft
+ * style; `provider` adds a provider's own fields and `retry-after-ms` (provider-headers.ts).
+ */
+export function styledHeaders(decision: Decision, policies: readonly Policy[], options: { style?: HeaderStyle; legacy?: boolean; provider?: ProviderHeaders }): Record<string, string> {
+  const headers = ietfHeaders(decision, policies, options);
+  return options.provider ? Object.assign(headers, providerFields(decision, options.provider)) : headers;
+}
+
+function ietfHeaders(decision: Decision, policies: readonly Policy[], options: { style?: HeaderStyle; legacy?: boolean }): Record<string, string> {
   const style = options.style ?? "draft-10";
   if (style === "draft-10") return rateLimitHeaders(decision, policies, { legacy: options.legacy });
   const limit = decision.limit;

@@ -2,7 +2,12 @@ import { type CostBounds, type UsageWarnings, headerCost, reportedCost, statusMa
 import type { Settle } from "../http/count-limit.js";
 import type { HeaderLookup } from "./keys.js";
 import type { CostSource, ReadLimits, RouteCounting } from "./counting.js";
+import type { BodyBytes, BodyTap, TapDecoding } from "./body-tap.js";
+import { TAP_DECODINGS } from "./body-tap.js";
 import { type UsageReader, usageReader } from "./usage.js";
+import { type Charges, chargesOf } from "./measures.js";
+import { PresetTap } from "./preset-tap.js";
+import { presetReader } from "./usage-presets.js";
 
 /**
  * What a counted route does when the origin's answer head arrives (docs/gateway.md, "Counting
@@ -19,29 +24,8 @@ export interface CountedAnswer {
   tap?: BodyTap;
 }
 
-/** Encodings an edge that sees an answer's raw bytes decodes for its tap (node:zlib has them all; zstd from Node 22.15). */
-export const TAP_DECODINGS = ["gzip", "x-gzip", "deflate", "br", "zstd"] as const;
-export type TapDecoding = (typeof TAP_DECODINGS)[number];
-
-/** How an edge sees an answer's body: see AnswerCount.answered. */
-export type BodyBytes = "decoded" | "raw" | "raw-undecodable";
-
-export interface BodyTap {
-  /** Set when the chunks are encoded so: the edge decodes them before `push`, at most `limits.bytes` of them. */
-  readonly encoding?: TapDecoding;
-  /** How far the edge reads for the tap once its client has gone (the route's maxReadBytes, maxReadMs). */
-  readonly limits: ReadLimits;
-  /** Feeds a chunk as it passes (decoded). */
-  push(chunk: Uint8Array): void;
-  /** True once reading on is of no use: the usage was found, the body cannot hold it, or a bound was reached. */
-  readonly done: boolean;
-  /** The client went away: the edge reads on for the tap alone, and what it reads counts against `limits.bytes`. */
-  clientGone(): void;
-  /** The edge stopped reading before the body's end, at a bound (`why` names it, for the log). */
-  cut(why: string): void;
-  /** The body ended, broke off or was cut: what was read decides the cost. */
-  end(): void;
-}
+// The tap's types live in body-tap.ts (preset-tap.ts implements one too); re-exported for the edges.
+export { type BodyBytes, type BodyTap, TAP_DECODINGS, type TapDecoding } from "./body-tap.js";
 
 /** Where a counted request's answer reports to: its route, the warnings log, how to settle. */
 export interface AnswerCountContext {
@@ -54,6 +38,8 @@ export interface AnswerCountContext {
   before: Record<string, string>;
   /** A cost known before forwarding (constant, request header); undefined for an answer's. */
   requestCost: number | undefined;
+  /** A "usage" cost (measures.ts): charges every measure at once (measured-limit.ts); `settle` is then unused. */
+  charge?: (charges: Charges, later: boolean) => Promise<unknown> | undefined;
 }
 
 /**
@@ -91,8 +77,15 @@ export class AnswerCount {
    * a status count charges nothing, the status being unknown.
    */
   abandoned(defer: (promise: Promise<unknown>) => void): void {
-    const { counting, settle, field, warnings } = this.#context;
+    const { counting, settle, field, warnings, charge } = this.#context;
     const source = counting.cost;
+    if (!counting.count && source.from === "usage" && charge) {
+      const { charges } = chargesOf({}, source, false);
+      warnings.warn(field, { route: field, reason: `the origin had not answered ${counting.read.ms} ms after the client left (maxReadMs)`, charges });
+      const charged = charge(charges, false);
+      if (charged) defer(charged);
+      return;
+    }
     if (counting.count || (source.from !== "responseHeader" && source.from !== "responseJson")) return;
     const cost = source.bounds.missing;
     warnings.warn(field, { route: field, reason: `the origin had not answered ${counting.read.ms} ms after the client left (maxReadMs)`, cost });
@@ -112,9 +105,20 @@ export class AnswerCount {
     const source = counting.cost;
     if (this.#context.requestCost !== undefined) return { extra: settle(this.#context.requestCost) };
     if (source.from === "responseHeader") return { extra: settle(costFromHeader(header(source.name), source.name, source.bounds, field, warnings)) };
-    if (source.from !== "responseJson") return { extra: settle(1) };
+    if (source.from !== "responseJson" && source.from !== "usage") return { extra: settle(1) };
     const encoding = body === "decoded" ? undefined : header("content-encoding")?.trim().toLowerCase();
     const decoding = body === "raw" ? decodings.find((name) => name === encoding) : undefined;
+    const charge = this.#context.charge;
+    if (source.from === "usage" && charge) {
+      const reader = presetReader(source.preset, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
+      const tapContext = { cost: source, limits: counting.read, field, warnings, charge: (charges: Charges) => {
+        // Nobody waits on a body's charges: they may ride with the key's next request.
+        const charged = charge(charges, true);
+        if (charged) defer(charged);
+      } };
+      return { extra: before, tap: new PresetTap(reader, tapContext, decoding) };
+    }
+    if (source.from !== "responseJson") return { extra: settle(1) };
     // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
     const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
     const debit = (cost: number) => {

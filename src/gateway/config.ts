@@ -5,6 +5,8 @@ import { ValidationError, describeValue, parseWith } from "../core/validation.js
 import { routeSchema } from "../config/schema.js";
 import { type AccessList, parseAccessList } from "./access.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
+import type { ProviderHeaders } from "../core/provider-headers.js";
+import { parseProviderHeaders } from "./provider-headers-config.js";
 import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, jsonPaths, parseKeySource } from "./keys.js";
 import { type BodyRead, DEFAULT_REQUEST_READ_BYTES, REQUEST_READ_BYTES_RANGE } from "./body-fields.js";
@@ -43,6 +45,8 @@ export interface GatewayRoute {
   policiesBy?: PoliciesBy;
   /** What the route reads of the request body (`json:` keys, a requestJson estimate, policiesBy); undefined: nothing. */
   bodyRead?: BodyRead;
+  /** The provider's own rate-limit fields beside the IETF ones (core/provider-headers.ts); undefined: none. */
+  providerHeaders?: ProviderHeaders;
 }
 
 /** The validated gateway part of a config (docs/gateway.md). */
@@ -132,6 +136,7 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
     counting,
     ...(policiesBy ? { policiesBy } : {}),
     ...(bodyRead ? { bodyRead } : {}),
+    ...(raw.providerHeaders === undefined ? {} : { providerHeaders: parseProviderHeaders(raw.providerHeaders, policies, `${field}.providerHeaders`) }),
   };
 }
 

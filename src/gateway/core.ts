@@ -1,7 +1,7 @@
 import type { SpillwayConfig } from "../config/config.js";
 import { rateLimitHeaders } from "../core/headers.js";
 import { ValidationError, describeValue } from "../core/validation.js";
-import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
+import { type HeldLease, type LimitContext, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { reserveRequest } from "../http/count-reserve.js";
 import { UsageWarnings } from "../http/counting.js";
@@ -20,6 +20,7 @@ import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, requestCostOf } from "./answer-count.js";
+import { measuredRequest, reservationsFor } from "./measured-limit.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 import { type BodyFields, type BodyRead, noBodyFields } from "./body-fields.js";
 import { type EstimateSource, bodyEstimate } from "./estimate.js";
@@ -184,7 +185,7 @@ export class GatewayCore {
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
         const overrides = routeOverrides.none ? undefined : routeOverrides;
         const dryRun = route.dryRun || options.dryRun === true;
-        const planOf = (policies: Policy[]): LimitPlan => ({ policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) });
+        const planOf = (policies: Policy[]): LimitPlan => ({ policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}), ...(route.providerHeaders ? { providerHeaders: route.providerHeaders } : {}) });
         const by = route.policiesBy;
         const plans = by ? new Map([...by.stacks.values(), by.fallback].map((stack) => [stack, planOf(stack)] as const)) : undefined;
         return [route, { label, limiter: routeLimiter, plan: planOf(route.policies), ...(plans ? { plans } : {}) }];
@@ -260,7 +261,12 @@ export class GatewayCore {
     let pausedInDryRun = false;
     if (pausedMs > 0) {
       const decision = pausedDecision(pausedMs);
-      if (!plan.dryRun) return { forward: false, route: label, response: quotaExceededResponse(decision, rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders })) };
+      if (!plan.dryRun) {
+        const headers = rateLimitHeaders(decision, [pausePolicy(pausedMs)], { legacy: gateway.legacyHeaders });
+        // A route with a provider's fields: its every 429 carries retry-after-ms.
+        if (plan.providerHeaders) headers["retry-after-ms"] = String(Math.max(1, pausedMs));
+        return { forward: false, route: label, response: quotaExceededResponse(decision, headers) };
+      }
       pausedInDryRun = true;
       this.log({ event: "dry-run-deny", route: route.field, key: key.storeKey, policies: [ORIGIN_PAUSE_POLICY], retryAfterMs: pausedMs });
     }
@@ -271,6 +277,7 @@ export class GatewayCore {
     const cost = requestCostOf(counting.cost, facts.headers, route.field, this.#usageWarnings);
     // A cost known before forwarding, nothing counted after: checked as every request is, at that cost.
     if (!counting.afterAnswer) return limitRequest(limiter, key.storeKey, plan, { ...context, cost }).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
+    if (counting.cost.from === "usage") return this.#measured(facts, route, prepared, plan, target, key, pausedInDryRun, context, body);
     // With an estimate: reserve it now (a real check), settle the difference on the answer.
     const estimate = counting.estimate ? this.#estimateOf(counting.estimate, facts, body, `${route.field}.estimate`) : undefined;
     const counted = estimate === undefined ? peekRequest(limiter, key.storeKey, plan, context) : reserveRequest(limiter, key.storeKey, plan, context, estimate);
@@ -286,6 +293,22 @@ export class GatewayCore {
     const estimated = bodyEstimate(source, body ?? noBodyFields("the request's body is not read here"));
     if (estimated.unusable !== undefined) this.#usageWarnings.warn(field, { route: field, value: describeValue(estimated.unusable), cost: estimated.cost });
     return estimated.cost;
+  }
+
+  /**
+   * A "usage" cost (measures.ts): each policy charged its measure, decided by groups
+   * (measured-limit.ts) under `plan` (the route's, or the stack policiesBy picked); the estimate, if any, read as the plain route's is (a header, or the body's fields).
+   */
+  #measured(facts: GatewayFacts, route: GatewayRoute, prepared: PreparedRoute, plan: LimitPlan, target: OriginTarget, key: RequestKey, pausedInDryRun: boolean, context: LimitContext, body: BodyFields | undefined): Promise<GatewayStep> {
+    const counting = route.counting!;
+    const cost = counting.cost;
+    if (cost.from !== "usage") throw new TypeError("a usage cost");
+    const reservations = reservationsFor(counting, cost, (source, field) => this.#estimateOf(source, facts, body, field), route.field);
+    return measuredRequest(prepared.limiter, key.storeKey, plan, context, cost, reservations).then((outcome) => {
+      if (!outcome.admitted) return this.#step(route, prepared.label, target, key, outcome, pausedInDryRun, undefined);
+      const count = new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: () => outcome.headers, before: outcome.headers, requestCost: undefined, charge: outcome.settle });
+      return this.#step(route, prepared.label, target, key, { admitted: true, headers: outcome.headers, ...(outcome.lease ? { lease: outcome.lease } : {}) }, pausedInDryRun, count);
+    });
   }
 
   /** The step for a limited request, once its outcome is known. */

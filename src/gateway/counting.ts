@@ -3,6 +3,7 @@ import { concurrencyPolicies } from "../core/concurrency.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
 import { type EstimateSource, parseEstimate } from "./estimate.js";
+import { type UsageCost, parseUsageCost } from "./measures.js";
 import { type CostBounds, DEFAULT_MISSING_COST, MAX_COST, type StatusMatch, parseStatusList, reportedMissingDefault } from "../http/counting.js";
 
 /**
@@ -15,7 +16,8 @@ export type CostSource =
   | { from: "constant"; cost: number }
   | { from: "requestHeader"; name: string; bounds: CostBounds }
   | { from: "responseHeader"; name: string; bounds: CostBounds }
-  | { from: "responseJson"; path: readonly string[]; bounds: CostBounds };
+  | { from: "responseJson"; path: readonly string[]; bounds: CostBounds }
+  | UsageCost;
 
 /**
  * How far the gateway goes to read a counted answer (docs/counting.md, "A costed answer is
@@ -42,6 +44,8 @@ export interface RouteCounting {
   afterAnswer: boolean;
   /** Reserve this before forwarding (a real check), settle the difference on the answer: instead of the peek. */
   estimate?: EstimateSource;
+  /** A "usage" cost's estimate in two parts, `{ "input": …, "output": … }` (measures.ts reservationsOf); instead of `estimate`. */
+  estimates?: { input: EstimateSource; output: EstimateSource };
 }
 
 /** At most this many segments in a `responseJson` path: usage sits a level or two deep. */
@@ -49,7 +53,7 @@ const MAX_PATH_SEGMENTS = 16;
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const SOURCES = ["requestHeader", "responseHeader", "responseJson"] as const;
 const OPTIONS = ["max", "missing", "maxReadBytes", "maxReadMs"] as const;
-const COST_FORMS = 'an integer from 0 to 1000000000, or an object with one of "requestHeader", "responseHeader" or "responseJson" (and optional "max", "missing", "maxReadBytes" and "maxReadMs")';
+const COST_FORMS = 'an integer from 0 to 1000000000, or an object with one of "requestHeader", "responseHeader", "responseJson" or "usage" (and optional "max", "missing", "maxReadBytes" and "maxReadMs")';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object" && !Array.isArray(value);
 const isCost = (value: unknown): value is number => typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= MAX_COST;
@@ -91,18 +95,25 @@ function parseReadLimits(input: unknown, field: string): ReadLimits {
   if (!isObject(input)) return { ...DEFAULT_READ_LIMITS };
   const bytes = parseReadLimit(input.maxReadBytes, "maxReadBytes", READ_BYTES_RANGE, field);
   const ms = parseReadLimit(input.maxReadMs, "maxReadMs", READ_MS_RANGE, field);
-  if ((bytes !== undefined || ms !== undefined) && !("responseJson" in input)) {
+  if ((bytes !== undefined || ms !== undefined) && !("responseJson" in input) && !("usage" in input)) {
     throw new ValidationError(`${field}.${bytes !== undefined ? "maxReadBytes" : "maxReadMs"}`, 'is for a "responseJson" cost, which reads the answer\'s body');
   }
   return { bytes: bytes ?? DEFAULT_READ_LIMITS.bytes, ms: ms ?? DEFAULT_READ_LIMITS.ms };
 }
 
-function parseCost(input: unknown, field: string, capacity: number): CostSource {
+function parseCost(input: unknown, field: string, policies: readonly Policy[]): CostSource {
   if (typeof input === "number") {
     if (!isCost(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
     return { from: "constant", cost: input };
   }
   if (!isObject(input)) throw new ValidationError(field, `must be ${COST_FORMS}, got ${describeValue(input)}`);
+  // A provider's preset (measures.ts): its own fields, checked against the route's policies.
+  if ("usage" in input) {
+    const other = SOURCES.find((name) => name in input);
+    if (other) throw new ValidationError(field, `must name exactly one of "requestHeader", "responseHeader", "responseJson" or "usage", got usage and ${other}`);
+    return parseUsageCost(input, policies, field);
+  }
+  const capacity = routeCapacity(policies);
   for (const name of Object.keys(input)) {
     if (!(OPTIONS as readonly string[]).includes(name) && !(SOURCES as readonly string[]).includes(name)) throw new ValidationError(`${field}.${name}`, `is not a known field (a cost is ${COST_FORMS})`);
   }
@@ -140,8 +151,8 @@ export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; estim
     return undefined;
   }
   const count = raw.count === undefined ? undefined : parseCount(raw.count, `${field}.count`);
-  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`, routeCapacity(policies));
-  const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson";
+  const cost: CostSource = raw.cost === undefined ? { from: "constant", cost: 1 } : parseCost(raw.cost, `${field}.cost`, policies);
+  const afterAnswer = count !== undefined || cost.from === "responseHeader" || cost.from === "responseJson" || cost.from === "usage";
   const read = parseReadLimits(raw.cost, `${field}.cost`);
   if (afterAnswer) {
     const counted = raw.count !== undefined ? `${field}.count` : `${field}.cost`;
@@ -149,6 +160,22 @@ export function parseRouteCounting(raw: { count?: unknown; cost?: unknown; estim
     if (raw.onLimit === "delay") throw new ValidationError(`${field}.onLimit`, `must be "reject" when answers are counted (${counted}): a request cannot wait for a slot whose cost is not known yet`);
     if (concurrencyPolicies(policies).length === policies.length) throw new ValidationError(counted, "counts nothing: the route's policies are all concurrency policies, which hold leases rather than count");
   }
+  if (cost.from === "usage" && raw.estimate !== undefined) return { ...(count ? { count } : {}), cost, afterAnswer, read, ...parseUsageEstimate(raw.estimate, cost, `${field}.estimate`) };
   const estimate = raw.estimate === undefined ? undefined : parseEstimate(raw.estimate, cost, `${field}.estimate`);
   return { ...(count ? { count } : {}), cost, afterAnswer, read, ...(estimate ? { estimate } : {}) };
+}
+
+/**
+ * A "usage" cost's estimate: any estimate form (estimate.ts), the tokens of the whole request,
+ * or `{ "input": form, "output": form }`, each part its own (measures.ts reservationsOf).
+ */
+function parseUsageEstimate(input: unknown, cost: UsageCost, field: string): Pick<RouteCounting, "estimate" | "estimates"> {
+  // parseEstimate asks only that the cost be one the answer reports, and its bounds.
+  const reported = { from: "responseJson", bounds: cost.bounds };
+  if (isObject(input) && ("input" in input || "output" in input)) {
+    for (const name of Object.keys(input)) if (name !== "input" && name !== "output") throw new ValidationError(`${field}.${name}`, 'is not a known field (an estimate in parts is { "input": …, "output": … })');
+    for (const name of ["input", "output"]) if (!(name in input)) throw new ValidationError(`${field}.${name}`, "is required: an estimate in parts gives both the input and the output tokens");
+    return { estimates: { input: parseEstimate(input.input, reported, `${field}.input`), output: parseEstimate(input.output, reported, `${field}.output`) } };
+  }
+  return { estimate: parseEstimate(input, reported, field) };
 }

@@ -38,6 +38,15 @@ export function usageReader(path: readonly string[], contentType: string | null,
   return type === "text/event-stream" ? new EventStreamUsage(path, maxEventBytes) : new JsonPathScan(path);
 }
 
+/** True for an answer whose body usage.ts reads as an event stream. */
+export const isEventStream = (contentType: string | null) => (contentType ?? "").split(";", 1)[0]!.trim().toLowerCase() === "text/event-stream";
+
+/** An answer encoded other than identity: its body is not read (usage-presets.ts uses it too). */
+export function unreadable(contentEncoding: string | null): UsageReader | undefined {
+  if (contentEncoding && contentEncoding.trim().toLowerCase() !== "identity") return new UnreadableBody(`the answer is encoded (${contentEncoding})`);
+  return undefined;
+}
+
 /** The value at `path` in a parsed JSON value; a numeric segment also indexes an array. */
 export function valueAt(root: unknown, path: readonly string[]): UsageResult {
   let value = root;
@@ -66,8 +75,10 @@ class UnreadableBody implements UsageReader {
  * format: lines end in CRLF, LF or CR; `data:` lines of one event are joined by "\n"; a blank
  * line ends the event). Only the line and the event being read are held, each at most maxBytes.
  */
-class EventStreamUsage implements UsageReader {
+export class EventStreamUsage implements UsageReader {
   readonly #path: readonly string[];
+  /** Set: each parsed JSON object event is handed here instead of read at `path` (the presets' readers). */
+  readonly #onEvent: ((event: Record<string, unknown>) => void) | undefined;
   readonly #maxBytes: number;
   readonly #decoder = new TextDecoder();
   /** The line read so far (no line ending yet). */
@@ -83,9 +94,10 @@ class EventStreamUsage implements UsageReader {
   /** The last event with the path wins: a stream is read to its end. */
   readonly done = false;
 
-  constructor(path: readonly string[], maxBytes: number) {
+  constructor(path: readonly string[], maxBytes: number, onEvent?: (event: Record<string, unknown>) => void) {
     this.#path = path;
     this.#maxBytes = maxBytes;
+    this.#onEvent = onEvent;
   }
 
   push(chunk: Uint8Array): void {
@@ -167,6 +179,10 @@ class EventStreamUsage implements UsageReader {
     try {
       parsed = JSON.parse(data);
     } catch {
+      return;
+    }
+    if (this.#onEvent) {
+      if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) this.#onEvent(parsed as Record<string, unknown>);
       return;
     }
     const result = valueAt(parsed, this.#path);

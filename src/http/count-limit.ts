@@ -58,6 +58,7 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
         limiter.deniedOnPeek?.(key, rated, peeked);
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers, 1, rated) };
         delete headers["Retry-After"];
+        delete headers["retry-after-ms"];
         const violated = peeked.policies.filter((result) => !result.allowed).map((result) => result.policy);
         context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: peeked.retryAfterMs });
       }
@@ -110,7 +111,7 @@ function refuseAndBlock(limiter: Limiter, key: string, rated: readonly Policy[],
 
 /** The RateLimit fields of a peek or a debit, marked as limitRequest marks its own. */
 function fieldsOf(decision: Decision, policies: readonly Policy[], plan: LimitPlan): Record<string, string> {
-  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle });
+  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle, provider: plan.providerHeaders });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   if (plan.dryRun) headers[DRY_RUN_HEADER] = decision.allowed ? "allowed" : "denied";
   return headers;
@@ -126,6 +127,7 @@ function fieldsAfter(debited: Decision, rated: readonly Policy[], plan: LimitPla
   const after = fieldsOf(debited, rated, plan);
   // A key in debt shows r=0 and t, never Retry-After.
   delete after["Retry-After"];
+  delete after["retry-after-ms"];
   // A dry run's verdict is the peek's: the request was let through on it.
   if (before[DRY_RUN_HEADER]) after[DRY_RUN_HEADER] = before[DRY_RUN_HEADER]!;
   return after;

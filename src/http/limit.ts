@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { type HeaderStyle, styledHeaders } from "../core/header-styles.js";
+import type { ProviderHeaders } from "../core/provider-headers.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { sleep } from "../core/sleep.js";
 import type { Decision, Policy } from "../core/types.js";
@@ -18,6 +19,8 @@ export interface LimitPlan {
   legacyHeaders: boolean;
   /** rateLimit()'s `headers` option; absent: draft-10's fields. */
   headerStyle?: HeaderStyle;
+  /** A gateway route's `providerHeaders` (core/provider-headers.ts): the provider's fields beside the IETF ones. */
+  providerHeaders?: ProviderHeaders;
   /** Per-key limits (docs/overrides.md); absent when none can apply. */
   overrides?: Overrides;
 }
@@ -195,7 +198,7 @@ function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
 
 /** What a decision means for the request (see limitRequest); a promise only while a delayed request waits. */
 function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext, decision: Decision): LimitOutcome | Promise<LimitOutcome> {
-  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle });
+  const headers = styledHeaders(decision, policies, { legacy: plan.legacyHeaders, style: plan.headerStyle, provider: plan.providerHeaders });
   if (decision.failedOpen) headers[FAILED_OPEN_HEADER] = "true";
   const lease = decision.allowed && decision.leaseId ? holdLease(limiter, key, policies, decision, context) : undefined;
 
@@ -204,6 +207,7 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
     if (!decision.allowed) {
       // A 2xx with Retry-After would tell well-behaved clients to back off for nothing.
       delete headers["Retry-After"];
+      delete headers["retry-after-ms"];
       const violated = decision.policies.filter((result) => !result.allowed).map((result) => result.policy);
       context.log({ event: "dry-run-deny", route: context.label, key, policies: violated, retryAfterMs: decision.retryAfterMs });
     }

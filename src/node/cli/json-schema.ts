@@ -33,6 +33,7 @@ export function configJsonSchema(): Record<string, unknown> {
   (route.properties as Record<string, JsonObject>).estimate = ESTIMATE;
   (route.properties as Record<string, JsonObject>).policiesBy = POLICIES_BY;
   (route.properties as Record<string, JsonObject>).maxRequestReadBytes = MAX_REQUEST_READ_BYTES;
+  (route.properties as Record<string, JsonObject>).providerHeaders = PROVIDER_HEADERS;
   route.allOf = ROUTE_RULES;
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
@@ -90,6 +91,14 @@ const COUNT = {
   additionalProperties: false,
   description: 'Count only answers with these statuses (codes or classes like "4xx"): peeked before forwarding, debited on the answer.',
 };
+const MEASURE = { enum: ["input", "output", "total", "requests", "microdollars"], description: "Tokens in, out or in all; 1 per request; or millionths of a US dollar from \"prices\"." };
+const PRICE = {
+  type: "object",
+  properties: { input: { type: "number", minimum: 0, maximum: 100000 }, output: { type: "number", minimum: 0, maximum: 100000 } },
+  required: ["input", "output"],
+  additionalProperties: false,
+};
+const PRICES = { type: "object", additionalProperties: PRICE, minProperties: 1, description: 'USD per million input and output tokens, by model (an answer\'s "model", also without a date suffix); "default" for any other model, else the dearest prices.' };
 const COST_VALUE = { type: "integer", minimum: 0, maximum: 1e9 };
 const costFrom = (source: string, value: JsonObject, read?: JsonObject) => ({
   type: "object",
@@ -110,25 +119,30 @@ const COST = {
     costFrom("requestHeader", HEADER_NAME),
     costFrom("responseHeader", HEADER_NAME),
     costFrom("responseJson", { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 }, READ_LIMITS),
+    costFrom("usage", { enum: ["openai", "openai-responses", "anthropic"] }, { ...READ_LIMITS, measure: MEASURE, measures: { type: "object", additionalProperties: MEASURE, description: "Each policy's measure of the answer, by policy name (default: \"measure\")." }, prices: PRICES }),
   ],
   description:
-    'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" when absent or unreadable (default: 1 for "requestHeader"; "max", else 1000000000, for what the answer reports).',
+    'What one request costs: a constant, or read from "requestHeader", "responseHeader" or "responseJson" (a dotted path in a JSON answer or an SSE stream\'s data events), clamped to "max"; "missing" when absent or unreadable (default: 1 for "requestHeader"; "max", else 1000000000, for what the answer reports). "usage": a provider\'s own answer format, each policy charged its measure (docs/counting.md, "Usage presets").',
 };
 
+const ESTIMATE_FORMS = [
+  COST_VALUE,
+  { type: "object", properties: { requestHeader: HEADER_NAME, missing: COST_VALUE }, required: ["requestHeader"], additionalProperties: false },
+  {
+    type: "object",
+    properties: {
+      requestJson: { anyOf: [JSON_PATH, { type: "array", items: JSON_PATH, minItems: 1, maxItems: 8, uniqueItems: true }], description: "The output bound's dotted path in the JSON body, or a list of them (the first the body has is read), like [\"max_tokens\", \"max_completion_tokens\"]." },
+      promptTokensPerByte: { type: "number", minimum: 0, maximum: 1, description: "Tokens added per byte of the body, for the prompt (default 0.25: 4 bytes a token; 0: the output bound alone)." },
+      missing: COST_VALUE,
+    },
+    required: ["requestJson"],
+    additionalProperties: false,
+  },
+];
 const ESTIMATE = {
   anyOf: [
-    COST_VALUE,
-    { type: "object", properties: { requestHeader: HEADER_NAME, missing: COST_VALUE }, required: ["requestHeader"], additionalProperties: false },
-    {
-      type: "object",
-      properties: {
-        requestJson: { anyOf: [JSON_PATH, { type: "array", items: JSON_PATH, minItems: 1, maxItems: 8, uniqueItems: true }], description: "The output bound's dotted path in the JSON body, or a list of them (the first the body has is read), like [\"max_tokens\", \"max_completion_tokens\"]." },
-        promptTokensPerByte: { type: "number", minimum: 0, maximum: 1, description: "Tokens added per byte of the body, for the prompt (default 0.25: 4 bytes a token; 0: the output bound alone)." },
-        missing: COST_VALUE,
-      },
-      required: ["requestJson"],
-      additionalProperties: false,
-    },
+    ...ESTIMATE_FORMS,
+    { type: "object", properties: { input: { anyOf: ESTIMATE_FORMS }, output: { anyOf: ESTIMATE_FORMS } }, required: ["input", "output"], additionalProperties: false, description: 'A "usage" cost\'s estimate in parts: its input and its output tokens.' },
   ],
   description:
     'Reserve, then settle: with a cost the answer reports, what a request is reserved at before it is forwarded (a constant, a request header, or the JSON body\'s output bound plus its bytes × promptTokensPerByte; "missing" when absent or unreadable, default the cost\'s "missing"); the answer settles the difference.',
@@ -149,6 +163,15 @@ const POLICIES_BY = {
 };
 
 const MAX_REQUEST_READ_BYTES = { type: "integer", minimum: 1024, maximum: 67108864, description: "How much of a request body the route reads for its fields (json: keys, a requestJson estimate, policiesBy), held before forwarding; a longer body has no fields. Default 1048576 (1 MiB)." };
+
+const POLICY_NAME = { type: "string", minLength: 1 };
+const PROVIDER_HEADERS = {
+  type: "object",
+  properties: { style: { enum: ["openai", "anthropic"] }, requests: POLICY_NAME, tokens: POLICY_NAME, inputTokens: POLICY_NAME, outputTokens: POLICY_NAME },
+  required: ["style"],
+  additionalProperties: false,
+  description: 'The provider\'s own rate-limit fields beside the RateLimit ones (x-ratelimit-* or anthropic-ratelimit-*), each family from the policy named; every 429 also carries retry-after-ms.',
+};
 
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });
 const absent = (...fields: string[]) => ({ not: { anyOf: fields.map((field) => ({ required: [field] })) } });
@@ -180,7 +203,7 @@ const POLICY_RULES = [
 
 const ROUTE_RULES = [
   // Counted answers (count, or a cost read from the answer) cannot be reserved for: reject only.
-  { if: { anyOf: [{ required: ["count"] }, { required: ["cost"], properties: { cost: { anyOf: [{ required: ["responseHeader"] }, { required: ["responseJson"] }] } } }] }, then: { properties: { onLimit: { const: "reject" } } } },
+  { if: { anyOf: [{ required: ["count"] }, { required: ["cost"], properties: { cost: { anyOf: [{ required: ["responseHeader"] }, { required: ["responseJson"] }, { required: ["usage"] }] } } }] }, then: { properties: { onLimit: { const: "reject" } } } },
   { if: has("onLimit", "delay"), then: { required: ["maxDelayMs"], properties: { maxDelayMs: { minimum: 1 } } }, else: { properties: { maxDelayMs: { const: 0 } } } },
 ];
 

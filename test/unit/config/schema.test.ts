@@ -48,6 +48,12 @@ const valid: Array<[string, unknown]> = [
   ["status counting", { ...gateway, routes: [{ ...route, count: { status: [401, 403, "5xx"] } }] }],
   // Calendar windows and credits (SPEC §1).
   ["calendar windows and credits", { policies: [{ name: "m", algorithm: "fixed-window", limit: 10000, calendar: "month", timezone: "Europe/Paris" }, { name: "d", algorithm: "fixed-window", limit: 5, calendar: "day" }, { name: "c", algorithm: "credits", limit: 1000 }, { name: "r", algorithm: "credits", limit: 1000, refill: { calendar: "month", timezone: "America/New_York", to: 500 } }] }],
+  ["a usage preset with measures, prices, an estimate in parts and provider headers", {
+    origin: "https://api.openai.com",
+    policies: [gcra, { name: "usd", algorithm: "fixed-window", limit: 50000000, calendar: "month" }],
+    routes: [{ ...route, policies: ["per-minute", "usd"], cost: { usage: "openai", measures: { "per-minute": "input", usd: "microdollars" }, prices: { "gpt-4.1": { input: 2, output: 8 }, default: { input: 5, output: 20 } }, max: 100000, maxReadMs: 30000 }, estimate: { input: 1000, output: { requestHeader: "x-max-tokens" } }, providerHeaders: { style: "anthropic", tokens: "per-minute", inputTokens: "per-minute" } }],
+  }],
+  ["every usage preset", { ...gateway, routes: ["openai", "openai-responses", "anthropic"].map((usage) => ({ ...route, cost: { usage, measure: "output" } })) }],
   ["every cost form", { ...gateway, routes: [5, { requestHeader: "x-cost", max: 10 }, { responseHeader: "x-usage-tokens", missing: 0 }, { responseJson: "usage.total_tokens", max: 100000, missing: 500 }, { responseJson: "usage.total_tokens", maxReadBytes: 16777216, maxReadMs: 30000 }].map((cost) => ({ ...route, cost })) }],
 ];
 
@@ -118,6 +124,12 @@ const invalid: Array<[string, unknown]> = [
   ["a misspelled durableObjects field", { durableObjects: { jurisdictions: "eu" } }],
   ["a status class 6xx", { ...gateway, routes: [{ ...route, count: { status: ["6xx"] } }] }],
   ["an empty status list", { ...gateway, routes: [{ ...route, count: { status: [] } }] }],
+  ["an unknown usage preset", { ...gateway, routes: [{ ...route, cost: { usage: "gemini" } }] }],
+  ["an unknown measure", { ...gateway, routes: [{ ...route, cost: { usage: "openai", measure: "dollars" } }] }],
+  ["a negative price", { ...gateway, routes: [{ ...route, cost: { usage: "openai", measures: { "per-minute": "microdollars" }, max: 1000, prices: { m: { input: -1, output: 1 } } } }] }],
+  ["an estimate in parts without output", { ...gateway, routes: [{ ...route, cost: { usage: "openai" }, estimate: { input: 5 } }] }],
+  ["provider headers of an unknown style", { ...gateway, routes: [{ ...route, providerHeaders: { style: "google", tokens: "per-minute" } }] }],
+  ["a usage cost with onLimit delay", { ...gateway, routes: [{ ...route, cost: { usage: "openai" }, onLimit: "delay", maxDelayMs: 100 }] }],
   ["a negative cost", { ...gateway, routes: [{ ...route, cost: -1 }] }],
   ["a cost of two sources", { ...gateway, routes: [{ ...route, cost: { requestHeader: "x-a", responseJson: "a" } }] }],
   ["a responseJson path with an empty segment", { ...gateway, routes: [{ ...route, cost: { responseJson: "usage..total" } }] }],
