@@ -20,6 +20,7 @@ const config = parseConfig({
     { match: { path: "/header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens" } },
     { match: { path: "/status/*" }, key: "header:x-api-key", policies: ["tokens"], count: { status: ["2xx"] } },
     { match: { path: "/reserve/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseJson: "usage.total_tokens", max: 1000 }, estimate: 100 },
+    { match: { path: "/reserve-header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens", max: 1000 }, estimate: 100 },
   ],
 });
 const TOKENS = { policy: config.catalog.get("tokens")! };
@@ -51,7 +52,8 @@ describe("object requests per gateway request", () => {
     ["a cost read from the body", "/json/a", 30],
     ["a cost read from a header", "/header/a", 30],
     ["a counted status (every answer counted)", "/status/a", 1],
-    ["a reservation settled (estimate 100, usage 30)", "/reserve/a", 30],
+    ["a reservation settled from the body (estimate 100, usage 30)", "/reserve/a", 30],
+    ["a reservation settled from a header (estimate 100, usage 30)", "/reserve-header/a", 30],
   ] as const) {
     it(`${label}: one per request (each debit rides with the next request), and every unit counted`, async () => {
       const { store, send } = gateway();
@@ -64,7 +66,7 @@ describe("object requests per gateway request", () => {
       }
       expect(await calls(apiKey)).toBe(10);
       // Each answer shows the state before its own debit, after every earlier one's.
-      const reserved = path === "/reserve/a" ? 100 : 0;
+      const reserved = path.startsWith("/reserve") ? 100 : 0;
       expect(shown).toEqual(Array.from({ length: 10 }, (_, i) => 100000 - i * each - reserved));
       // The last debit rides with the next call: here, a peek, which sees every request's cost.
       expect((await store.peek(`header:x-api-key:${apiKey}`, [TOKENS.policy])).remaining).toBe(100000 - 10 * each);

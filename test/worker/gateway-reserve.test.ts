@@ -48,7 +48,7 @@ async function burst(path: string, user: string, count: number, headers: Record<
   let refused = 0;
   const contexts = Array.from({ length: count }, () => createExecutionContext());
   const sent = contexts.map((ctx) =>
-    gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "x-user": user, "cf-connecting-ip": "10.4.4.4", ...headers }, body: '{"model":"m","max_tokens":2000}' }), env, ctx).then(async (answer) => {
+    Promise.resolve(gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "x-user": user, "cf-connecting-ip": "10.4.4.4", ...headers }, body: '{"model":"m","max_tokens":2000}' }), env, ctx)).then(async (answer: Response) => {
       if (answer.status === 429) refused++;
       await answer.text();
       return answer.status;
@@ -114,7 +114,7 @@ describe("Worker gateway: reserve, then settle", () => {
     const before = gw.origin.hits;
     const client = new AbortController();
     const ctx = createExecutionContext();
-    const gone = gw.app.fetch(new Request("https://gateway.test/reserved/chat", { method: "POST", headers: { "x-user": user }, body: "{}", signal: client.signal }), env, ctx).catch(() => undefined);
+    const gone = Promise.resolve(gw.app.fetch(new Request("https://gateway.test/reserved/chat", { method: "POST", headers: { "x-user": user }, body: "{}", signal: client.signal }), env, ctx)).catch(() => undefined);
     await waitFor(() => gw.origin.hits === before + 1);
     client.abort();
     await new Promise((resolve) => setTimeout(resolve, 50));
