@@ -2,14 +2,13 @@
 // counted: storage-probe.ts) under `wrangler dev`, built from bench:llm's config on the first
 // request (the origin's URL comes from `--var ORIGIN_URL`). GET /__meter?key=K answers what
 // the key's object was asked (meter()): the bench's object requests per gateway request.
-import type { Env } from "../../src/worker/env.js";
 import { type SpillwayWorker, createWorker } from "../../src/worker/index.js";
 import { llmConfig } from "./llm-config.js";
 import type { MeteredLimiterObject } from "./storage-probe.js";
 
 export { MeteredLimiterObject } from "./storage-probe.js";
 
-type BenchEnv = Env & { ORIGIN_URL: string };
+type BenchEnv = Parameters<SpillwayWorker["fetch"]>[1] & { ORIGIN_URL: string };
 let worker: SpillwayWorker | undefined;
 
 export default {
