@@ -19,6 +19,7 @@ const CONFIG = {
   routes: [
     { match: { path: "/reserved/*" }, key: "header:x-user", policies: ["tokens"], cost, estimate: 2000 },
     { match: { path: "/counted/*" }, key: "header:x-user", policies: ["tokens"], count: { status: ["2xx"] }, cost, estimate: 2000 },
+    { match: { path: "/slow/*" }, key: "header:x-user", policies: ["tokens"], cost: { ...cost, maxReadMs: 1000 }, estimate: 2000 },
     { match: { path: "/peeked/*" }, key: "header:x-user", policies: ["tokens"], cost },
   ],
 };
@@ -36,7 +37,9 @@ const answerOf = (mode: Mode) => {
 gw.origin.handler = (request) => {
   const answered = deferred<Response>();
   held.push({ mode: (request.headers.get("x-mode") ?? "usage") as Mode, resolve: answered.resolve });
-  return answered.promise;
+  // As fetch does: the gateway's abort (its client gone past maxReadMs) fails the origin request.
+  const aborted = new Promise<Response>((_resolve, reject) => request.signal.addEventListener("abort", () => reject(request.signal.reason), { once: true }));
+  return Promise.race([answered.promise, aborted]);
 };
 const releaseAll = () => held.splice(0).forEach(({ mode, resolve }) => resolve(answerOf(mode)));
 
@@ -122,5 +125,19 @@ describe("Worker gateway: reserve, then settle", () => {
     await (await gone)?.body?.cancel();
     await waitOnExecutionContext(ctx);
     expect(await remaining(user, new DurableObjectStore(env.LIMITER))).toBe(8500);
+  });
+
+  it("a client that leaves and an origin that never answers within maxReadMs: charged missing (the cost's max), not the reservation", async () => {
+    const user = uniqueUser();
+    const before = gw.origin.hits;
+    const client = new AbortController();
+    const ctx = createExecutionContext();
+    const gone = Promise.resolve(gw.app.fetch(new Request("https://gateway.test/slow/chat", { method: "POST", headers: { "x-user": user }, body: "{}", signal: client.signal }), env, ctx)).catch(() => undefined);
+    await waitFor(() => gw.origin.hits === before + 1);
+    client.abort();
+    await gone;
+    await waitOnExecutionContext(ctx);
+    held.splice(0);
+    expect(await remaining(user, new DurableObjectStore(env.LIMITER))).toBe(2000);
   });
 });
