@@ -1,3 +1,4 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { parseConfig } from "../../src/config/config.js";
@@ -25,9 +26,9 @@ const config = parseConfig({
 });
 const TOKENS = { policy: config.catalog.get("tokens")! };
 
-function gateway() {
-  // A long carry window: no debit goes alone however slow the machine (the last rides with the test's peek).
-  const store = new DurableObjectStore(env.METERED_LIMITER as unknown as KeyLimiterNamespace, undefined, undefined, 60_000);
+function gateway(carryMs = 60_000) {
+  // A long carry window by default: no debit goes alone however slow the machine (the last rides with the test's peek).
+  const store = new DurableObjectStore(env.METERED_LIMITER as unknown as KeyLimiterNamespace, undefined, undefined, carryMs);
   const fallback = createGateway({
     config,
     limiter: store,
@@ -36,8 +37,8 @@ function gateway() {
     fetchOrigin: async () => new Response(JSON.stringify({ usage: { total_tokens: 30 } }), { headers: { "content-type": "application/json", "x-usage-tokens": "30" } }),
   });
   const app = createApp({ service: new SpillwayService(store, config), tokenOf: () => "test-token", fallback });
-  const send = async (path: string, apiKey: string) => {
-    const response = await app.fetch(new Request(`https://gateway.test${path}`, { headers: { "x-api-key": apiKey, "cf-connecting-ip": "10.1.2.3" } }), env);
+  const send = async (path: string, apiKey: string, ctx?: ExecutionContext) => {
+    const response = await app.fetch(new Request(`https://gateway.test${path}`, { headers: { "x-api-key": apiKey, "cf-connecting-ip": "10.1.2.3" } }), env, ctx);
     await response.text();
     return response;
   };
@@ -73,4 +74,18 @@ describe("object requests per gateway request", () => {
       expect(await calls(apiKey)).toBe(11);
     });
   }
+
+  it("a debit known at the head with no next request goes alone after carryMs, kept alive by waitUntil: another isolate sees it", async () => {
+    for (const path of ["/header/a", "/status/a"]) {
+      const { send } = gateway(50);
+      const apiKey = uniqueUser();
+      const ctx = createExecutionContext();
+      expect((await send(path, apiKey, ctx)).status).toBe(200);
+      await waitOnExecutionContext(ctx);
+      const elsewhere = new DurableObjectStore(env.METERED_LIMITER as unknown as KeyLimiterNamespace);
+      expect((await elsewhere.peek(`header:x-api-key:${apiKey}`, [TOKENS.policy])).remaining).toBe(100000 - (path === "/header/a" ? 30 : 1));
+      // The peek, the debit alone, the other isolate's peek.
+      expect(await calls(apiKey)).toBe(3);
+    }
+  });
 });
