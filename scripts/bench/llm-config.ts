@@ -14,10 +14,17 @@ export const MAX_TOKENS = USAGE.completion_tokens;
  * gateway reads request bodies. The one constant to change.
  */
 export const ESTIMATE_FORM: "header" | "body" = "header";
-const ESTIMATE = ESTIMATE_FORM === "header" ? { requestHeader: "x-max-tokens" } : { requestJson: "max_tokens" };
+/** The body form's prompt rate: the gateway's default (one token for 4 bytes of body), stated. */
+const PROMPT_TOKENS_PER_BYTE = 0.25;
+const ESTIMATE = ESTIMATE_FORM === "header" ? { requestHeader: "x-max-tokens" } : { requestJson: ["max_tokens", "max_completion_tokens"], promptTokensPerByte: PROMPT_TOKENS_PER_BYTE };
 
-/** One estimate error, in tokens: what an answer uses beyond its reservation (the prompt, which a max_tokens estimate leaves out). */
-export const ESTIMATE_ERROR_TOKENS = USAGE.total_tokens - MAX_TOKENS;
+/** What a request is reserved at: its max_tokens, plus (body form) its body's bytes × the prompt rate. */
+export function estimateTokens(stream: boolean): number {
+  return ESTIMATE_FORM === "header" ? MAX_TOKENS : MAX_TOKENS + Math.ceil(new TextEncoder().encode(requestBody(stream)).byteLength * PROMPT_TOKENS_PER_BYTE);
+}
+
+/** One estimate error, in tokens: what an answer uses beyond its reservation (the prompt, which a max_tokens estimate leaves out or underestimates). */
+export const estimateErrorTokens = (stream: boolean): number => Math.max(0, USAGE.total_tokens - estimateTokens(stream));
 
 const cost = { responseJson: "usage.total_tokens", max: 100_000 };
 

@@ -14,7 +14,7 @@ import { startRedis } from "../redis-server.js";
 import { freePort } from "../free-port.js";
 import { type Target, ready, start, stopAll } from "./gateway-servers.js";
 import { type LoadResult, mergeLoads, runLoad, writeBenchmarkSection } from "./load.js";
-import { BUDGET_TOKENS, ESTIMATE_ERROR_TOKENS, ESTIMATE_FORM, MAX_TOKENS, USAGE, llmConfig, requestBody } from "./llm-config.js";
+import { BUDGET_TOKENS, ESTIMATE_FORM, MAX_TOKENS, USAGE, estimateErrorTokens, estimateTokens, llmConfig, requestBody } from "./llm-config.js";
 import { ANSWER_DELAY_MS, type LlmOrigin, startLlmOrigin } from "./llm-origin.js";
 
 const CLIENTS = 64;
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
       for (const stream of [false, true]) {
         const peek = worst(bursts.get(`${target.label}|peek|${stream}`)!);
         const reserve = worst(bursts.get(`${target.label}|reserve|${stream}`)!);
-        const bound = 1 + (reserve.reached * ESTIMATE_ERROR_TOKENS) / BUDGET_TOKENS;
+        const bound = 1 + (reserve.reached * estimateErrorTokens(stream)) / BUDGET_TOKENS;
         if (reserve.ratio > bound) reserveWithinBound = false;
         const perRequest = target.worker ? `${fixed(peek.perRequest!)} / ${fixed(reserve.perRequest!)}` : "—";
         if (target.worker) workerPerRequestMost = Math.max(workerPerRequestMost, peek.perRequest!, reserve.perRequest!);
@@ -202,11 +202,11 @@ async function main(): Promise<void> {
     );
     const skipped = targets.filter((target) => target.skip).map((target) => `${target.label}: skipped (${target.skip})`);
     const markdown = [
-      `\`npm run bench:llm\`: ${CLIENTS} clients send one OpenAI-style chat completion each, at once, with one key (\`authorization\`), against a token bucket of ${BUDGET_TOKENS.toLocaleString("en")} tokens a minute: five answers' worth (each answer reports \`usage.total_tokens\` ${USAGE.total_tokens}: ${USAGE.prompt_tokens} prompt, ${USAGE.completion_tokens} output, after ${ANSWER_DELAY_MS} ms; the route's cost is \`{ "responseJson": "usage.total_tokens", "max": 100000 }\`). The reserve/settle route's estimate is the request's max_tokens (${MAX_TOKENS}), read ${ESTIMATE_FORM === "header" ? "from `x-max-tokens` (the same number as the body's max_tokens: `ESTIMATE_FORM` in scripts/bench/llm-config.ts switches it to the body's `requestJson`)" : "from the body's `max_tokens` (`requestJson`)"}; so each answer uses ${ESTIMATE_ERROR_TOKENS} tokens past its reservation (its prompt): one estimate error. \`spillway serve --redis\` runs with \`--redis-timeout ${REDIS_TIMEOUT}\` (the machine is shared). The worst of ${ROUNDS} rounds is shown; the bound is budget + the estimate errors of the requests that reached the origin, ÷ budget.`,
+      `\`npm run bench:llm\`: ${CLIENTS} clients send one OpenAI-style chat completion each, at once, with one key (\`authorization\`), against a token bucket of ${BUDGET_TOKENS.toLocaleString("en")} tokens a minute: five answers' worth (each answer reports \`usage.total_tokens\` ${USAGE.total_tokens}: ${USAGE.prompt_tokens} prompt, ${USAGE.completion_tokens} output, after ${ANSWER_DELAY_MS} ms; the route's cost is \`{ "responseJson": "usage.total_tokens", "max": 100000 }\`). ${ESTIMATE_FORM === "header" ? `The reserve/settle route's estimate is the request's max_tokens (${MAX_TOKENS}), read from \`x-max-tokens\` (the same number as the body's max_tokens: \`ESTIMATE_FORM\` in scripts/bench/llm-config.ts switches it to the body's \`requestJson\`)` : `The reserve/settle route's estimate is read from the body: its max_tokens (${MAX_TOKENS}) plus its bytes × 0.25 (\`"requestJson": ["max_tokens", "max_completion_tokens"]\`): ${estimateTokens(false)} for JSON, ${estimateTokens(true)} for SSE`}; so each answer uses ${estimateErrorTokens(false)} (JSON) or ${estimateErrorTokens(true)} (SSE) tokens past its reservation (its prompt): one estimate error. \`spillway serve --redis\` runs with \`--redis-timeout ${REDIS_TIMEOUT}\` (the machine is shared). The worst of ${ROUNDS} rounds is shown; the bound is budget + the estimate errors of the requests that reached the origin, ÷ budget.`,
       "",
       ...burstLines,
       "",
-      `Throughput: the two routes loaded at once on the same gateway (paired rounds: the shared machine's load weighs on both alike), ${LOAD_CONCURRENCY} requests in flight each, one key each, a budget no run reaches, the origin answering JSON at once; ${ROUNDS} rounds of ${LOAD_MS / 1000} s, merged. The plain route peeks, then debits ${USAGE.total_tokens}; the reserve/settle route checks its estimate (${MAX_TOKENS}), then settles the difference (${USAGE.total_tokens - MAX_TOKENS}). The machine is shared with other work: read the ratios.`,
+      `Throughput: the two routes loaded at once on the same gateway (paired rounds: the shared machine's load weighs on both alike), ${LOAD_CONCURRENCY} requests in flight each, one key each, a budget no run reaches, the origin answering JSON at once; ${ROUNDS} rounds of ${LOAD_MS / 1000} s, merged. The plain route peeks, then debits ${USAGE.total_tokens}; the reserve/settle route checks its estimate (${estimateTokens(false)}), then settles the difference (${USAGE.total_tokens - estimateTokens(false)}). The machine is shared with other work: read the ratios.`,
       "",
       ...loadLines,
       "",
