@@ -96,6 +96,9 @@ export const routeSchema = z.strictObject({
   count: z.optional(z.unknown()),
   cost: z.optional(z.unknown()),
   estimate: z.optional(z.unknown()),
+  // Fields of the request body (src/gateway/body-fields.ts, policies-by.ts): parsed there, naming the field.
+  policiesBy: z.optional(z.unknown()),
+  maxRequestReadBytes: z.optional(z.unknown()),
 });
 
 /**

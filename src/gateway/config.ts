@@ -6,7 +6,9 @@ import { routeSchema } from "../config/schema.js";
 import { type AccessList, parseAccessList } from "./access.js";
 import { type RouteCounting, parseRouteCounting } from "./counting.js";
 import { type IpRange, parseIpRange } from "./ip.js";
-import { type KeySource, parseKeySource } from "./keys.js";
+import { type KeySource, jsonPaths, parseKeySource } from "./keys.js";
+import { type BodyRead, DEFAULT_REQUEST_READ_BYTES, REQUEST_READ_BYTES_RANGE } from "./body-fields.js";
+import { type PoliciesBy, parsePoliciesBy } from "./policies-by.js";
 import { type RequestMatch, parseHeaderMatch, parseHostMatch } from "./match.js";
 import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./routes.js";
 
@@ -37,6 +39,10 @@ export interface GatewayRoute {
   originTimeoutMs: number;
   /** `count` and `cost` (counting.ts); undefined: one unit per request, checked before forwarding. */
   counting?: RouteCounting;
+  /** Policies picked by a body field (policies-by.ts): each request's stack is one of these. */
+  policiesBy?: PoliciesBy;
+  /** What the route reads of the request body (`json:` keys, a requestJson estimate, policiesBy); undefined: nothing. */
+  bodyRead?: BodyRead;
 }
 
 /** The validated gateway part of a config (docs/gateway.md). */
@@ -88,35 +94,62 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
     if (!(HTTP_METHODS as readonly string[]).includes(upper)) throw new ValidationError(`${field}.match.methods.${i}`, `must be one of ${HTTP_METHODS.join(", ")}, got ${describeValue(method)}`);
     return upper;
   });
-  let policies: Policy[];
+  let policies: Policy[] = [];
   try {
-    policies = resolvePolicies(raw.policies, config.catalog, `${field}.policies`);
+    // With policiesBy, the route's own policies are optional: every request's stack starts with them.
+    if (raw.policies !== undefined || raw.policiesBy === undefined) policies = resolvePolicies(raw.policies, config.catalog, `${field}.policies`);
   } catch (error) {
     // A route naming a policy the config lacks is a config error like any other.
     if (error instanceof UnknownPolicyError) throw new ValidationError(error.field, error.message.slice(error.field.length + 2));
     throw error;
   }
-  const pause = policies.find((policy) => policy.name === ORIGIN_PAUSE_POLICY);
+  const policiesBy = raw.policiesBy === undefined ? undefined : parsePoliciesBy(raw.policiesBy, policies, config.catalog, `${field}.policiesBy`);
+  // Every policy a request of the route may be limited by, for the checks below and counting's defaults.
+  const everyPolicy = policiesBy ? [...new Map([...policiesBy.stacks.values(), policiesBy.fallback].flat().map((policy) => [policy.name, policy])).values()] : policies;
+  const pause = everyPolicy.find((policy) => policy.name === ORIGIN_PAUSE_POLICY);
   if (pause) throw new ValidationError(`${field}.policies`, `"${ORIGIN_PAUSE_POLICY}" is reserved for origin feedback; rename the policy`);
   if (raw.onLimit === "delay" && raw.maxDelayMs === 0) throw new ValidationError(`${field}.maxDelayMs`, 'must be above 0 when onLimit is "delay" (how long a request may be held), got 0');
   if (raw.onLimit === "reject" && raw.maxDelayMs > 0) throw new ValidationError(`${field}.maxDelayMs`, `is only used with onLimit "delay", got ${raw.maxDelayMs} with "reject"`);
   const request = parseRequestMatch(raw.match, `${field}.match`);
+  const key = orThrow(parseKeySource(raw.key), `${field}.key`);
+  const fallbackKey = raw.fallbackKey === undefined ? undefined : orThrow(parseKeySource(raw.fallbackKey), `${field}.fallbackKey`);
+  const counting = parseRouteCounting(raw, everyPolicy, field);
+  const bodyRead = bodyReadOf(raw.maxRequestReadBytes, [key, fallbackKey], counting, policiesBy, field);
   return {
     field,
     path: raw.match.path,
     pattern: orThrow(parsePathPattern(raw.match.path, raw.match.caseSensitive), `${field}.match.path`),
     methods: methodSet(methods),
     ...(request ? { request } : {}),
-    key: orThrow(parseKeySource(raw.key), `${field}.key`),
-    fallbackKey: raw.fallbackKey === undefined ? undefined : orThrow(parseKeySource(raw.fallbackKey), `${field}.fallbackKey`),
+    key,
+    fallbackKey,
     policies,
     onLimit: raw.onLimit,
     maxDelayMs: raw.maxDelayMs,
     // A config's top-level dryRun (or SPILLWAY_DRY_RUN) puts every route in dry-run.
     dryRun: raw.dryRun || config.dryRun,
     originTimeoutMs: raw.originTimeoutMs ?? originTimeoutMs,
-    counting: parseRouteCounting(raw, policies, field),
+    counting,
+    ...(policiesBy ? { policiesBy } : {}),
+    ...(bodyRead ? { bodyRead } : {}),
   };
+}
+
+/** The body fields a route reads (its `json:` keys, a requestJson estimate, policiesBy) within `maxRequestReadBytes`; undefined: none. */
+function bodyReadOf(limit: unknown, keys: readonly (KeySource | undefined)[], counting: RouteCounting | undefined, policiesBy: PoliciesBy | undefined, field: string): BodyRead | undefined {
+  const paths = keys.flatMap(jsonPaths);
+  if (counting?.estimate?.from === "requestJson") paths.push(...counting.estimate.paths);
+  if (policiesBy) paths.push(policiesBy.path);
+  const [least, most] = REQUEST_READ_BYTES_RANGE;
+  if (limit !== undefined && (typeof limit !== "number" || !Number.isInteger(limit) || limit < least || limit > most)) {
+    throw new ValidationError(`${field}.maxRequestReadBytes`, `must be an integer from ${least} to ${most}, got ${describeValue(limit)}`);
+  }
+  if (paths.length === 0) {
+    if (limit !== undefined) throw new ValidationError(`${field}.maxRequestReadBytes`, 'is for a route that reads its request body: a "json:" key, a "requestJson" estimate or "policiesBy"');
+    return undefined;
+  }
+  const unique = [...new Map(paths.map((path) => [path.join("."), path])).values()];
+  return { paths: unique, limitBytes: (limit as number | undefined) ?? DEFAULT_REQUEST_READ_BYTES };
 }
 
 function parseRequestMatch(match: { host?: string; headers?: Record<string, string | string[] | true> }, field: string): RequestMatch | undefined {

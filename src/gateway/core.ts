@@ -1,6 +1,6 @@
 import type { SpillwayConfig } from "../config/config.js";
 import { rateLimitHeaders } from "../core/headers.js";
-import { ValidationError } from "../core/validation.js";
+import { ValidationError, describeValue } from "../core/validation.js";
 import { type HeldLease, type LimitOutcome, type LimitPlan, type LogFn, defaultLog, limitRequest, quotaExceededResponse } from "../http/limit.js";
 import { type CountedOutcome, peekRequest } from "../http/count-limit.js";
 import { reserveRequest } from "../http/count-reserve.js";
@@ -21,6 +21,10 @@ import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, carriesDebits, requestCostOf } from "./answer-count.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
+import { type BodyFields, type BodyRead, noBodyFields } from "./body-fields.js";
+import { type EstimateSource, bodyEstimate } from "./estimate.js";
+import { pickPolicies } from "./policies-by.js";
+import type { Policy } from "../core/types.js";
 
 /**
  * What the gateway core needs of a request, whatever the runtime: the I/O edges (Hono's
@@ -43,6 +47,13 @@ export interface GatewayFacts {
   defer: (promise: Promise<unknown>) => void;
   /** A Worker's `request.cf` (for `cf:` keys); absent on Node. */
   cf?(): CfProperties | undefined;
+  /**
+   * Reads the body's fields a route needs (body-fields.ts), holding what it read for the origin:
+   * the edge forwards it, unchanged, before the rest. Never rejects (an upload that broke off
+   * has no fields). Absent where the body is not the gateway's to read (an upgrade, a
+   * forward-auth check): such a request's body has no fields.
+   */
+  readBody?(read: BodyRead): Promise<BodyFields>;
 }
 
 /** The request's Host as match.host and `host` keys read it: the field, else the URL's. */
@@ -60,12 +71,14 @@ class KeyFacts implements RequestFacts {
   readonly #facts: GatewayFacts;
   readonly #pattern: PathPattern;
   readonly method: string;
-  constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, pattern: PathPattern) {
+  readonly body: BodyFields | undefined;
+  constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, pattern: PathPattern, body: BodyFields | undefined) {
     this.clientIp = clientIp;
     this.headers = facts.headers;
     this.method = facts.method;
     this.#facts = facts;
     this.#pattern = pattern;
+    this.body = body;
   }
   get host(): string | undefined {
     return hostOf(this.#facts);
@@ -116,6 +129,8 @@ interface PreparedRoute {
   label: string;
   limiter: Limiter;
   plan: LimitPlan;
+  /** With policiesBy: each stack's plan, by the stack (policies-by.ts). */
+  plans?: ReadonlyMap<readonly Policy[], LimitPlan>;
 }
 
 /** The route label of metrics and logs: its index in `routes`. */
@@ -169,8 +184,10 @@ export class GatewayCore {
         const routeLimiter = observer ? observeLimiter(limiter, observer, label) : limiter;
         const overrides = routeOverrides.none ? undefined : routeOverrides;
         const dryRun = route.dryRun || options.dryRun === true;
-        const plan = { policies: route.policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) };
-        return [route, { label, limiter: routeLimiter, plan }];
+        const planOf = (policies: Policy[]): LimitPlan => ({ policies, onLimit: route.onLimit, maxDelayMs: route.maxDelayMs, dryRun, legacyHeaders: parsed.legacyHeaders, ...(overrides ? { overrides } : {}) });
+        const by = route.policiesBy;
+        const plans = by ? new Map([...by.stacks.values(), by.fallback].map((stack) => [stack, planOf(stack)] as const)) : undefined;
+        return [route, { label, limiter: routeLimiter, plan: planOf(route.policies), ...(plans ? { plans } : {}) }];
       }),
     );
   }
@@ -192,8 +209,16 @@ export class GatewayCore {
     if (clientIp && anyRangeContains(gateway.allow.ips, clientIp)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
     const route = findRoute(gateway.routes, facts.method, path, (candidate) => !candidate.request || matchesRequest(candidate.request, () => hostOf(facts), facts.headers));
     if (!route) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: gateway.originTimeoutMs };
+    // A route that reads body fields waits for them (a bounded prefix, held for the origin: body-fields.ts).
+    if (route.bodyRead) {
+      if (!facts.readBody) return this.#decideRouted(facts, route, target, clientIp, noBodyFields("the request's body is not read here"));
+      return facts.readBody(route.bodyRead).then((body) => this.#decideRouted(facts, route, target, clientIp, body));
+    }
+    return this.#decideRouted(facts, route, target, clientIp, undefined);
+  }
 
-    const keyFacts = new KeyFacts(clientIp, facts, route.pattern);
+  #decideRouted(facts: GatewayFacts, route: GatewayRoute, target: OriginTarget, clientIp: IpAddress | undefined, body: BodyFields | undefined): GatewayStep | Promise<GatewayStep> {
+    const keyFacts = new KeyFacts(clientIp, facts, route.pattern, body);
     // keyOf is a promise only for a long (hashed) key, which is never missing: no fallback then.
     let found = keyOf(route.key, keyFacts);
     if (found === undefined && route.fallbackKey) {
@@ -211,19 +236,27 @@ export class GatewayCore {
     const { label } = prepared;
     if (!key) {
       const missing = describeKeySource(missingPart(route.key, keyFacts));
-      return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}`)) };
+      // A body without fields says why (too long for maxRequestReadBytes, not JSON): the client can mend it.
+      const why = keyFacts.body?.reason === undefined ? "" : ` (${keyFacts.body.reason})`;
+      return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by ${describeKeySource(route.key)}; the request does not carry ${missing}${why}`)) };
     }
     // Lists match a value with the source that read it (access.ts): `x-user: vip` is not the API key `vip`.
     if (listsKey(gateway.deny.keys, key)) return { forward: false, route: label, response: forbidden("the key is on the deny list") };
     if (listsKey(gateway.allow.keys, key)) return { forward: true, target, extra: {}, lease: undefined, timeoutMs: route.originTimeoutMs, route: label };
-    if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, prepared, target, key, pausedMs));
-    return this.#limit(facts, route, prepared, target, key, 0);
+    let plan = prepared.plan;
+    if (route.policiesBy) {
+      const picked = pickPolicies(route.policiesBy, keyFacts.body);
+      if ("refused" in picked) return { forward: false, route: label, response: problemResponse(problem(400, `this route is limited by a request field: ${picked.refused}`)) };
+      plan = prepared.plans!.get(picked.policies)!;
+    }
+    if (gateway.originFeedback) return pausedForMs(this.limiter, key.storeKey).then((pausedMs) => this.#limit(facts, route, prepared, plan, target, key, pausedMs, keyFacts.body));
+    return this.#limit(facts, route, prepared, plan, target, key, 0, keyFacts.body);
   }
 
-  /** The route's limit for the key; `pausedMs` > 0 while origin feedback pauses it. */
-  #limit(facts: GatewayFacts, route: GatewayRoute, prepared: PreparedRoute, target: OriginTarget, key: RequestKey, pausedMs: number): GatewayStep | Promise<GatewayStep> {
+  /** The route's limit for the key, by `plan` (the route's, or the stack policiesBy picked); `pausedMs` > 0 while origin feedback pauses it. */
+  #limit(facts: GatewayFacts, route: GatewayRoute, prepared: PreparedRoute, plan: LimitPlan, target: OriginTarget, key: RequestKey, pausedMs: number, body: BodyFields | undefined): GatewayStep | Promise<GatewayStep> {
     const gateway = this.gateway;
-    const { label, limiter, plan } = prepared;
+    const { label, limiter } = prepared;
     let pausedInDryRun = false;
     if (pausedMs > 0) {
       const decision = pausedDecision(pausedMs);
@@ -239,12 +272,20 @@ export class GatewayCore {
     // A cost known before forwarding, nothing counted after: checked as every request is, at that cost.
     if (!counting.afterAnswer) return limitRequest(limiter, key.storeKey, plan, { ...context, cost }).then((outcome) => this.#step(route, label, target, key, outcome, pausedInDryRun, undefined));
     // With an estimate: reserve it now (a real check), settle the difference on the answer.
-    const estimate = counting.estimate ? requestCostOf(counting.estimate, facts.headers, `${route.field}.estimate`, this.#usageWarnings)! : undefined;
+    const estimate = counting.estimate ? this.#estimateOf(counting.estimate, facts, body, `${route.field}.estimate`) : undefined;
     const counted = estimate === undefined ? peekRequest(limiter, key.storeKey, plan, context) : reserveRequest(limiter, key.storeKey, plan, context, estimate);
     return counted.then((outcome) => {
       const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost, carries: carriesDebits(limiter) }) : undefined;
       return this.#step(route, label, target, key, outcome, pausedInDryRun, count);
     });
+  }
+
+  /** What a request is reserved at (estimate.ts): a constant, a request header, or the body's fields. */
+  #estimateOf(source: EstimateSource, facts: GatewayFacts, body: BodyFields | undefined, field: string): number {
+    if (source.from !== "requestJson") return requestCostOf(source, facts.headers, field, this.#usageWarnings)!;
+    const estimated = bodyEstimate(source, body ?? noBodyFields("the request's body is not read here"));
+    if (estimated.unusable !== undefined) this.#usageWarnings.warn(field, { route: field, value: describeValue(estimated.unusable), cost: estimated.cost });
+    return estimated.cost;
   }
 
   /** The step for a limited request, once its outcome is known. */

@@ -14,6 +14,8 @@ import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, global
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
 import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
 import { ClientLeaving, tappedBody } from "./read-on.js";
+import { holdBody } from "./body-hold.js";
+import { noBodyFields } from "./body-fields.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -71,7 +73,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
   const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
 
-  async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
+  async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void, heldBody: ReadableStream<Uint8Array> | undefined): Promise<Response> {
     const { lease, extra } = step;
     // A WebSocket upgrade where this runtime can relay one (workerd); elsewhere a plain request.
     const upgrade = canRelayWebSockets() && isWebSocketUpgrade(request.method, request.headers);
@@ -80,7 +82,7 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     let origin: OriginAnswer;
     try {
       const wait = new OriginWait(leaving?.signal ?? request.signal, step.timeoutMs);
-      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, step.target), wait, upgrade)));
+      origin = await wait.answer(fetchOrigin(originRequest(request, originUrlFor(gateway.origin, step.target), wait, upgrade, heldBody)));
       leaving?.headCame();
     } catch (error) {
       await lease?.release();
@@ -132,8 +134,8 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
   }
 
   /** A counted request's exchange runs under defer (waitUntil) to its end, even when its client leaves before the head. */
-  function forwardKeptAlive(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
-    const answer = forward(request, step, defer);
+  function forwardKeptAlive(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void, heldBody: ReadableStream<Uint8Array> | undefined): Promise<Response> {
+    const answer = forward(request, step, defer, heldBody);
     if (step.count) defer(answer);
     return answer;
   }
@@ -148,12 +150,24 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     const defer = deferOf(c);
     const headers: HeaderLookup = fieldRepeated ? { get: (name) => request.headers.get(name), repeated: (name) => fieldRepeated(c, name) } : request.headers;
     const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers, socketIp: clientIpOf(c), signal: () => request.signal, defer, cf: () => (request as { cf?: CfProperties }).cf };
+    // A route that reads body fields holds the body's prefix (body-hold.ts): the origin gets it first.
+    let heldBody: ReadableStream<Uint8Array> | undefined;
+    facts.readBody = (read) => {
+      if (request.method === "GET" || request.method === "HEAD" || request.body === null) return Promise.resolve(noBodyFields("the request has no body"));
+      return holdBody(request.body, read, request.headers.get("content-encoding")).then((held) => {
+        heldBody = held.body;
+        return held.fields;
+      });
+    };
     const step = await core.decide(facts);
     matched.route = step.route;
-    if (!step.forward) return step.response;
-    if (!step.route || !observer?.originDuration) return forwardKeptAlive(request, step, defer);
+    if (!step.forward) {
+      void heldBody?.cancel().catch(() => {});
+      return step.response;
+    }
+    if (!step.route || !observer?.originDuration) return forwardKeptAlive(request, step, defer, heldBody);
     const startedMs = performance.now();
-    const response = await forwardKeptAlive(request, step, defer);
+    const response = await forwardKeptAlive(request, step, defer, heldBody);
     observer.originDuration({ route: step.route, durationMs: performance.now() - startedMs });
     return response;
   }

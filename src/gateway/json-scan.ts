@@ -49,9 +49,21 @@ interface Frame {
   array: boolean;
   /** The current item's index (arrays). */
   index: number;
+  /** A member matching this frame's segment came already (`repeats` only). */
+  seen: boolean;
 }
 
-export type ScanResult = { found: true; value: unknown } | { found: false; reason?: string };
+/** `repeated`: the path came twice (`repeats` only): a reader may take either, so neither is taken. */
+export type ScanResult = { found: true; value: unknown } | { found: false; reason?: string; repeated?: true };
+
+/**
+ * `repeats`: read the whole document, to tell a path that comes twice (`{"model":"a","model":"b"}`:
+ * JSON.parse and most origins take the last) from one that comes once. A request body's fields
+ * are read so (src/gateway/body-fields.ts); an answer's usage is read at its first occurrence.
+ */
+export interface ScanOptions {
+  repeats?: boolean;
+}
 
 export class JsonPathScan {
   readonly #path: readonly string[];
@@ -72,9 +84,11 @@ export class JsonPathScan {
   #inString = false;
   #started = false;
   #result: ScanResult | undefined;
+  readonly #repeats: boolean;
 
-  constructor(path: readonly string[]) {
+  constructor(path: readonly string[], options: ScanOptions = {}) {
     this.#path = path;
+    this.#repeats = options.repeats === true;
   }
 
   /** True once nothing more needs reading: the value was found, or this is not JSON. */
@@ -151,6 +165,8 @@ export class JsonPathScan {
 
   /** What was found once the document ended (or broke off). */
   finish(): ScanResult {
+    // Reading repeats, only a whole document answers: one cut short may name the path again further on.
+    if (this.#repeats && this.#at !== At.Done && this.#started) return { found: false, reason: "the document ends before it is whole" };
     if (this.#result) return this.#result;
     if (!this.#started) return { found: false };
     // The document ended where the path's value could still have come: it broke off.
@@ -165,7 +181,7 @@ export class JsonPathScan {
     } else if (byte === 0x7b || byte === 0x5b) {
       const array = byte === 0x5b;
       if (!this.#capturing && this.#onPath()) {
-        this.#frames.push({ array, index: 0 });
+        this.#frames.push({ array, index: 0, seen: false });
         this.#at = array ? At.Value : At.KeyOrEnd;
         this.#matches = array && this.#segmentIs(0);
       } else {
@@ -231,6 +247,14 @@ export class JsonPathScan {
     if (i === bytes.length) return i;
     this.#matches = this.#keyBytes <= MAX_KEY_BYTES && this.#keyText() === this.#path[this.#frames.length - 1];
     this.#at = At.Colon;
+    if (this.#matches && this.#repeats) {
+      const frame = this.#frames.at(-1)!;
+      if (frame.seen) {
+        // A member on the path named twice in one object (the value itself, or a container on its way).
+        this.#at = At.Done;
+        this.#result = { found: false, repeated: true };
+      } else frame.seen = true;
+    }
     return i + 1;
   }
 
@@ -255,7 +279,8 @@ export class JsonPathScan {
       this.#keep(bytes.subarray(Math.max(captureFrom, 0), end));
       this.#capturing = false;
       this.#result = this.#parseCaptured();
-      this.#at = At.Done;
+      // Reading repeats, the document goes on: the path may come again.
+      this.#at = this.#repeats && this.#result.found ? At.After : At.Done;
       return;
     }
     this.#at = At.After;
@@ -279,6 +304,17 @@ export class JsonPathScan {
    * the one its matching member held (a key names one member), so the path cannot come again.
    */
   #close(): void {
+    if (this.#repeats) {
+      // The container ends; its parent's members are read on (the path may come again through a repeated member).
+      this.#frames.pop();
+      this.#matches = false;
+      if (this.#frames.length > 0) this.#at = At.After;
+      else {
+        this.#at = At.Done;
+        this.#result ??= { found: false };
+      }
+      return;
+    }
     this.#at = At.Done;
     this.#result = { found: false };
   }

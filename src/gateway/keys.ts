@@ -1,8 +1,16 @@
 import { joinKeyParts } from "../overrides/key-parts.js";
 import { type KeySource, sourceName, sourceStoreKey } from "../overrides/key-source.js";
 import { type IpAddress, prefixKey } from "./ip.js";
+import type { BodyFields } from "./body-fields.js";
 
 export { type CfField, type KeySource, CF_FIELDS, DEFAULT_IPV6_PREFIX_BITS, KEY_SOURCE_FORMS, parseKeySource } from "../overrides/key-source.js";
+
+/** The body paths a key source reads (`json:` parts), for the route's body read. */
+export function jsonPaths(source: KeySource | undefined): string[][] {
+  if (!source) return [];
+  if (source.kind === "json") return [source.path];
+  return source.kind === "composite" ? source.parts.flatMap((part) => (part.kind === "json" ? [part.path] : [])) : [];
+}
 
 /** The `cf:` parts of a key source (Node has no request.cf: its gateway refuses them). */
 export function cfParts(source: KeySource): KeySource[] {
@@ -38,6 +46,8 @@ export interface RequestFacts {
   host?: string;
   /** A Worker's `request.cf` (for `cf:` keys); undefined on Node. */
   cf?: CfProperties;
+  /** The body's fields (for `json:` keys), read when the route reads any (body-fields.ts). */
+  body?: BodyFields;
 }
 
 /** The part of a Worker's `request.cf` keys read. */
@@ -95,6 +105,13 @@ function valueOf(source: KeySource, facts: RequestFacts): Value {
     case "cf": {
       const field = facts.cf?.[source.field];
       value = typeof field === "string" || typeof field === "number" ? String(field) : undefined;
+      break;
+    }
+    case "json": {
+      // A field the body names twice is refused as a repeated query parameter is; one that is not a string or number is absent.
+      const field = facts.body?.field(source.path);
+      if (!field?.found) return field?.repeated ? REPEATED : undefined;
+      value = typeof field.value === "string" ? field.value : typeof field.value === "number" && Number.isFinite(field.value) ? String(field.value) : undefined;
       break;
     }
     case "const":
@@ -196,6 +213,8 @@ export function describeKeySource(source: KeySource): string {
       return "the method";
     case "cf":
       return `request.cf.${source.field} (Cloudflare)`;
+    case "json":
+      return `the body's JSON field ${source.path.join(".")}`;
     case "const":
       return `the constant ${JSON.stringify(source.value)}`;
     case "composite":

@@ -68,10 +68,11 @@ export function originUrlFor(origin: URL, target: OriginTarget): string {
  * (the origin client sets it). The body is the client's stream, not read here; `wait` times
  * the origin and gives the request its signal. A WebSocket `upgrade` keeps its Upgrade (upgrade.ts).
  */
-export function originRequest(request: Request, url: string, wait: OriginWait, upgrade = false): OriginRequest {
+export function originRequest(request: Request, url: string, wait: OriginWait, upgrade = false, heldBody?: ReadableStream<Uint8Array>): OriginRequest {
   // Method first: on Node, touching `body` materializes a full Request even for a GET.
   const hasBody = request.method !== "GET" && request.method !== "HEAD" && request.body !== null;
-  const body = hasBody ? wait.upload(request.body!) : null;
+  // `heldBody`: the same bytes, its prefix read for the body's fields (body-hold.ts).
+  const body = hasBody ? wait.upload(heldBody ?? request.body!) : null;
   const fields = forwardedFields(request.headers);
   return new ForwardedRequest(url, request.method, upgrade ? asWebSocketUpgrade(fields, true) : fields, body, wait.signal, wait.timeoutMs);
 }

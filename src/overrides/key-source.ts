@@ -20,6 +20,8 @@ export type KeySource =
   | { kind: "method" }
   | { kind: "cf"; field: CfField }
   | { kind: "const"; value: string }
+  /** A field of the request's JSON body (`json:metadata.user_id`): src/gateway/body-fields.ts. */
+  | { kind: "json"; path: string[] }
   /** Every part must be present; their values are joined by joinKeyParts. */
   | { kind: "composite"; parts: KeySource[] };
 
@@ -35,7 +37,22 @@ export const DEFAULT_IPV6_PREFIX_BITS = 64;
 
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export const KEY_SOURCE_FORMS =
-  '"ip", "ip/N" (IPv6 prefix, N from 1 to 128), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" or "const:VALUE"';
+  '"ip", "ip/N" (IPv6 prefix, N from 1 to 128), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo", "json:FIELD" (a dotted path in the JSON body, like "json:metadata.user_id") or "const:VALUE"';
+
+/** At most this many segments in a JSON body path (`metadata.user_id`): fields sit a level or two deep. */
+export const MAX_JSON_PATH_SEGMENTS = 16;
+
+/**
+ * A dotted path into a JSON document (`usage.total_tokens`, `metadata.user_id`): its segments,
+ * or an error sentence. A numeric segment also indexes an array.
+ */
+export function splitJsonPath(text: string): string[] | string {
+  const segments = text.split(".");
+  if (text.length > 256 || segments.length > MAX_JSON_PATH_SEGMENTS || segments.some((segment) => segment === "")) {
+    return `must be a dotted path of up to ${MAX_JSON_PATH_SEGMENTS} names, like "metadata.user_id", got ${JSON.stringify(text)}`;
+  }
+  return segments;
+}
 
 /** Parses a key source, or a list of them (a composite key); returns an error sentence (for the config validator) or the source. */
 export function parseKeySource(text: string | readonly string[]): KeySource | string {
@@ -69,6 +86,10 @@ export function parseKeySource(text: string | readonly string[]): KeySource | st
   if (kind === "cf") {
     return (CF_FIELDS as readonly string[]).includes(rest) ? { kind: "cf", field: rest as CfField } : `reads ${CF_FIELDS.map((field) => `"cf:${field}"`).join(", ")} of request.cf, got ${JSON.stringify(text)}`;
   }
+  if (kind === "json") {
+    const path = splitJsonPath(rest);
+    return typeof path === "string" ? `needs a field's dotted path after "json:" (${path.replace(/^must be /, "")})` : { kind, path };
+  }
   if (kind === "header") return TOKEN.test(rest) ? { kind, name: rest.toLowerCase() } : `needs a header name after "header:", got ${JSON.stringify(text)}`;
   if (kind === "cookie") return TOKEN.test(rest) ? { kind, name: rest } : `needs a cookie name after "cookie:", got ${JSON.stringify(text)}`;
   if (kind === "query") return rest.length > 0 ? { kind, name: rest } : `needs a parameter name after "query:", got ${JSON.stringify(text)}`;
@@ -100,6 +121,8 @@ export function sourceName(source: KeySource): string {
       return `${source.kind}:${source.name}`;
     case "cf":
       return `cf:${source.field}`;
+    case "json":
+      return `json:${source.path.join(".")}`;
     case "composite":
       return `[${joinKeyParts(source.parts.map(sourceName))}]`;
   }
@@ -127,7 +150,7 @@ export function sourceStoreKey(namespace: string, value: string): string | Promi
  * (`<source name>:<value>`, `<source name>#sha256:…`, a composite's `[…]`), Envoy RLS's
  * (`rls/…`), and the escaped form below itself (`v1:`, `v1#`).
  */
-const FOREIGN_STORE_KEY = /^(?:\[|(?:ip|path|host|method|const|header|query|cookie|cf)[:#]|rls\/|v1[:#])/;
+const FOREIGN_STORE_KEY = /^(?:\[|(?:ip|path|host|method|const|header|query|cookie|cf|json)[:#]|rls\/|v1[:#])/;
 
 /**
  * The store key of a key given to /v1, RPC or the middleware: the key itself, unless it is

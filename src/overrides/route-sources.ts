@@ -22,10 +22,12 @@ export type RouteSources = ReadonlyMap<string, ReadonlyMap<string, KeySource>>;
 export function routeSourcesOf(routes: readonly unknown[] | undefined, catalog: PolicyCatalog): RouteSources {
   const byPolicy = new Map<string, Map<string, KeySource>>();
   for (const route of routes ?? []) {
-    const { key, fallbackKey, policies } = route as { key?: unknown; fallbackKey?: unknown; policies?: unknown };
+    const { key, fallbackKey, policies, policiesBy } = route as { key?: unknown; fallbackKey?: unknown; policies?: unknown; policiesBy?: unknown };
     let names: string[];
     try {
-      names = resolvePolicies(policies, catalog, "policies").map((policy) => policy.name);
+      // policiesBy's lists count under the route's key as its own policies do (src/gateway/policies-by.ts).
+      const lists = [...(policies === undefined && policiesBy !== undefined ? [] : [policies]), ...picked(policiesBy)];
+      names = lists.flatMap((list) => resolvePolicies(list, catalog, "policies").map((policy) => policy.name));
     } catch {
       continue;
     }
@@ -41,6 +43,14 @@ export function routeSourcesOf(routes: readonly unknown[] | undefined, catalog: 
     }
   }
   return byPolicy;
+}
+
+/** The policy lists of a route's `policiesBy` (each value's, and `default`), as written. */
+function picked(policiesBy: unknown): unknown[] {
+  if (policiesBy === null || typeof policiesBy !== "object") return [];
+  const { policies, default: fallback } = policiesBy as { policies?: unknown; default?: unknown };
+  const lists = policies !== null && typeof policies === "object" && !Array.isArray(policies) ? Object.values(policies) : [];
+  return fallback === undefined ? lists : [...lists, fallback];
 }
 
 /**

@@ -31,6 +31,8 @@ export function configJsonSchema(): Record<string, unknown> {
   (route.properties as Record<string, JsonObject>).count = COUNT;
   (route.properties as Record<string, JsonObject>).cost = COST;
   (route.properties as Record<string, JsonObject>).estimate = ESTIMATE;
+  (route.properties as Record<string, JsonObject>).policiesBy = POLICIES_BY;
+  (route.properties as Record<string, JsonObject>).maxRequestReadBytes = MAX_REQUEST_READ_BYTES;
   route.allOf = ROUTE_RULES;
   const override = properties.overrides!.items as JsonObject;
   const overrideFields = override.properties as Record<string, JsonObject>;
@@ -61,14 +63,14 @@ const DURATION = {
   ],
 };
 
-const ONE_SOURCE = "ip|ip/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])|path|host|method|cf:(country|asn|colo)|(header|cookie):[!#$%&'*+\\-.^_`|~0-9A-Za-z]+|query:.+";
+const ONE_SOURCE = "ip|ip/([1-9]|[1-9][0-9]|1[01][0-9]|12[0-8])|path|host|method|cf:(country|asn|colo)|(header|cookie):[!#$%&'*+\\-.^_`|~0-9A-Za-z]+|query:.+|json:[^.]+(\\.[^.]+){0,15}";
 const KEY_SOURCE = {
   anyOf: [
     { type: "string", pattern: `^(${ONE_SOURCE}|const:.{1,256})$` },
     { type: "array", items: { type: "string", pattern: `^(${ONE_SOURCE})$` }, minItems: 1, maxItems: MAX_KEY_PARTS, uniqueItems: true },
   ],
   description:
-    '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" (Workers) or "const:VALUE"; an array of them is a composite key (every part required).',
+    '"ip", "ip/N" (IPv6 prefix), "header:NAME", "query:NAME", "cookie:NAME", "path", "host", "method", "cf:country", "cf:asn", "cf:colo" (Workers), "json:FIELD" (a dotted path in the JSON body) or "const:VALUE"; an array of them is a composite key (every part required).',
 };
 
 /** allow/deny keys are exact: a trailing * (a wildcard in overrides) is refused. */
@@ -101,6 +103,7 @@ const READ_LIMITS = {
   maxReadMs: { type: "integer", minimum: 1000, maximum: 600000, description: "How long the gateway reads on once the client has left; default 120000 (2 minutes)." },
 };
 const HEADER_NAME = { type: "string", pattern: "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$" };
+const JSON_PATH = { type: "string", pattern: "^[^.]+(\\.[^.]+){0,15}$", maxLength: 256 };
 const COST = {
   anyOf: [
     COST_VALUE,
@@ -116,10 +119,36 @@ const ESTIMATE = {
   anyOf: [
     COST_VALUE,
     { type: "object", properties: { requestHeader: HEADER_NAME, missing: COST_VALUE }, required: ["requestHeader"], additionalProperties: false },
+    {
+      type: "object",
+      properties: {
+        requestJson: { anyOf: [JSON_PATH, { type: "array", items: JSON_PATH, minItems: 1, maxItems: 8, uniqueItems: true }], description: "The output bound's dotted path in the JSON body, or a list of them (the first the body has is read), like [\"max_tokens\", \"max_completion_tokens\"]." },
+        promptTokensPerByte: { type: "number", minimum: 0, maximum: 1, description: "Tokens added per byte of the body, for the prompt (default 0.25: 4 bytes a token; 0: the output bound alone)." },
+        missing: COST_VALUE,
+      },
+      required: ["requestJson"],
+      additionalProperties: false,
+    },
   ],
   description:
-    'Reserve, then settle: with a cost the answer reports, what a request is reserved at before it is forwarded (a constant, or a request header; "missing" when absent or unreadable, default the cost\'s "missing"); the answer settles the difference.',
+    'Reserve, then settle: with a cost the answer reports, what a request is reserved at before it is forwarded (a constant, a request header, or the JSON body\'s output bound plus its bytes × promptTokensPerByte; "missing" when absent or unreadable, default the cost\'s "missing"); the answer settles the difference.',
 };
+
+/** A route's policies: a name, an inline policy, or a list of them (src/core/policy.ts resolvePolicies). */
+const POLICY_LIST = { anyOf: [{ type: "string" }, { type: "object" }, { type: "array", minItems: 1, maxItems: 16 }] };
+const POLICIES_BY = {
+  type: "object",
+  properties: {
+    json: { ...JSON_PATH, description: 'The body field whose value picks the policies, like "model".' },
+    policies: { type: "object", additionalProperties: POLICY_LIST, minProperties: 1, maxProperties: 256, description: "Each value's policies, added to the route's own." },
+    default: { ...POLICY_LIST, description: "The policies of a value not listed (default: the route's own alone)." },
+  },
+  required: ["json", "policies"],
+  additionalProperties: false,
+  description: "Policies picked by a field of the JSON body (the model): a request without the field, or naming it twice, is refused (400).",
+};
+
+const MAX_REQUEST_READ_BYTES = { type: "integer", minimum: 1024, maximum: 67108864, description: "How much of a request body the route reads for its fields (json: keys, a requestJson estimate, policiesBy), held before forwarding; a longer body has no fields. Default 1048576 (1 MiB)." };
 
 const has = (field: string, value: unknown) => ({ properties: { [field]: Array.isArray(value) ? { enum: value } : { const: value } }, required: [field] });
 const absent = (...fields: string[]) => ({ not: { anyOf: fields.map((field) => ({ required: [field] })) } });

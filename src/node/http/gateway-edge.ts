@@ -75,7 +75,10 @@ export class NodeGatewayEdge {
   #take(exchange: Exchange, step: GatewayStep): void {
     try {
       if (step.forward) this.#forward(exchange, step);
-      else this.#answers.answer(exchange, step.response, step.route);
+      else {
+        exchange.dropBody();
+        this.#answers.answer(exchange, step.response, step.route);
+      }
     } catch (error) {
       this.#fail(exchange, error);
     }
@@ -172,7 +175,17 @@ export class NodeGatewayEdge {
       return;
     }
     // The upload streams as it comes, with backpressure; the clock runs only while the origin owes a move.
-    clock.waitOnClient();
+    // A prefix read for the body's fields (Exchange.readBody) goes first, as it came.
+    const held = exchange.takeHeld();
+    let flowing = true;
+    if (held) for (const chunk of held) flowing = outgoing.write(chunk);
+    if (held && exchange.bodyEnded) {
+      clock.owe();
+      outgoing.end();
+      return;
+    }
+    if (flowing) clock.waitOnClient();
+    else clock.owe();
     req.on("data", (chunk: Buffer) => {
       clock.owe();
       if (outgoing.write(chunk)) clock.waitOnClient();
@@ -187,5 +200,7 @@ export class NodeGatewayEdge {
       outgoing.end();
     });
     req.once("error", (error) => outgoing.destroy(error));
+    // readBody paused the upload at its limit; it goes on once the origin can take more.
+    if (held && flowing) req.resume();
   }
 }

@@ -6,7 +6,9 @@ import type { GatewayStep } from "../../gateway/core.js";
 import { UnrelayableStatusError } from "../../gateway/upgrade.js";
 import type { BodyTap } from "../../gateway/answer-count.js";
 import type { CanonicalPath } from "../../http/path.js";
+import { type BodyFields, BodyFieldsReader, type BodyRead, noBodyFields } from "../../gateway/body-fields.js";
 import { endToEndFields } from "./message-fields.js";
+import { rawField } from "./raw-fields.js";
 import { NodeRequestFacts } from "./request-facts.js";
 
 /** A step the core forwards to the origin. */
@@ -48,9 +50,55 @@ export class Exchange extends NodeRequestFacts {
   /** The client has gone and the origin's answer is read on (GatewayAnswers.readOn): the lease waits for the origin. */
   readingOn = false;
 
+  /** The body's first chunks, read for its fields (readBody) and held for the origin; undefined: none read. */
+  held: Buffer[] | undefined;
+  /** The body ended while its fields were read: the held chunks are the whole of it. */
+  bodyEnded = false;
+
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     super(req, path);
     this.res = res;
+  }
+
+  /**
+   * Reads the body's fields (body-fields.ts) from its first chunks, holding them: until the body
+   * ends or passes the route's limit, when the upload is paused for the origin to take the rest
+   * (the edge writes the held chunks first). Never rejects: an upload that breaks off has no fields.
+   */
+  readBody(read: BodyRead): Promise<BodyFields> {
+    const req = this.req;
+    if (!forwardsBody(req)) return Promise.resolve(noBodyFields("the request has no body"));
+    const reader = new BodyFieldsReader(read, rawField(req.rawHeaders, "content-encoding"));
+    const held: Buffer[] = (this.held = []);
+    return new Promise((resolve) => {
+      const done = (ended: boolean) => {
+        // Paused before the listener goes: a stream left flowing without one would drop chunks.
+        if (!ended) req.pause();
+        req.off("data", onData).off("end", onEnd).off("close", onClose);
+        this.bodyEnded = ended;
+        resolve(reader.finish(ended));
+      };
+      const onData = (chunk: Buffer) => {
+        held.push(chunk);
+        if (!reader.push(chunk)) done(false);
+      };
+      const onEnd = () => done(true);
+      const onClose = () => done(false);
+      req.on("data", onData).once("end", onEnd).once("close", onClose);
+    });
+  }
+
+  /** The held chunks, handed over once (the origin request writes them before the rest). */
+  takeHeld(): Buffer[] | undefined {
+    const held = this.held;
+    this.held = undefined;
+    return held;
+  }
+
+  /** A request refused after its body was partly read: the rest is read and dropped, so the connection can serve its next request. */
+  dropBody(): void {
+    if (this.held !== undefined && !this.bodyEnded) this.req.resume();
+    this.held = undefined;
   }
 
   /** Both Transfer-Encoding and Content-Length, in one pass over the fields. */

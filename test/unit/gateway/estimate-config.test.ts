@@ -32,16 +32,15 @@ describe("route estimate", () => {
     [{ estimate: 2000 }, /^routes\.0\.estimate: is for a route whose cost the answer reports/],
     [{ cost: 5, estimate: 2000 }, /^routes\.0\.estimate: is for a route whose cost the answer reports/],
     [{ cost: { requestHeader: "x-cost" }, estimate: 2000 }, /^routes\.0\.estimate: is for a route whose cost the answer reports/],
-    [{ cost, estimate: -1 }, /^routes\.0\.estimate: must be an integer from 0 to 1000000000, or \{ "requestHeader"/],
+    [{ cost, estimate: -1 }, /^routes\.0\.estimate: must be an integer from 0 to 1000000000, \{ "requestHeader"/],
     [{ cost, estimate: 1.5 }, /^routes\.0\.estimate: must be an integer/],
     [{ cost, estimate: "2000" }, /^routes\.0\.estimate: must be an integer/],
     [{ cost, estimate: 9000 }, /^routes\.0\.estimate: must not be above the cost's max \(8000\)/],
     [{ cost, estimate: { requestHeader: "x max" } }, /^routes\.0\.estimate\.requestHeader: must be a header name like "x-max-tokens", got "x max"/],
-    [{ cost, estimate: {} }, /^routes\.0\.estimate\.requestHeader: must be a header name/],
+    [{ cost, estimate: {} }, /^routes\.0\.estimate: must name exactly one of "requestHeader" or "requestJson", got none/],
     [{ cost, estimate: { requestHeader: "x-max-tokens", missing: 9000 } }, /^routes\.0\.estimate\.missing: must not be above the cost's max/],
     [{ cost, estimate: { requestHeader: "x-max-tokens", missing: -3 } }, /^routes\.0\.estimate\.missing: must be an integer from 0 to 1000000000/],
     [{ cost, estimate: { requestHeader: "x-max-tokens", max: 3 } }, /^routes\.0\.estimate\.max: is not a known field/],
-    [{ cost, estimate: { requestJson: ["max_tokens"] } }, /^routes\.0\.estimate\.requestJson: is not supported yet/],
   ])("refuses %j naming the field", (fields, message) => {
     expect(errorOf(fields)).toMatch(message);
   });
