@@ -13,7 +13,7 @@ export const MAX_TOKENS = USAGE.completion_tokens;
  * as the body's max_tokens); `"body"` reads the body's `max_tokens` (`requestJson`), once the
  * gateway reads request bodies. The one constant to change.
  */
-export const ESTIMATE_FORM: "header" | "body" = "header";
+export const ESTIMATE_FORM = "body" as "header" | "body";
 /** The body form's prompt rate: the gateway's default (one token for 4 bytes of body), stated. */
 const PROMPT_TOKENS_PER_BYTE = 0.25;
 const ESTIMATE = ESTIMATE_FORM === "header" ? { requestHeader: "x-max-tokens" } : { requestJson: ["max_tokens", "max_completion_tokens"], promptTokensPerByte: PROMPT_TOKENS_PER_BYTE };
