@@ -210,6 +210,8 @@ async function main(): Promise<void> {
       "",
       ...loadLines,
       "",
+      "On the Worker a reservation is a check, which writes the key's row in its object before the answer goes out (Durable Objects hold a reply until its write is durable), where the plain route's peeks write nothing and the debits they carry share one write: with 8 requests in flight on one key the reservations' writes queue at the object, which is the Worker's p50 gap here; in bench:cost, one request after another, both write 1.00 rows per request.",
+      "",
       "Goals, this run:",
       ...goals,
       ...(skipped.length > 0 ? ["", ...skipped] : []),
