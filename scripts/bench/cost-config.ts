@@ -29,6 +29,9 @@ export const GATEWAY_CONFIG = {
     { match: { path: "/login/*" }, key: "header:x-user", policies: ["logins"], count: { status: [401] } },
     { match: { path: "/llm/json/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseJson: "usage.total_tokens" } },
     { match: { path: "/llm/header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens" } },
+    // Reserve, then settle: the reservation is the request's decision; the settle (30 − 100, a refund) is carried.
+    { match: { path: "/llm/reserve/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseJson: "usage.total_tokens", max: 4096 }, estimate: { requestHeader: "x-max-tokens" } },
+    { match: { path: "/llm/reserve-header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens", max: 4096 }, estimate: 100 },
     { match: { path: "/plan/*" }, key: "header:x-api-key", policies: ["plan"] },
   ],
   overrides: [{ policy: "plan", source: "header:x-api-key", key: "acme-*", limit: 1000 }],

@@ -232,6 +232,18 @@ gatewayScenario("a costed route (cost from a response header): 100 requests", as
   return 100;
 });
 
+gatewayScenario("a reserve/settle route (estimate 100 from x-max-tokens, cost from the JSON body): 100 requests", async (request) => {
+  const key = `k-${id()}`;
+  for (let i = 0; i < 100; i++) await request("/llm/reserve/a", { "x-api-key": key, "x-max-tokens": "100" });
+  return 100;
+});
+
+gatewayScenario("a reserve/settle route (estimate 100, cost from a response header): 100 requests", async (request) => {
+  const key = `k-${id()}`;
+  for (let i = 0; i < 100; i++) await request("/llm/reserve-header/a", { "x-api-key": key });
+  return 100;
+});
+
 gatewayScenario("overrides in use (a config override and a runtime one): 100 requests", async (request) => {
   // The runtime override is set once, out of the count (an admin call), then read once per TTL.
   const key = `acme-${id()}`;

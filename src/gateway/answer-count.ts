@@ -13,9 +13,11 @@ import { presetReader } from "./usage-presets.js";
  * What a counted route does when the origin's answer head arrives (docs/gateway.md, "Counting
  * what the origin answers"): an unmatched status costs nothing; a matched one is debited its
  * cost. A cost known at the head (a constant, a request or answer header) is debited before
- * the head goes out, so its RateLimit fields show the state after the debit; a cost in the body
- * is read as the body streams past (the head goes out at once, with the state before) and
- * debited when the body ends.
+ * the head goes out, so its RateLimit fields show the state after the debit, except on a store
+ * that carries debits (the Durable Object: `carries`), where it rides with the key's next
+ * request like a body's and the head shows the state before (SPEC §5); a cost in the body is
+ * read as the body streams past (the head goes out at once, with the state before) and debited
+ * when the body ends.
  */
 export interface CountedAnswer {
   /** The fields the client's answer carries: now, or once the debit has landed. */
@@ -40,7 +42,16 @@ export interface AnswerCountContext {
   requestCost: number | undefined;
   /** A "usage" cost (measures.ts): charges every measure at once (measured-limit.ts); `settle` is then unused. */
   charge?: (charges: Charges, later: boolean) => Promise<unknown> | undefined;
+  /**
+   * The store carries debits with the key's next request (Limiter.debitLater without debitNow:
+   * the Durable Object): a cost known at the head is carried too, not waited on, so a counted
+   * answer costs no second object request; its head then shows the state before the debit.
+   */
+  carries?: boolean;
 }
+
+/** Whether a debit of `limiter` may ride with the key's next request (AnswerCountContext.carries). */
+export const carriesDebits = (limiter: { debitLater?: unknown; debitNow?: unknown }): boolean => limiter.debitLater !== undefined && limiter.debitNow === undefined;
 
 /**
  * A request's cost when it is known before forwarding: a constant, or its request header
@@ -89,7 +100,8 @@ export class AnswerCount {
     if (counting.count || (source.from !== "responseHeader" && source.from !== "responseJson")) return;
     const cost = source.bounds.missing;
     warnings.warn(field, { route: field, reason: `the origin had not answered ${counting.read.ms} ms after the client left (maxReadMs)`, cost });
-    const settled = settle(cost);
+    // Nobody waits on it: it may ride with the key's next request.
+    const settled = settle(cost, true);
     if (settled instanceof Promise) defer(settled);
   }
 
@@ -103,9 +115,9 @@ export class AnswerCount {
     const { counting, settle, before, field, warnings } = this.#context;
     if (counting.count && !statusMatches(counting.count, status)) return { extra: before };
     const source = counting.cost;
-    if (this.#context.requestCost !== undefined) return { extra: settle(this.#context.requestCost) };
-    if (source.from === "responseHeader") return { extra: settle(costFromHeader(header(source.name), source.name, source.bounds, field, warnings)) };
-    if (source.from !== "responseJson" && source.from !== "usage") return { extra: settle(1) };
+    if (this.#context.requestCost !== undefined) return this.#atHead(this.#context.requestCost, defer);
+    if (source.from === "responseHeader") return this.#atHead(costFromHeader(header(source.name), source.name, source.bounds, field, warnings), defer);
+    if (source.from !== "responseJson" && source.from !== "usage") return this.#atHead(1, defer);
     const encoding = body === "decoded" ? undefined : header("content-encoding")?.trim().toLowerCase();
     const decoding = body === "raw" ? decodings.find((name) => name === encoding) : undefined;
     const charge = this.#context.charge;
@@ -118,7 +130,7 @@ export class AnswerCount {
       } };
       return { extra: before, tap: new PresetTap(reader, tapContext, decoding) };
     }
-    if (source.from !== "responseJson") return { extra: settle(1) };
+    if (source.from !== "responseJson") return this.#atHead(1, defer);
     // An encoding the edge cannot decode leaves the reader nothing to read: `missing`, logged.
     const reader = usageReader(source.path, header("content-type"), decoding || encoding === "identity" ? null : (encoding ?? null));
     const debit = (cost: number) => {
@@ -127,6 +139,15 @@ export class AnswerCount {
       if (settled instanceof Promise) defer(settled);
     };
     return { extra: before, tap: new UsageTap(reader, { bounds: source.bounds, path: source.path, limits: counting.read, field, warnings, debit }, decoding) };
+  }
+
+  /** A cost known at the head: debited before it goes out, or, on a store that carries debits, carried (the head shows the state before). */
+  #atHead(cost: number, defer: (promise: Promise<unknown>) => void): CountedAnswer {
+    const { settle, before, carries } = this.#context;
+    if (!carries) return { extra: settle(cost) };
+    const settled = settle(cost, true);
+    if (settled instanceof Promise) defer(settled);
+    return { extra: before };
   }
 }
 

@@ -19,7 +19,7 @@ import { type CfProperties, type HeaderLookup, REPEATED, type RequestFacts, type
 import { matchesRequest, normalHost } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
-import { AnswerCount, requestCostOf } from "./answer-count.js";
+import { AnswerCount, carriesDebits, requestCostOf } from "./answer-count.js";
 import { measuredRequest, reservationsFor } from "./measured-limit.js";
 import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
 import { type BodyFields, type BodyRead, noBodyFields } from "./body-fields.js";
@@ -282,7 +282,7 @@ export class GatewayCore {
     const estimate = counting.estimate ? this.#estimateOf(counting.estimate, facts, body, `${route.field}.estimate`) : undefined;
     const counted = estimate === undefined ? peekRequest(limiter, key.storeKey, plan, context) : reserveRequest(limiter, key.storeKey, plan, context, estimate);
     return counted.then((outcome) => {
-      const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost }) : undefined;
+      const count = outcome.admitted ? new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: outcome.settle, before: outcome.headers, requestCost: cost, carries: carriesDebits(limiter) }) : undefined;
       return this.#step(route, label, target, key, outcome, pausedInDryRun, count);
     });
   }

@@ -49,6 +49,12 @@ export interface GatewayDriver {
   limiter: Limiter;
   /** Origin answers for the counting cases (gateway-counting-table.ts). */
   counting: CountingOrigin;
+  /**
+   * A counted answer whose cost is known at its head shows the state before its debit, which
+   * rides with the key's next request (the Worker's Durable Object store carries debits); else
+   * the head waits for the debit and shows the state after it.
+   */
+  headShowsBefore?: boolean;
 }
 
 /** Counting what the origin answers: answers the counting cases script. `origin.ok()` ends each. */

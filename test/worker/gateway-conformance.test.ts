@@ -114,6 +114,8 @@ const driver: GatewayDriver = {
   midAnswerFailure: /origin connection reset/,
   logs: gw.logs,
   limiter: gw.limiter,
+  // The Durable Object store carries a counted answer's debit with the key's next request.
+  headShowsBefore: true,
 };
 
 gatewayConformance("Worker", () => driver);
