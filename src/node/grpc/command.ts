@@ -10,6 +10,8 @@ import { createRlsRedis } from "./redis.js";
 import { loadRuntimeConfig, runtimeConfigDir, watchRuntime } from "./runtime.js";
 import { startRlsServer } from "./server.js";
 import { closeHttpServer } from "../http/close-server.js";
+import { currentTracer } from "../../observe/trace.js";
+import { traceLimiter } from "../../observe/traced-limiter.js";
 
 /** `spillway rls` while it runs. */
 export interface RunningRlsCommand {
@@ -49,7 +51,7 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
     const stats = settings.stats.enabled ? new RlsStats() : undefined;
     const healthy = () => !settings.healthyWithAtLeastOneConfig || config.domains.size > 0;
     const grpc = await startRlsServer({
-      limiter: redis.store,
+      limiter: traceLimiter(redis.store, currentTracer()),
       config,
       port: settings.grpc.port,
       hostname: settings.grpc.host,

@@ -8,6 +8,7 @@ import type { BodyTap } from "../../gateway/answer-count.js";
 import type { CanonicalPath } from "../../http/path.js";
 import { endToEndFields } from "./message-fields.js";
 import { NodeRequestFacts } from "./request-facts.js";
+import type { TraceSpan } from "../../observe/trace.js";
 
 /** A step the core forwards to the origin. */
 export type Forward = GatewayStep & { forward: true };
@@ -47,6 +48,8 @@ export class Exchange extends NodeRequestFacts {
   reading: BodyTap | undefined;
   /** The client has gone and the origin's answer is read on (GatewayAnswers.readOn): the lease waits for the origin. */
   readingOn = false;
+  /** This request's span, when tracing is on (request-trace.ts). */
+  span: TraceSpan | undefined = undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, path: CanonicalPath) {
     super(req, path);
