@@ -14,6 +14,8 @@ import { type FetchOrigin, type OriginAnswer, badGateway, clientResponse, global
 import { isUnrelayableStatus, isWebSocketUpgrade, unrelayableStatus } from "./upgrade.js";
 import { canRelayWebSockets, switchWebSocket } from "./websocket-relay.js";
 import { ClientLeaving, tappedBody } from "./read-on.js";
+import type { SpillwayTracer } from "../observe/trace.js";
+import { annotateStep } from "./trace.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -47,6 +49,8 @@ export interface GatewayOptions {
    * @default no bound beyond the route's
    */
   readOnCapMs?: number;
+  /** Traces (src/observe/trace.ts): the decision is written on the request span active when it is made (a Worker's). */
+  tracer?: SpillwayTracer;
 }
 
 /**
@@ -65,11 +69,12 @@ export function createGateway(options: GatewayOptions): Hono {
 }
 
 /** The Hono edge over an existing core (the Node gateway serves its slow path with it). */
-export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fieldRepeated" | "fetchOrigin" | "readOnCapMs">): Hono {
+export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fieldRepeated" | "fetchOrigin" | "readOnCapMs" | "tracer">): Hono {
   const { gateway, observer } = core;
   const { clientIpOf, fieldRepeated } = options;
   const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
+  const tracer = options.tracer;
 
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void): Promise<Response> {
     const { lease, extra } = step;
@@ -150,6 +155,8 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     const facts: GatewayFacts = { method: request.method, path, search: url.search, url: () => url, headers, socketIp: clientIpOf(c), signal: () => request.signal, defer, cf: () => (request as { cf?: CfProperties }).cf };
     const step = await core.decide(facts);
     matched.route = step.route;
+    const span = tracer?.active();
+    if (span) annotateStep(span, core, step);
     if (!step.forward) return step.response;
     if (!step.route || !observer?.originDuration) return forwardKeptAlive(request, step, defer);
     const startedMs = performance.now();

@@ -112,5 +112,4 @@ describe("spillway rls with TRACING_ENABLED=true", { timeout: 60_000 }, () => {
       expect(await rls.exit).toBe(0);
     }
   });
-
 });

@@ -13,7 +13,8 @@ import { TurnQueue } from "./turn-queue.js";
 import { Exchange, type Forward, forwardsBody, incomingOf, switchedUnasked } from "./gateway-exchange.js";
 import { GatewayAnswers } from "./gateway-answer.js";
 import { currentTracer, type SpillwayTracer } from "../../observe/trace.js";
-import { annotateStep, traceRequest, withChildContext } from "./request-trace.js";
+import { traceRequest, withChildContext } from "./request-trace.js";
+import { annotateStep } from "../../gateway/trace.js";
 
 export { switchedUnasked } from "./gateway-exchange.js";
 

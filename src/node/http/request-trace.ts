@@ -1,7 +1,5 @@
 // Traces on the node:http edges (src/observe/trace.ts): a request's span, its parent read from the client's fields, ended when the answer is done.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { GatewayCore, GatewayStep } from "../../gateway/core.js";
-import { describeKeySource } from "../../gateway/keys.js";
 import { type SpillwayTracer, TRACE_ATTRIBUTES as A, type TraceCarrier, type TraceSpan } from "../../observe/trace.js";
 import { rawField } from "./raw-fields.js";
 
@@ -26,21 +24,6 @@ export function traceRequest(tracer: SpillwayTracer, name: string, req: Incoming
     span.end();
   });
   tracer.within(span, () => run(span));
-}
-
-/** What the gateway decided, on its span: the route, its policies and key source (never the key). */
-export function annotateStep(span: TraceSpan, core: GatewayCore, step: GatewayStep): void {
-  if (step.route === undefined) {
-    span.setAttribute(A.route, "unrouted");
-    return;
-  }
-  span.setAttribute(A.route, step.route);
-  const route = core.gateway.routes[Number(step.route)];
-  if (!route) return;
-  span.setAttribute(A.policies, route.policies.map((policy) => policy.name).join(","));
-  span.setAttribute(A.keySource, describeKeySource(route.key));
-  // Answered here without a store decision (a missing key, a deny list, a pause): the outcome is the answer.
-  if (!step.forward && step.response.status !== 429) span.setAttribute(A.outcome, `refused_${step.response.status}`);
 }
 
 /** The origin's fields with the trace context passed on: a traceparent whose parent is the gateway's span. */

@@ -184,5 +184,4 @@ describe("spillway serve with OTEL_TRACES_EXPORTER=otlp", { timeout: 60_000 }, (
     expect(offSeen!.traceparent).toBe(traceparent(traceId, clientSpanId));
     expect(await refused).toMatch(/OTEL_TRACES_SAMPLER: must be one of always_on, .*got "jaeger_remote"/);
   });
-
 });
