@@ -5,6 +5,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../../../scripts/free-port.js";
+import * as grpc from "@grpc/grpc-js";
+import { loadRlsProtos } from "../../../../src/node/grpc/server.js";
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./otlp-receiver.js";
 
 // `spillway serve` with the standard OpenTelemetry variables, as an operator starts it: spans
@@ -44,9 +47,10 @@ interface Serving {
   stop(): Promise<number | null>;
 }
 
-async function startServe(origin: string, env: Record<string, string>): Promise<Serving> {
+async function startServe(origin: string, env: Record<string, string>, args: string[] = []): Promise<Serving> {
   const dir = await mkdtemp(join(tmpdir(), "spillway-traces-"));
   const config = join(dir, "spillway.config.json");
+  await writeFile(join(dir, "rls.yaml"), "domain: edge\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n");
   await writeFile(
     config,
     JSON.stringify({
@@ -56,7 +60,7 @@ async function startServe(origin: string, env: Record<string, string>): Promise<
     }),
   );
   const base = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("OTEL_") && !name.startsWith("TRACING_")));
-  const child = spawn(process.execPath, [BIN, "serve", "--config", config, "--store", "memory", "--port", "0", "--no-metrics"], { env: { ...base, SPILLWAY_TOKEN: TOKEN, OTEL_BSP_SCHEDULE_DELAY: "50", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [BIN, "serve", "--config", config, "--store", "memory", "--port", "0", "--no-metrics", ...args.map((arg) => arg.replace("RLS_CONFIG", join(dir, "rls.yaml")))], { env: { ...base, SPILLWAY_TOKEN: TOKEN, OTEL_BSP_SCHEDULE_DELAY: "50", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (chunk) => (output += chunk));
   child.stderr!.on("data", (chunk) => (output += chunk));
@@ -85,6 +89,22 @@ async function startServe(origin: string, env: Record<string, string>): Promise<
 }
 
 const gatewayGet = (serving: Serving, parent?: string) => fetch(`${serving.url}/api`, { headers: { "x-api-key": GATEWAY_KEY, ...(parent ? { traceparent: parent, tracestate: "vendor=abc" } : {}) } });
+/** ShouldRateLimit on `spillway serve --rls-port`, with a traceparent in its metadata (as Envoy sends it). */
+function askRls(port: number, parent: string, user: string): Promise<{ overall_code: string }> {
+  const { RateLimitService } = loadRlsProtos();
+  const client = new RateLimitService(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  metadata.set("traceparent", parent);
+  return new Promise((resolve, reject) => {
+    const call = (client as unknown as Record<string, (...args: unknown[]) => void>).ShouldRateLimit!;
+    call.call(client, { domain: "edge", descriptors: [{ entries: [{ key: "user", value: user }] }] }, metadata, { deadline: Date.now() + 10_000 }, (error: Error | null, answer: { overall_code: string }) => {
+      client.close();
+      if (error) reject(error);
+      else resolve(answer);
+    });
+  });
+}
+
 const apiCheck = (serving: Serving, parent: string) =>
   fetch(`${serving.url}/v1/check`, { method: "POST", headers: { authorization: `Bearer ${TOKEN}`, traceparent: parent }, body: JSON.stringify({ key: API_KEY, policy: "two-per-hour" }) });
 
@@ -105,9 +125,10 @@ describe("spillway serve with OTEL_TRACES_EXPORTER=otlp", { timeout: 60_000 }, (
     await receiver?.close();
   });
 
-  it("exports the gateway's and /v1/check's spans in the client's traces (protobuf and JSON), and sends the origin a child traceparent", async () => {
+  it("exports the gateway's, /v1/check's and --rls-port's spans in the client's traces (protobuf and JSON), and sends the origin a child traceparent", async () => {
+    const rlsPort = await freePort();
     const [protobufServe, jsonServe] = await Promise.all([
-      startServe(origin.url, { OTEL_TRACES_EXPORTER: "otlp", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "edge-proto" }),
+      startServe(origin.url, { OTEL_TRACES_EXPORTER: "otlp", OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: "edge-proto" }, ["--rls-port", String(rlsPort), "--rls-config", "RLS_CONFIG"]),
       startServe(origin.url, { OTEL_TRACES_EXPORTER: "otlp", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${receiver.url}/v1/traces`, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_SERVICE_NAME: "edge-json" }),
     ]);
     try {
@@ -117,10 +138,12 @@ describe("spillway serve with OTEL_TRACES_EXPORTER=otlp", { timeout: 60_000 }, (
       expect(answers).toEqual([200, 200, 429]);
       const [apiTraceId, apiParentId] = [hexId(16), hexId(8)];
       expect((await apiCheck(protobufServe, traceparent(apiTraceId, apiParentId))).status).toBe(200);
+      const [rlsTraceId, rlsParentId] = [hexId(16), hexId(8)];
+      expect((await askRls(rlsPort, traceparent(rlsTraceId, rlsParentId), API_KEY)).overall_code).toBe("OK");
       const [jsonTraceId, jsonParentId] = [hexId(16), hexId(8)];
       expect((await gatewayGet(jsonServe, traceparent(jsonTraceId, jsonParentId))).status).toBe(200);
 
-      const spans = await receiver.waitFor((all) => all.filter((span) => span.name === "spillway.gateway").length >= 4 && all.some((span) => span.name === "spillway.api /v1/check"));
+      const spans = await receiver.waitFor((all) => all.filter((span) => span.name === "spillway.gateway").length >= 4 && all.some((span) => span.name === "spillway.api /v1/check") && all.some((span) => span.traceId === rlsTraceId && span.name.startsWith("spillway.store")));
       const gateway = spans.filter((span) => span.name === "spillway.gateway" && span.traceId === traceId);
       expect(gateway).toHaveLength(3);
       for (const span of gateway) {
@@ -148,6 +171,10 @@ describe("spillway serve with OTEL_TRACES_EXPORTER=otlp", { timeout: 60_000 }, (
       const api = spans.find((span) => span.name === "spillway.api /v1/check")!;
       expect([api.traceId, api.parentSpanId, api.kind]).toEqual([apiTraceId, apiParentId, 2]);
       expect(api.attributes).toMatchObject({ "http.route": "/v1/check", "spillway.outcome": "allowed", "spillway.store": "memory", "spillway.policies": "two-per-hour", "http.response.status_code": 200 });
+
+      const rls = spans.find((span) => span.name === "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")!;
+      expect([rls.traceId, rls.parentSpanId, rls.attributes["ratelimit.domain"], rls.attributes["ratelimit.descriptor_keys"], rls.attributes["ratelimit.overall_code"]]).toEqual([rlsTraceId, rlsParentId, "edge", "user", "OK"]);
+      expect(spans.find((span) => span.traceId === rlsTraceId && span.name.startsWith("spillway.store"))!.parentSpanId).toBe(rls.spanId);
 
       const json = spans.find((span) => span.traceId === jsonTraceId && span.name === "spillway.gateway")!;
       expect([json.encoding, json.parentSpanId, json.resource["service.name"], json.attributes["spillway.outcome"]]).toEqual(["json", jsonParentId, "edge-json", "allowed"]);
