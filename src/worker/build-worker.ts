@@ -116,7 +116,11 @@ export function buildWorker(input: unknown, options: CreateWorkerOptions, kit: G
   }
 
   return {
-    fetch: tracer ? (request, env, ctx) => tracedFetch(tracer, request, async () => builtFor(env).app.fetch(request, env, ctx)) : async (request, env, ctx) => builtFor(env).app.fetch(request, env, ctx),
+    fetch: async (request, env, ctx) => {
+      // A request Workers tracing samples runs inside a span of Spillway's; any other as before.
+      if (tracer?.sampled()) return tracedFetch(tracer, request, async () => builtFor(env).app.fetch(request, env, ctx));
+      return builtFor(env).app.fetch(request, env, ctx);
+    },
     Rpc: SpillwayRpc,
     config,
   };

@@ -55,11 +55,10 @@ export function workerTracer(tracing: RuntimeTracing | undefined = (workers as {
 /**
  * One request of the Worker's fetch handler inside its span: `spillway.api /v1/…` for the API
  * (an unknown /v1 path is named /v1/*: a path may carry what a client typed), else
- * `spillway.gateway`. The span ends with the answer's head (its body streams on).
+ * `spillway.gateway`. The span ends with the answer's head (its body streams on). For a request
+ * the runtime samples (`tracer.sampled()`): the caller asks first.
  */
 export function tracedFetch(tracer: WorkerTracer, request: Request, run: () => Promise<Response>): Promise<Response> {
-  // Tracing off for this Worker, or this request not sampled: no span at all.
-  if (!tracer.sampled()) return run();
   const path = new URL(request.url).pathname;
   const api = path.startsWith("/v1/") ? (apiRouteOf(path) ? path : "/v1/*") : undefined;
   return tracer.enter(api ? `spillway.api ${api}` : "spillway.gateway", async (span) => {
