@@ -6,7 +6,9 @@
 // tracing none (traceidratio 0: spans started but not recorded). Gateway load: wrk -t1 -c32 on
 // GET /api/hello; RLS load: 16 concurrent ShouldRateLimit streams on one channel. Reported: the
 // rate, and the server's CPU per request (its /proc times around each turn), the steadier figure
-// on a loaded machine. Writes BENCHMARKS.md's "Traces" section.
+// on a loaded machine. Then the same decision in one process, with and without its two spans: the
+// CPU tracing adds per decision. Writes BENCHMARKS.md's "Traces" section (BENCH_WRITE=0: prints it
+// only; BENCH_MICRO_ONLY=1: the in-process part alone).
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -18,6 +20,11 @@ import { freePort } from "../free-port.js";
 import { loadRlsProtos } from "../../src/node/grpc/server.js";
 import { waitForHttp, writeBenchmarkSection } from "./load.js";
 import { groupCpuSeconds, runWrk } from "./wrk.js";
+import { parsePolicy } from "../../src/core/policy.js";
+import type { SpillwayTracer } from "../../src/observe/trace.js";
+import { traceLimiter } from "../../src/observe/traced-limiter.js";
+import { MemoryStore } from "../../src/stores/memory.js";
+import { startOtelTracing } from "../../src/node/tracing/otel.js";
 
 const pathOf = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 const THIS_BIN = pathOf("../../bin/spillway.mjs");
@@ -38,6 +45,15 @@ interface Target {
 }
 
 async function main(): Promise<void> {
+  if (process.env.BENCH_MICRO_ONLY === "1") {
+    // The in-process part alone (a quick look, written nowhere): its sink is this process's too.
+    const sink = createServer((req, res) => req.resume().on("end", () => res.writeHead(200).end()));
+    const port = await freePort();
+    await new Promise<void>((resolve) => sink.listen(port, "127.0.0.1", resolve));
+    console.log(await perDecision(port));
+    sink.close();
+    return;
+  }
   const dir = await mkdtemp(join(tmpdir(), "spillway-bench-traces-"));
   const originPort = await freePort();
   const origin = spawn(process.execPath, [pathOf("../../examples/origin/server.mjs"), String(originPort)], { stdio: "ignore" });
@@ -111,15 +127,63 @@ async function main(): Promise<void> {
     return `${Math.round(total.requests / total.seconds).toLocaleString("en-US")} | ${((total.cpuSeconds / total.requests) * 1e6).toFixed(1)}`;
   };
   const rows = targets.map((target) => `| ${target.label} | ${cell(target.gateway)} | ${cell(target.rls)} |`);
+  const micro = await perDecision(sinkPort);
   const markdown = [
     `Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench:traces\` (${TURNS} interleaved turns of ${TURN_SECONDS} s per row, ${process.env.BENCH_COMPARE_BIN ? "with" : "without"} a before row; the sink took ${exports} exports). Gateway: \`spillway serve --store memory\`, wrk -t1 -c32 GET /api/hello; RLS: \`--rls-port\`, ${RLS_STREAMS} streams on one channel. CPU µs per request: the server process's user + system time over the requests it answered.`,
     "",
     "| row | gateway req/s | gateway CPU µs/req | RLS decisions/s | RLS CPU µs/decision |",
     "| --- | ---: | ---: | ---: | ---: |",
     ...rows,
+    "",
+    `In one process, without HTTP or gRPC around it (CPU per decision, ${MICRO_DECISIONS.toLocaleString("en-US")} decisions a turn, ${TURNS} interleaved turns): a memory store's check alone, ${micro.bare.toFixed(2)} µs; inside a request span with its store span, recorded and exported (the SDK's batch processor, OTLP protobuf to the sink), ${micro.traced.toFixed(2)} µs; the same spans not sampled, ${micro.unsampled.toFixed(2)} µs. Tracing on costs about ${(micro.traced - micro.bare).toFixed(1)} µs of CPU per traced decision (two spans); with tracing off no tracer is installed and the request path does not change.`,
   ].join("\n");
   console.log(markdown);
   if (process.env.BENCH_WRITE !== "0") await writeBenchmarkSection("Traces", markdown);
+}
+
+const MICRO_DECISIONS = 20_000;
+const CHECK = { cost: 1, mode: "reject", maxWaitMs: 0 } as const;
+
+/**
+ * CPU µs per decision, in this process: the store's check alone, and the same check as the
+ * gateway makes it with tracing on (a request span, the store span under it, both exported),
+ * sampled and not.
+ */
+async function perDecision(sinkPort: number): Promise<{ bare: number; traced: number; unsampled: number }> {
+  const policies = [parsePolicy({ name: "bench", algorithm: "gcra", limit: 1_000_000_000, period: "1s" }, "policy")];
+  const endpoint = { url: `http://127.0.0.1:${sinkPort}/v1/traces`, encoding: "protobuf" as const, serviceName: "bench", resource: {} };
+  const sampled = startOtelTracing({ ...endpoint, sampler: { ratio: 1, parentBased: false } });
+  const unsampled = startOtelTracing({ ...endpoint, sampler: { ratio: 0, parentBased: false } });
+  const store = new MemoryStore();
+  const run = async (tracer: SpillwayTracer | undefined): Promise<number> => {
+    const limiter = traceLimiter(store, tracer);
+    const started = process.cpuUsage();
+    for (let i = 0; i < MICRO_DECISIONS; i++) {
+      const key = `k${i & 1023}`;
+      if (!tracer) {
+        await limiter.check(key, policies, CHECK);
+        continue;
+      }
+      const span = tracer.startRequest("spillway.gateway", undefined);
+      await tracer.within(span, () => limiter.check(key, policies, CHECK));
+      span.end();
+    }
+    const used = process.cpuUsage(started);
+    return (used.user + used.system) / MICRO_DECISIONS;
+  };
+  const totals = { bare: 0, traced: 0, unsampled: 0 };
+  for (let turn = 0; turn < TURNS + 1; turn++) {
+    const bare = await run(undefined);
+    const traced = await run(sampled.tracer);
+    const none = await run(unsampled.tracer);
+    // The first turn warms the JIT up: not counted.
+    if (turn === 0) continue;
+    totals.bare += bare / TURNS;
+    totals.traced += traced / TURNS;
+    totals.unsampled += none / TURNS;
+  }
+  await Promise.all([sampled.shutdown(), unsampled.shutdown()]);
+  return totals;
 }
 
 type Call = (request: unknown, callback: (error: grpc.ServiceError | null) => void) => void;

@@ -51,7 +51,8 @@ export function startOtelTracing(settings: TraceSettings): RunningTracing {
       const context = parent?.traceparent ? propagator.extract(ROOT_CONTEXT, parent, CARRIER_GETTER) : ROOT_CONTEXT;
       return tracer.startSpan(name, { kind: SpanKind.SERVER }, context);
     },
-    within: (span, run) => active.run(span as Span, run),
+    // A span the sampler dropped records nothing: no store spans under it, no context to carry.
+    within: (span, run) => ((span as Span).isRecording() ? active.run(span as Span, run) : run()),
     active: () => active.getStore(),
     startChild(name) {
       const parent = active.getStore();
