@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     `In one process, without HTTP or gRPC around it (CPU per decision, ${MICRO_DECISIONS.toLocaleString("en-US")} decisions a turn, ${TURNS} interleaved turns): a memory store's check alone, ${micro.bare.toFixed(2)} µs; inside a request span with its store span, recorded and exported (the SDK's batch processor, OTLP protobuf to the sink), ${micro.traced.toFixed(2)} µs; the same spans not sampled, ${micro.unsampled.toFixed(2)} µs. Tracing on costs about ${(micro.traced - micro.bare).toFixed(1)} µs of CPU per traced decision (two spans); with tracing off no tracer is installed and the request path does not change.`,
   ].join("\n");
   console.log(markdown);
-  if (process.env.BENCH_WRITE !== "0") await writeBenchmarkSection("Traces", markdown);
+  if (process.env.BENCH_WRITE !== "0") await writeBenchmarkSection("Traces (bench:traces)", markdown);
 }
 
 const MICRO_DECISIONS = 20_000;
