@@ -88,6 +88,7 @@ async function main(): Promise<void> {
   ];
   const { RateLimitService } = loadRlsProtos();
   const clients: grpc.Client[] = [];
+  let micro: Awaited<ReturnType<typeof perDecision>>;
   try {
     await waitForHttp(`http://127.0.0.1:${originPort}/api/hello`);
     for (const target of targets) {
@@ -115,6 +116,9 @@ async function main(): Promise<void> {
         target.rls.push({ requests, cpuSeconds: groupCpuSeconds(target.child!.pid!) - before, seconds: TURN_SECONDS });
       }
     }
+    for (const target of targets) if (target.child?.pid) process.kill(-target.child.pid, "SIGTERM");
+    // In this process, while the sink still listens.
+    micro = await perDecision(sinkPort);
   } finally {
     for (const client of clients) client.close();
     for (const target of targets) if (target.child?.pid) process.kill(-target.child.pid, "SIGTERM");
@@ -127,7 +131,6 @@ async function main(): Promise<void> {
     return `${Math.round(total.requests / total.seconds).toLocaleString("en-US")} | ${((total.cpuSeconds / total.requests) * 1e6).toFixed(1)}`;
   };
   const rows = targets.map((target) => `| ${target.label} | ${cell(target.gateway)} | ${cell(target.rls)} |`);
-  const micro = await perDecision(sinkPort);
   const markdown = [
     `Measured ${new Date().toISOString().slice(0, 10)} by \`npm run bench:traces\` (${TURNS} interleaved turns of ${TURN_SECONDS} s per row, ${process.env.BENCH_COMPARE_BIN ? "with" : "without"} a before row; the sink took ${exports} exports). Gateway: \`spillway serve --store memory\`, wrk -t1 -c32 GET /api/hello; RLS: \`--rls-port\`, ${RLS_STREAMS} streams on one channel. CPU µs per request: the server process's user + system time over the requests it answered.`,
     "",
