@@ -17,6 +17,8 @@ import { ClientLeaving, tappedBody } from "./read-on.js";
 import { mountForwardAuth } from "./forward-auth-hono.js";
 import { holdBody } from "./body-hold.js";
 import { noBodyFields } from "./body-fields.js";
+import type { SpillwayTracer } from "../observe/trace.js";
+import { annotateStep } from "./trace.js";
 
 export interface GatewayOptions {
   /** The validated config (policies, legacyHeaders, and the raw gateway fields). */
@@ -50,6 +52,8 @@ export interface GatewayOptions {
    * @default no bound beyond the route's
    */
   readOnCapMs?: number;
+  /** Traces (src/observe/trace.ts): the decision is written on the request span active when it is made (a Worker's). */
+  tracer?: SpillwayTracer;
 }
 
 /**
@@ -68,11 +72,12 @@ export function createGateway(options: GatewayOptions): Hono {
 }
 
 /** The Hono edge over an existing core (the Node gateway serves its slow path with it). */
-export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fieldRepeated" | "fetchOrigin" | "readOnCapMs">): Hono {
+export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions, "clientIpOf" | "fieldRepeated" | "fetchOrigin" | "readOnCapMs" | "tracer">): Hono {
   const { gateway, observer } = core;
   const { clientIpOf, fieldRepeated } = options;
   const readOnMs = (routeMs: number) => Math.min(routeMs, options.readOnCapMs ?? routeMs);
   const fetchOrigin = options.fetchOrigin ?? globalFetchOrigin;
+  const tracer = options.tracer;
 
   async function forward(request: Request, step: GatewayStep & { forward: true }, defer: (p: Promise<unknown>) => void, heldBody: ReadableStream<Uint8Array> | undefined): Promise<Response> {
     const { lease, extra } = step;
@@ -162,6 +167,8 @@ export function createGatewayApp(core: GatewayCore, options: Pick<GatewayOptions
     };
     const step = await core.decide(facts);
     matched.route = step.route;
+    const span = tracer?.active();
+    if (span) annotateStep(span, core, step);
     if (!step.forward) {
       void heldBody?.cancel().catch(() => {});
       return step.response;

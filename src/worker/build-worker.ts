@@ -20,6 +20,8 @@ import { cloudflareClientIp } from "./client-ip.js";
 import { SpillwayEntrypoint } from "./entrypoint.js";
 import type { Env } from "./env.js";
 import { placedNamespace } from "./placement.js";
+import { traceLimiter } from "../observe/traced-limiter.js";
+import { tracedFetch, workerTracer } from "./tracing.js";
 
 /** What `createWorker` (and `createApiWorker`) builds: the Worker's handler and its RPC entrypoint class. */
 export interface SpillwayWorker {
@@ -67,6 +69,8 @@ export function buildWorker(input: unknown, options: CreateWorkerOptions, kit: G
     throw new ValidationError("origin", 'this Worker is built by createApiWorker (spillway/worker/api), which serves the /v1 API only: import createWorker from "spillway/worker" to serve an origin and routes');
   }
   const gateway = kit?.parse(config);
+  // The runtime's tracer (Workers tracing), or none: then nothing is traced and nothing added per request.
+  const tracer = workerTracer();
   // One service and app per LIMITER binding (stable for an isolate's life), or one in all with
   // the store option, built on first use: routing tables are not free, and bindings exist only
   // once a request brings `env`.
@@ -79,7 +83,7 @@ export function buildWorker(input: unknown, options: CreateWorkerOptions, kit: G
       // The LocalCache lives as long as the isolate: policies with `local` are answered here
       // from its deny cache and token batches, in front of the key's Durable Object.
       const raw = storeOf(env, config);
-      const store = notifyingStore(new LocalCache(raw), config);
+      const store = traceLimiter(notifyingStore(new LocalCache(raw), config), tracer);
       const stats = new LiveStats(config.policies.map((policy) => policy.name));
       const observers: SpillwayObserver[] = [stats, logObserver(undefined, { denials: parseLogDenials(env.SPILLWAY_LOG_DENIALS) })];
       if (env.SPILLWAY_ANALYTICS) observers.push(analyticsObserver(env.SPILLWAY_ANALYTICS, parseSampleRate(env.SPILLWAY_ANALYTICS_SAMPLE_RATE)));
@@ -90,7 +94,7 @@ export function buildWorker(input: unknown, options: CreateWorkerOptions, kit: G
       const overrides = new Overrides({ catalog: config.catalog, configured: config.overrides, table, ttlMs: config.overridesTtlMs, shareReads: false });
       const service = new SpillwayService(observeLimiter(store, observer, "api"), config, overrides);
       const dryRun = withDryRunEnv(config, env.SPILLWAY_DRY_RUN).dryRun;
-      const fallback = gateway && kit ? kit.create({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun, readOnCapMs: WORKER_READ_ON_CAP_MS }) : undefined;
+      const fallback = gateway && kit ? kit.create({ config, gateway, limiter: store, clientIpOf: cloudflareClientIp, observer, overrides, dryRun, readOnCapMs: WORKER_READ_ON_CAP_MS, tracer }) : undefined;
       // /v1/top and /v1/stats per isolate. No /metrics (the Worker's is Analytics Engine) nor
       // /dashboard (its chart library would double the Worker's bundle).
       const app = createApp({ service, tokenOf: (env) => (env as Env).SPILLWAY_TOKEN, fallback, observability: { stats }, unobserved: WORKER_UNOBSERVED });
@@ -112,7 +116,11 @@ export function buildWorker(input: unknown, options: CreateWorkerOptions, kit: G
   }
 
   return {
-    fetch: async (request, env, ctx) => builtFor(env).app.fetch(request, env, ctx),
+    fetch: async (request, env, ctx) => {
+      // A request Workers tracing samples runs inside a span of Spillway's; any other as before.
+      if (tracer?.sampled()) return tracedFetch(tracer, request, async () => builtFor(env).app.fetch(request, env, ctx));
+      return builtFor(env).app.fetch(request, env, ctx);
+    },
     Rpc: SpillwayRpc,
     config,
   };

@@ -93,7 +93,19 @@ describe("npm install spillway hono", () => {
   });
 
   it("installs none of the server's optional packages, and every entry point loads without them", async () => {
-    expect(OPTIONAL.sort()).toEqual(["@grpc/grpc-js", "@grpc/proto-loader", "ioredis", "prom-client", "uplot"]);
+    expect(OPTIONAL.sort()).toEqual([
+      "@grpc/grpc-js",
+      "@grpc/proto-loader",
+      "@opentelemetry/api",
+      "@opentelemetry/core",
+      "@opentelemetry/exporter-trace-otlp-http",
+      "@opentelemetry/exporter-trace-otlp-proto",
+      "@opentelemetry/resources",
+      "@opentelemetry/sdk-trace-base",
+      "ioredis",
+      "prom-client",
+      "uplot",
+    ]);
     for (const name of [...OPTIONAL, "protobufjs"]) expect(existsSync(join(light, "node_modules", name)), name).toBe(false);
     writeFileSync(join(light, "entries.mjs"), `${nodeEntries.map((entry) => `await import(${JSON.stringify(entry)});`).join("\n")}\nconsole.log("ok");\n`);
     expect(await node(["entries.mjs"])).toMatchObject({ code: 0, stdout: "ok\n" });
@@ -148,6 +160,12 @@ describe("npm install spillway hono", () => {
     const command = await node([spillwayBin(), "rls"]);
     expect(command.code).toBe(2);
     expect(command.stderr).toBe("spillway: the rls command needs @grpc/grpc-js, @grpc/proto-loader, prom-client and ioredis, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader prom-client ioredis\n");
+    // Traces asked for without their packages: one line naming them all, not a server without traces.
+    const traced = await node([spillwayBin(), "serve", "--store", "memory", "--port", "0", "--no-metrics"], light, { OTEL_TRACES_EXPORTER: "otlp" });
+    expect(traced.code).toBe(2);
+    expect(traced.stderr).toContain(
+      "spillway: tracing (OTEL_TRACES_EXPORTER=otlp) needs @opentelemetry/api, @opentelemetry/core, @opentelemetry/resources, @opentelemetry/sdk-trace-base, @opentelemetry/exporter-trace-otlp-proto and @opentelemetry/exporter-trace-otlp-http, which are not installed: npm install @opentelemetry/api @opentelemetry/core @opentelemetry/resources @opentelemetry/sdk-trace-base @opentelemetry/exporter-trace-otlp-proto @opentelemetry/exporter-trace-otlp-http\n",
+    );
   });
 
   it("rateLimit() refuses an unknown option in plain JavaScript, naming it and Spillway's equivalent", async () => {

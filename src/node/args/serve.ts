@@ -89,7 +89,8 @@ ${RLS_USAGE}
                          port, bound to --host: the config's routes decide, as /v1/forward-auth does
 
 environment: SPILLWAY_TOKEN (bearer token for /v1), REDIS_URL, REDIS_SENTINELS, REDIS_SENTINEL_NAME,
-             REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS, REDIS_TIMEOUT
+             REDIS_PASSWORD, REDIS_SENTINEL_PASSWORD, REDIS_SENTINEL_TLS, REDIS_TIMEOUT;
+             traces: OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER
 signals: SIGHUP reloads --config (and --rls-config); SIGTERM and SIGINT stop gracefully
 docs: node_modules/spillway/docs/serve.md`;
 

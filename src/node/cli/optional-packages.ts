@@ -6,12 +6,26 @@
  * - ioredis: `--redis`, `--redis-cluster` and `spillway/redis` (src/stores/redis/ioredis.ts)
  * - prom-client and uplot: `/metrics`, `/v1/top`, `/v1/stats`, `/dashboard` (on by default)
  * - @grpc/grpc-js and @grpc/proto-loader: `--rls-port` (Envoy's rate limit service)
+ * - @opentelemetry/api, core, resources, sdk-trace-base and the OTLP/HTTP exporters: traces,
+ *   when OTEL_TRACES_EXPORTER=otlp (or `spillway rls`'s TRACING_ENABLED=true) asks (cli/tracing.ts)
  *
  * A missing one is one line naming what to install, never Node's stack.
  */
 
 /** Every optional package, for the one command that installs them all (docs/serve.md). */
-export const SERVER_PACKAGES = ["ioredis", "prom-client", "uplot", "@grpc/grpc-js", "@grpc/proto-loader"] as const;
+export const SERVER_PACKAGES = [
+  "ioredis",
+  "prom-client",
+  "uplot",
+  "@grpc/grpc-js",
+  "@grpc/proto-loader",
+  "@opentelemetry/api",
+  "@opentelemetry/core",
+  "@opentelemetry/resources",
+  "@opentelemetry/sdk-trace-base",
+  "@opentelemetry/exporter-trace-otlp-proto",
+  "@opentelemetry/exporter-trace-otlp-http",
+] as const;
 
 /** A feature's package is not installed: the message says which and how to install it. */
 export class MissingPackageError extends Error {

@@ -15,6 +15,11 @@ import { linkToPrimary } from "../cluster/worker-link.js";
 import { runPrimary } from "../cluster/primary.js";
 import { MissingPackageError, importNeeding, isMissingPackage } from "./optional-packages.js";
 import { counted, readConfig, untilStopSignal } from "./run.js";
+import { otelTraceSettings } from "../tracing/settings.js";
+import { currentTracer } from "../../observe/trace.js";
+import { traceLimiter } from "../../observe/traced-limiter.js";
+import type { RunningTracing } from "../tracing/otel.js";
+import { startTracing, stopTracing } from "./tracing.js";
 
 /** `spillway serve`: exit 0 after a signal's clean shutdown, 2 for bad flags or config, 1 for anything else. */
 export async function serve(argv: string[]): Promise<number> {
@@ -24,6 +29,7 @@ export async function serve(argv: string[]): Promise<number> {
   const startupLines: string[] = [];
   const say = (line: string, warn = false) => (worker ? startupLines.push(line) : warn ? console.warn(line) : console.log(line));
   let limiter: Limiter | undefined;
+  let tracing: RunningTracing | undefined;
   // Listening for signals from the start: one that comes while the store connects, or just as
   // "listening" is printed, still stops the server (gracefully, once it has started).
   const stopSignal = untilStopSignal(worker);
@@ -42,8 +48,10 @@ export async function serve(argv: string[]): Promise<number> {
     const authzModule = args.extAuthzPort !== undefined ? await importAuthz() : undefined;
     const rlsPrepared = args.rls ? await rlsModule!.prepareRls(args.rls) : undefined;
     const metrics = args.metrics ? await metricsModules() : undefined;
+    // Traces (OTEL_TRACES_EXPORTER=otlp): on before anything is built, since edges read the tracer when built.
+    tracing = await startTracing(otelTraceSettings(process.env), TRACING_FOR);
     const notices = serveNotify(await createStore(args.store), config);
-    limiter = notices.limiter;
+    limiter = traceLimiter(notices.limiter, currentTracer());
     const observing = metrics ? metrics.observability.createNodeObservability({ config, limiter }) : undefined;
     // A worker's /metrics is every worker's, summed by the primary.
     const scraper = observing && worker ? { scrape: () => worker.scrape() } : observing?.prometheus;
@@ -83,10 +91,12 @@ export async function serve(argv: string[]): Promise<number> {
     await rls?.close(); // before the HTTP server closes the store under it
     await Promise.all([server.close(), metricsServer?.close()]);
     notices.close();
+    await stopTracing(tracing);
     return 0;
   } catch (error) {
     // Whatever failed, nothing may keep the process alive (a Redis client reconnecting forever).
     await limiter?.close?.().catch(() => {});
+    await stopTracing(tracing);
     console.error(`spillway: ${(error as Error).message}`);
     return error instanceof ValidationError || error instanceof MissingPackageError ? 2 : 1;
   } finally {
@@ -106,6 +116,7 @@ async function servePrimary(argv: string[]): Promise<number> {
     const args = parseServeArgs(argv, process.env);
     const startText = args.configPath ? await readConfig(args.configPath) : undefined;
     if (startText !== undefined) parseGatewayConfig(configOf(startText, args.configPath!));
+    otelTraceSettings(process.env); // a bad OTEL_* value exits 2 once, before any worker starts
     if (args.rls) await (await importRls()).prepareRls(args.rls);
     return await runPrimary({ ...args, workers: args.workers! }, startText);
   } catch (error) {
@@ -120,6 +131,8 @@ async function servePrimary(argv: string[]): Promise<number> {
 function importAuthz() {
   return importNeeding(() => import("../grpc/authz-server.js"), ["@grpc/grpc-js", "@grpc/proto-loader"], "--ext-authz-port (Envoy's ext_authz)");
 }
+/** What asked for traces, for the message when their packages are missing. */
+const TRACING_FOR = "tracing (OTEL_TRACES_EXPORTER=otlp)";
 
 /** The RLS server's modules: gRPC is an optional peer (optional-packages.ts). */
 function importRls() {

@@ -12,6 +12,8 @@ import { type RunningRlsServer, startRlsServer } from "./server.js";
 import type { RlsConfig } from "../../rls/types.js";
 import { type XdsConfigSource, startXdsConfig } from "./xds-client.js";
 import { closeHttpServer } from "../http/close-server.js";
+import { currentTracer } from "../../observe/trace.js";
+import { traceLimiter } from "../../observe/traced-limiter.js";
 
 /** `spillway rls` while it runs. */
 export interface RunningRlsCommand {
@@ -64,7 +66,7 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
     const stats = settings.stats.enabled ? new RlsStats() : undefined;
     const healthy = () => !settings.healthyWithAtLeastOneConfig || config.domains.size > 0;
     const grpc = await startRlsServer({
-      limiter: redis.store,
+      limiter: traceLimiter(redis.store, currentTracer()),
       config,
       port: settings.grpc.port,
       hostname: settings.grpc.host,

@@ -29,7 +29,6 @@ const STATSD = "statsd and DogStatsD are not spoken: Spillway's stats are on Pro
 const PER_SECOND = "only read with REDIS_PERSECOND=true, which is refused";
 const MEMCACHE = "only read with BACKEND_TYPE=memcache, which is refused";
 const POOL = "tuning of the reference's Redis connection pool: Spillway pipelines every call on one connection per node (docs/operations.md)";
-const TRACING = "OpenTelemetry tracing is not exported";
 
 export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   honoured("HOST", "--host of the HTTP side (/healthcheck, /healthz); default 0.0.0.0"),
@@ -142,5 +141,11 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   honoured("QUOTA_MODE", "every descriptor a quota descriptor (global quota_mode)"),
   honoured("RESPONSE_DYNAMIC_METADATA", "dynamic_metadata on every answer, in the reference's shape"),
   refusedUnless("MERGE_DOMAIN_CONFIG", "one domain per file: a domain split over files is not merged", ...FALSE),
-  ...ignored(TRACING, "TRACING_ENABLED", "TRACING_SERVICE_NAME", "TRACING_SERVICE_NAMESPACE", "TRACING_SERVICE_INSTANCE_ID", "TRACING_EXPORTER_PROTOCOL", "TRACING_SAMPLING_RATE"),
+  // Read by src/node/tracing/settings.ts (rlsTraceSettings), before anything starts.
+  honoured("TRACING_ENABLED", "true: spans of every ShouldRateLimit call and its store calls, exported over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (default http://localhost:4318) or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (docs/observability.md, Traces)"),
+  honoured("TRACING_SERVICE_NAME", "the spans' service.name (default RateLimit)"),
+  honoured("TRACING_SERVICE_NAMESPACE", "their service.namespace"),
+  honoured("TRACING_SERVICE_INSTANCE_ID", "their service.instance.id (default a random UUID, as the reference's)"),
+  honoured("TRACING_EXPORTER_PROTOCOL", "http (the default): OTLP/HTTP, in protobuf unless OTEL_EXPORTER_OTLP_PROTOCOL=http/json; grpc stops startup naming it (OTLP over gRPC is not exported: use the collector's port 4318)"),
+  honoured("TRACING_SAMPLING_RATE", "the ratio of new traces sampled, parent-based as the reference's (default 1; 1 or more always, 0 or less never)"),
 ];

@@ -12,6 +12,8 @@ import type { RlsConfig } from "../../rls/types.js";
 import { decodeRlsRequest } from "./decode.js";
 import { encodeRlsAnswer } from "./encode.js";
 import { sha256Hex } from "./digest.js";
+import { currentTracer } from "../../observe/trace.js";
+import { traceRlsCall } from "./rls-trace.js";
 
 /** The shipped .proto files (proto/ at the package root, beside src/ and dist/). */
 export const RLS_PROTO_DIR = fileURLToPath(new URL("../../../proto", import.meta.url));
@@ -108,20 +110,27 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
     nearLimitRatio: options.nearLimitRatio,
   });
   const { RateLimitService, Health } = loadRlsProtos();
+  // Tracing on (src/observe/trace.ts): read once; off, the handler is the untraced one.
+  const tracer = currentTracer();
   // channelz off: Spillway serves no channelz service, and its per-call bookkeeping is CPU on every decision.
   const server = new grpc.Server({ "grpc.max_receive_message_length": 1024 * 1024, "grpc.enable_channelz": 0, ...options.grpcOptions });
   server.addService(withOwnCodec(RateLimitService.service), {
-    ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest | MalformedRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>) => {
-      if (call.request instanceof MalformedRequest) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `request: not a RateLimitRequest (${call.request.problem})` });
-      const unconfigured = options.unconfigured?.();
-      if (unconfigured) return callback({ code: grpc.status.UNAVAILABLE, details: unconfigured });
-      if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
-      service.shouldRateLimit(call.request).then(
-        (answer) => callback(null, answer),
-        (error: unknown) => callback(grpcError(error, log)),
-      );
+    ShouldRateLimit: (call: grpc.ServerUnaryCall<WireRequest | MalformedRequest, RlsAnswer>, answer: grpc.sendUnaryData<RlsAnswer>) => {
+      if (!tracer) return shouldRateLimit(call, answer);
+      traceRlsCall(tracer, call, answer, call.request instanceof MalformedRequest ? undefined : call.request, (traced) => shouldRateLimit(call, traced));
     },
   });
+  /** One ShouldRateLimit call, answered through `callback`. */
+  function shouldRateLimit(call: grpc.ServerUnaryCall<WireRequest | MalformedRequest, RlsAnswer>, callback: grpc.sendUnaryData<RlsAnswer>): void {
+    if (call.request instanceof MalformedRequest) return callback({ code: grpc.status.INVALID_ARGUMENT, details: `request: not a RateLimitRequest (${call.request.problem})` });
+    const unconfigured = options.unconfigured?.();
+    if (unconfigured) return callback({ code: grpc.status.UNAVAILABLE, details: unconfigured });
+    if (deadlinePassed(call.getDeadline())) return callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "the deadline passed before the request was read" });
+    service.shouldRateLimit(call.request).then(
+      (answer) => callback(null, answer),
+      (error: unknown) => callback(grpcError(error, log)),
+    );
+  }
   server.addService(Health.service, {
     Check: (call: grpc.ServerUnaryCall<{ service?: string }, { status: string }>, callback: grpc.sendUnaryData<{ status: string }>) => {
       const name = call.request.service ?? "";

@@ -6,6 +6,8 @@ import { BodyTooLargeError, type Problem, loggedProblem, problemFields } from ".
 import type { SpillwayService } from "../../service/service.js";
 import { rawField } from "./raw-fields.js";
 import { TurnQueue } from "./turn-queue.js";
+import { TRACE_ATTRIBUTES, currentTracer, type SpillwayTracer } from "../../observe/trace.js";
+import { traceRequest } from "./request-trace.js";
 
 const problemAnswer = (problem: Problem, headers: Record<string, string> = {}): ApiAnswer => ({
   status: problem.status,
@@ -56,6 +58,8 @@ export class NodeApiEdge {
   readonly #tokenOf: () => string | undefined;
   /** A turn's requests are answered together at its end, with either store: twice the decisions per CPU second with the memory store, a tenth more with Redis. */
   readonly #turn = new TurnQueue<ApiRequest>((request) => this.#answer(request));
+  /** Set when tracing is on (src/observe/trace.ts): read once here, not per request. */
+  readonly #tracer: SpillwayTracer | undefined = currentTracer();
 
   constructor(service: SpillwayService, tokenOf: () => string | undefined) {
     this.#service = service;
@@ -66,9 +70,18 @@ export class NodeApiEdge {
     this.#turn.push({ req, res, route });
   }
 
-  #answer({ req, res, route }: ApiRequest): void {
+  #answer(request: ApiRequest): void {
     // A client gone before its turn asked for nothing more.
-    if (res.destroyed) return;
+    if (request.res.destroyed) return;
+    const tracer = this.#tracer;
+    if (!tracer) return this.#decide(request);
+    traceRequest(tracer, `spillway.api /v1${request.route}`, request.req, request.res, (span) => {
+      span.setAttribute(TRACE_ATTRIBUTES.httpRoute, `/v1${request.route}`);
+      this.#decide(request);
+    });
+  }
+
+  #decide({ req, res, route }: ApiRequest): void {
     const fail = (error: unknown) => {
       if (error === CLIENT_GONE) return;
       if (res.headersSent) res.destroy();

@@ -12,6 +12,9 @@ import { type OriginAgents, RETRIABLE_METHODS, lostIdleRace, originAgents } from
 import { TurnQueue } from "./turn-queue.js";
 import { Exchange, type Forward, forwardsBody, incomingOf, switchedUnasked } from "./gateway-exchange.js";
 import { GatewayAnswers } from "./gateway-answer.js";
+import { currentTracer, type SpillwayTracer } from "../../observe/trace.js";
+import { traceRequest, withChildContext } from "./request-trace.js";
+import { annotateStep } from "../../gateway/trace.js";
 
 export { switchedUnasked } from "./gateway-exchange.js";
 
@@ -37,6 +40,8 @@ export class NodeGatewayEdge {
   readonly #turn: TurnQueue<Exchange> | undefined;
   /** The answer half: what is written to the client. */
   readonly #answers: GatewayAnswers;
+  /** Set when tracing is on (src/observe/trace.ts): read once here, not per request. */
+  readonly #tracer: SpillwayTracer | undefined = currentTracer();
 
   /** `agents`: the server's pools to the origin, shared across reloads (default: pools of this edge's own). */
   constructor(core: GatewayCore, options: { maxSockets?: number; agents?: OriginAgents } = {}) {
@@ -61,6 +66,15 @@ export class NodeGatewayEdge {
   }
 
   #start(exchange: Exchange): void {
+    const tracer = this.#tracer;
+    if (!tracer) return this.#decide(exchange);
+    traceRequest(tracer, "spillway.gateway", exchange.req, exchange.res, (span) => {
+      exchange.span = span;
+      this.#decide(exchange);
+    });
+  }
+
+  #decide(exchange: Exchange): void {
     try {
       // Request smuggling: a message framed two ways is refused (Node's parser already does so).
       if (exchange.framedTwice()) return this.#answers.answer(exchange, refusal(true, exchange.path), undefined);
@@ -73,6 +87,7 @@ export class NodeGatewayEdge {
   }
 
   #take(exchange: Exchange, step: GatewayStep): void {
+    if (exchange.span) annotateStep(exchange.span, this.#core, step);
     try {
       if (step.forward) this.#forward(exchange, step);
       else {
@@ -121,7 +136,7 @@ export class NodeGatewayEdge {
       protocol: origin.protocol,
       method: req.method,
       path: `${this.#basePath}${step.target.pathname}${step.target.search}`,
-      headers: exchange.forwardedFields(),
+      headers: exchange.span ? withChildContext(this.#tracer!, exchange.span, exchange.forwardedFields()) : exchange.forwardedFields(),
       agent,
     });
     let answered = false;

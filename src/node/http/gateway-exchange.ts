@@ -10,6 +10,7 @@ import { type BodyFields, BodyFieldsReader, type BodyRead, noBodyFields } from "
 import { endToEndFields } from "./message-fields.js";
 import { rawField } from "./raw-fields.js";
 import { NodeRequestFacts } from "./request-facts.js";
+import type { TraceSpan } from "../../observe/trace.js";
 
 /** A step the core forwards to the origin. */
 export type Forward = GatewayStep & { forward: true };
@@ -49,6 +50,8 @@ export class Exchange extends NodeRequestFacts {
   reading: BodyTap | undefined;
   /** The client has gone and the origin's answer is read on (GatewayAnswers.readOn): the lease waits for the origin. */
   readingOn = false;
+  /** This request's span, when tracing is on (request-trace.ts). */
+  span: TraceSpan | undefined = undefined;
 
   /** The body's first chunks, read for its fields (readBody) and held for the origin; undefined: none read. */
   held: Buffer[] | undefined;

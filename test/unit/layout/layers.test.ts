@@ -10,14 +10,14 @@ import { describe, expect, it } from "vitest";
  *   the store decorators: local/, observe/; rls/) ← http ← gateway ← worker/node;
  * client/ reaches only core, config and service. Package entry points (src/*.ts that only
  * re-export) sit on top. Inside node/ the rooms have their own order, lowest first:
- *   args ← http/metrics ← serve/grpc ← cluster ← cli.
+ *   args ← http/metrics/tracing ← serve/grpc ← cluster ← cli.
  */
 const SRC = resolve(new URL("../../../src", import.meta.url).pathname);
 
 const RANK: Record<string, number> = { core: 0, config: 1, overrides: 1, notify: 1, service: 2, stores: 2, local: 2, observe: 2, rls: 2, http: 3, gateway: 4, worker: 5, node: 5, client: 3, entry: 6 };
 const CLIENT_MAY_USE = new Set(["core", "config", "service", "client"]);
 /** The rooms of src/node/, lowest first: a room imports only rooms ranked at or below its own. */
-const NODE_RANK: Record<string, number> = { args: 0, http: 1, metrics: 1, serve: 2, grpc: 2, cluster: 3, cli: 4 };
+const NODE_RANK: Record<string, number> = { args: 0, http: 1, metrics: 1, tracing: 1, serve: 2, grpc: 2, cluster: 3, cli: 4 };
 
 /** The layer of a file under src/, by its folder (or "entry", for the package's faces at the top). */
 export function layerOf(file: string): string {

@@ -43,6 +43,7 @@ describe("the server's optional packages", () => {
   it("the walk finds them where they are imported (the modules the CLI loads with import())", () => {
     expect(staticPackages("node/metrics/observability.ts").get("prom-client")).toBe("node/metrics/prometheus.ts");
     expect(staticPackages("node/grpc/serve.ts").has("@grpc/grpc-js")).toBe(true);
+    expect(staticPackages("node/tracing/otel.ts").has("@opentelemetry/sdk-trace-base")).toBe(true);
   });
 
   it("a missing one is a MissingPackageError that says what to install; any other error passes through", async () => {
