@@ -52,7 +52,13 @@ export const UNMAPPED: StatsdMapper = mapperOf([]);
 
 function parseMapping(entry: unknown, at: string, defaultMatchType: unknown): Mapping {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw new ValidationError(VARIABLE, `${at} must be a mapping with match and name`);
-  const { match, name, labels = {}, action = "map", match_type = defaultMatchType ?? "glob", match_metric_type, help } = entry as Record<string, unknown>;
+  // A field set to "" or null is its default, as in statsd_exporter (configs marshalled from its Go struct carry every field).
+  const field = (key: string) => {
+    const value = (entry as Record<string, unknown>)[key];
+    return value === "" || value === null ? undefined : value;
+  };
+  const [match, name, labels = {}, action = "map", match_metric_type, help] = ["match", "name", "labels", "action", "match_metric_type", "help"].map(field);
+  const match_type = field("match_type") ?? (defaultMatchType || "glob");
   if (typeof match !== "string" || match === "") throw new ValidationError(VARIABLE, `${at}.match is required: a glob such as ratelimit.service.rate_limit.*.*.total_hits, or a regex with match_type: regex`);
   if (action !== "map" && action !== "drop") throw new ValidationError(VARIABLE, `${at}.action must be map or drop, got ${JSON.stringify(action)}`);
   if (match_type !== "glob" && match_type !== "regex") throw new ValidationError(VARIABLE, `${at}.match_type must be glob or regex, got ${JSON.stringify(match_type)}`);

@@ -139,6 +139,15 @@ describe("spillway rls: PROMETHEUS_MAPPER_YAML maps the reference's statsd names
     expect(lines.every((line) => !line.includes("{"))).toBe(true);
   });
 
+  it("takes a field set to \"\" or null as its default, as statsd_exporter does (configs marshalled from its Go struct)", () => {
+    const mapper = parseStatsdMapper(
+      'mappings:\n  - match: "ratelimit.service.rate_limit.*.*.total_hits"\n    name: hits\n    match_type: ""\n    action: ""\n    match_metric_type: ""\n    help: null\n    labels: { domain: "$1" }\n',
+      "marshalled.yaml",
+    );
+    expect(mapper.map("ratelimit.service.rate_limit.gw.user.total_hits")).toEqual({ name: "hits", labels: { domain: "gw" } });
+    expect(mapper.map("ratelimit.service.rate_limit.gw.user.a.total_hits")).toEqual({ name: "ratelimit_service_rate_limit_gw_user_a_total_hits", labels: {} });
+  });
+
   it.each([
     ["mappings: [", /^PROMETHEUS_MAPPER_YAML: bad\.yaml is not valid YAML: /],
     ["mappings: { match: a }", /^PROMETHEUS_MAPPER_YAML: bad\.yaml: mappings must be a list$/],
