@@ -36,6 +36,8 @@ const MAX_INDEXED_KEYS = 16_384;
  */
 export class RlsStats {
   readonly counts = new Map<string, { domain: string; key: string; counts: RuleCounts }>();
+  /** Told of each new series once, when it is first counted (metrics.ts names it for PROMETHEUS_MAPPER_YAML then, not per scrape). */
+  onSeries?: (entry: { domain: string; key: string; counts: RuleCounts }) => void;
   /** The same entries by domain, then metric key: found without building a text per descriptor. */
   private readonly byDomain = new Map<string, Map<string, { domain: string; key: string; counts: RuleCounts }>>();
   private detailedSeries = 0;
@@ -79,6 +81,7 @@ export class RlsStats {
     }
     entry = { domain: outcome.domain, key, counts: { total_hits: 0, over_limit: 0, near_limit: 0, within_limit: 0, shadow_mode: 0 } };
     this.counts.set(id, entry);
+    this.onSeries?.(entry);
     return entry;
   }
 }

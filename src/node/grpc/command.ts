@@ -5,6 +5,7 @@ import { ValidationError } from "../../core/validation.js";
 import { RlsStats } from "../../rls/stats.js";
 import { type RlsEnvSettings, parseRlsEnv } from "./env.js";
 import { createRlsLogger } from "./log.js";
+import { loadStatsdMapper } from "./mapper.js";
 import { registerRlsMetrics } from "./metrics.js";
 import { createRlsRedis } from "./redis.js";
 import { loadRuntimeConfig, runtimeConfigDir, watchRuntime } from "./runtime.js";
@@ -41,6 +42,8 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
   const log = createRlsLogger(settings.log.level, settings.log.format, options.write);
   if (ignored.length > 0) log.warn(`not applicable to spillway rls, ignored: ${ignored.join(", ")} (docs/envoy.md says why)`);
   const grpcTls = settings.grpc.tls ? await readGrpcTls(settings.grpc.tls) : undefined;
+  const mapperPath = settings.stats.enabled ? settings.stats.prometheus?.mapperYamlPath : undefined;
+  const mapper = mapperPath ? await loadStatsdMapper(mapperPath, (line) => log.warn(line)) : undefined;
   let grpcServer: RunningRlsServer | undefined;
   let config: RlsConfig;
   let xds: XdsConfigSource | undefined;
@@ -101,7 +104,7 @@ export async function startRlsCommand(env: Record<string, string | undefined>, o
     let prometheusUrl: string | undefined;
     if (settings.stats.prometheus && stats) {
       const registry = new Registry();
-      registerRlsMetrics(registry, stats);
+      registerRlsMetrics(registry, stats, mapper);
       const { path } = settings.stats.prometheus;
       const metrics = await listen(
         createServer((request, response) => {

@@ -71,7 +71,7 @@ export const RLS_ENV_ROWS: readonly RlsEnvRow[] = [
   honoured("USE_PROMETHEUS", "serve the stats on PROMETHEUS_ADDR (--metrics-port)"),
   honoured("PROMETHEUS_ADDR", "host:port of the metrics listener (default :9090)"),
   honoured("PROMETHEUS_PATH", "its path (default /metrics)"),
-  { name: "PROMETHEUS_MAPPER_YAML", kind: "refused", why: "a custom statsd-to-Prometheus mapping is not supported: the names are the default mapping's", refuses: (value) => value !== "" },
+  honoured("PROMETHEUS_MAPPER_YAML", "a statsd_exporter mapping file (glob or regex match, name, labels with $1 captures, action: drop) applied to the reference's stat names (ratelimit.service.rate_limit.<domain>.<key>.<stat>); a missing file: no mapping, as in the reference (names escaped, no labels); a malformed one stops startup"),
   ...ignored("no response-time histogram is exported", "PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS"),
   honoured("RUNTIME_ROOT", "the runtime root (default /srv/runtime_data/current); the files are RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY/**"),
   honoured("RUNTIME_SUBDIRECTORY", "the subdirectory of the root"),

@@ -10,7 +10,7 @@ export interface RlsEnvSettings {
   log: { level: LogLevel; format: "text" | "json" };
   runtime: { root: string; subdirectory: string; appDirectory: string; ignoreDotFiles: boolean; watchRoot: boolean };
   redis: RlsRedisSettings;
-  stats: { enabled: boolean; nearLimitRatio: number; prometheus?: { host: string; port: number; path: string } };
+  stats: { enabled: boolean; nearLimitRatio: number; prometheus?: { host: string; port: number; path: string; mapperYamlPath?: string } };
   responseHeaders?: { limit: string; remaining: string; reset: string };
   healthyWithAtLeastOneConfig: boolean;
   shadowMode: boolean;
@@ -79,7 +79,11 @@ export function parseRlsEnv(env: Record<string, string | undefined>): { settings
   }
 
   const stats: RlsEnvSettings["stats"] = { enabled: !flag("DISABLE_STATS", false), nearLimitRatio: parseRatio(env.NEAR_LIMIT_RATIO) };
-  if (flag("USE_PROMETHEUS", false)) stats.prometheus = { ...parseAddress("PROMETHEUS_ADDR", text("PROMETHEUS_ADDR", ":9090")), path: parsePath(text("PROMETHEUS_PATH", "/metrics")) };
+  if (flag("USE_PROMETHEUS", false)) {
+    stats.prometheus = { ...parseAddress("PROMETHEUS_ADDR", text("PROMETHEUS_ADDR", ":9090")), path: parsePath(text("PROMETHEUS_PATH", "/metrics")) };
+    // Read at startup (command.ts, mapper.ts): a statsd_exporter mapping of the reference's stat names.
+    if (env.PROMETHEUS_MAPPER_YAML) stats.prometheus.mapperYamlPath = env.PROMETHEUS_MAPPER_YAML;
+  }
 
   const settings: RlsEnvSettings = {
     grpc,

@@ -35,7 +35,6 @@ describe("spillway rls: the reference's variables", () => {
     ["REDIS_PERSECOND", "true"],
     ["REDIS_POOL_ON_EMPTY_BEHAVIOR", "ERROR"],
     ["GRPC_CLIENT_TLS_SAN", "client.example"],
-    ["PROMETHEUS_MAPPER_YAML", "/etc/mapper.yaml"],
   ])("refuses %s=%s at startup, naming it", (name, value) => {
     expect(failure({ [name]: value })).toMatch(new RegExp(`^${name}: "${value.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}" is not supported by spillway rls: `));
   });
