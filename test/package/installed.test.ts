@@ -132,13 +132,14 @@ describe("npm install spillway hono", () => {
   });
 
   // The maps carry no sources (they were 60 % of dist/): a stack under --enable-source-maps still
-  // names the TypeScript file and line of Spillway's frames.
-  it("ships source maps without their sources: dist/ stays under 2.5 MB and a stack names Spillway's TypeScript lines", async () => {
+  // names the TypeScript file and line of Spillway's frames. dist/ was 2.76 MiB on 2026-12-07 (the
+  // xDS client, ext_authz, traces, provider presets); with sources in its maps it would be twice that.
+  it("ships source maps without their sources: dist/ stays under 3.25 MB and a stack names Spillway's TypeScript lines", async () => {
     const dist = join(light, "node_modules", "spillway", "dist");
     const files = readdirSync(dist, { recursive: true, encoding: "utf8" }).filter((file) => /\.(js|map|ts)$/.test(file));
     const bytes = (suffix: string) => files.filter((file) => file.endsWith(suffix)).reduce((sum, file) => sum + readFileSync(join(dist, file)).length, 0);
     expect(bytes(".js.map")).toBeGreaterThan(0);
-    expect(bytes(".js") + bytes(".js.map") + bytes(".d.ts")).toBeLessThan(2.5 * 1024 * 1024);
+    expect(bytes(".js") + bytes(".js.map") + bytes(".d.ts")).toBeLessThan(3.25 * 1024 * 1024);
     const map = JSON.parse(readFileSync(join(dist, "core", "policy.js.map"), "utf8")) as { sources: string[]; sourcesContent?: unknown };
     expect(map.sourcesContent).toBeUndefined();
     expect(map.sources).toEqual(["../../src/core/policy.ts"]);

@@ -26,6 +26,9 @@ const NOT_YET: Record<string, string> = {
   "scripts/bench/storage-probe.ts": "wraps LimiterObject's storage to count rows written",
   "scripts/bench/cost-scenarios.bench-run.ts": "reads the storage probe's counts (its types)",
   "scripts/bench/cost-worker.ts": "binds the storage probe as the metered limiter object",
+  // bench:traces also times two spans per decision inside one process (beside the servers' CPU per
+  // request): the tracer port and the traced limiter are internal, as they should stay.
+  "scripts/bench/traces.ts": "times the traced limiter in process (src/observe/traced-limiter.ts, src/node/tracing/otel.ts)",
 };
 
 function tsFiles(dir: string): string[] {
