@@ -10,6 +10,8 @@ import { configDefaults, defineConfig } from "vitest/config";
 // `--workers` processes that must all be up in time. They run one at a time after every other
 // project (the redis-timed project): a file beside them makes a 2-core machine miss such
 // deadlines (each of these failed so, two files at a time on a machine loaded by other work).
+// With them, the files that start several `spillway` processes at once (describe.concurrent):
+// they keep both cores busy alone, and beside another file missed their 30 s.
 // Every other Redis file runs in the redis project, two at a time beside the unit files: their
 // time is mostly spent waiting on processes they start. A new Redis test that times anything
 // belongs in this list.
@@ -18,6 +20,7 @@ const REDIS_TIMED = [
   "burst",
   "burst-store",
   "calendar-credits",
+  "cli-startup-mistakes",
   "client-semaphore",
   "client-throttle",
   "cluster",
@@ -40,6 +43,7 @@ const REDIS_TIMED = [
   "rls",
   "rls-env-store",
   "scripts",
+  "sentinel-startup",
   "shared-client",
   "workers",
   "workers-readiness",
