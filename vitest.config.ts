@@ -1,9 +1,65 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { availableParallelism } from "node:os";
-import { defineConfig } from "vitest/config";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { configDefaults, defineConfig } from "vitest/config";
 
-// Four projects, one `npm test`: pure code in Node, Worker code inside workerd, Redis code
-// against real redis-server processes, and the packed tarball installed as users install it.
+// The Redis files whose assertions are about time: store deadlines of 50 to 1000 ms met or
+// missed on purpose (or a default 50 ms one that must be met), a Redis paused (CLIENT PAUSE,
+// SIGSTOP) or killed, failovers timed against a few seconds, bursts that must not be shed,
+// keys that must expire at their moment, rates per second, sleeps that time windows and leases,
+// `--workers` processes that must all be up in time. They run one at a time after every other
+// project (the redis-timed project): a file beside them makes a 2-core machine miss such
+// deadlines (each of these failed so, two files at a time on a machine loaded by other work).
+// With them, the files that start several `spillway` processes at once (describe.concurrent):
+// they keep both cores busy alone, and beside another file missed their 30 s.
+// Every other Redis file runs in the redis project, two at a time beside the unit files: their
+// time is mostly spent waiting on processes they start. A new Redis test that times anything
+// belongs in this list.
+const REDIS_TIMED = [
+  "block-expiry",
+  "burst",
+  "burst-store",
+  "calendar-credits",
+  "cli-startup-mistakes",
+  "client-semaphore",
+  "client-throttle",
+  "cluster",
+  "credits-deadline",
+  "data-loss",
+  "data-loss-cluster",
+  "differential",
+  "expiry",
+  "failover-cluster",
+  "failover-sentinel",
+  "faults",
+  "first-request",
+  "health",
+  "leases",
+  "local-cache-processes",
+  "notify",
+  "overrides-log",
+  "redis-timeout-cli",
+  "replication-guard",
+  "rls",
+  "rls-env-store",
+  "scripts",
+  "sentinel-startup",
+  "shared-client",
+  "workers",
+  "workers-readiness",
+  "workers-replaced",
+].map((name) => `test/redis/${name}.test.ts`);
+const REDIS_FILES = ["test/redis/**/*.test.ts", "test/conformance/redis*.test.ts"];
+
+// Node's compile cache for every process the tests start (they inherit it): the `spillway`
+// processes that the CLI, serve and Redis tests spawn by the hundred each compiled the same
+// few hundred source files again, about a second of CPU apiece on a loaded 2-core machine; from
+// the cache, about a third less. Only code is cached (keyed by Node version and file contents).
+process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "spillway-test-compile-cache");
+
+// Five projects, one `npm test`: pure code in Node, Worker code inside workerd, Redis code
+// against real redis-server processes (two projects: the timed files apart), and the packed
+// tarball installed as users install it.
 export default defineConfig({
   test: {
     projects: [
@@ -39,12 +95,27 @@ export default defineConfig({
       {
         test: {
           name: "redis",
-          include: ["test/redis/**/*.test.ts", "test/conformance/redis*.test.ts"],
+          include: REDIS_FILES,
+          exclude: [...configDefaults.exclude, ...REDIS_TIMED],
           environment: "node",
-          // Redis suites start their own redis-server processes; run files one at a time, and after
-          // every other project (vitest puts a project without file parallelism in a group of its
-          // own, last): many of their stores keep the default 50 ms timeout and the fault tests'
-          // deadlines are as short, which a file running beside them makes a 2-core machine miss.
+          // Each file starts its own redis-server processes on free ports. Two files at a time, in
+          // the unit project's group (the same maxWorkers, so one pool for both): most of a Redis
+          // file's time is spent waiting (servers and child processes starting, Redis answering),
+          // and one file at a time left a core idle. Their stores' timeouts (often the default
+          // 50 ms) are met beside another file: they were, one file at a time on a machine at a
+          // load average of 18.
+          maxWorkers: 2,
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: "redis-timed",
+          include: REDIS_TIMED,
+          environment: "node",
+          // REDIS_TIMED above: one file at a time, after every other project (vitest puts a
+          // project without file parallelism in a group of its own, last).
           fileParallelism: false,
           testTimeout: 30_000,
           hookTimeout: 60_000,

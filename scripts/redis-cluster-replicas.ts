@@ -1,12 +1,9 @@
 // A Redis Cluster whose first master has a replica, for the Cluster failover test: the
 // replica takes over the master's slots when the master dies (cluster-node-timeout 1000).
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { type RedisClusterServers, type RedisServer, startRedis, startRedisCluster } from "./redis-server.js";
 import { hashSlot } from "../src/stores/redis/nodes.js";
 import { redisCli, untilStreaming } from "./redis-sentinel.js";
 
-const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export interface ReplicatedCluster extends RedisClusterServers {
@@ -27,7 +24,13 @@ export async function startClusterWithReplica(nodeTimeoutMs = 1000): Promise<Rep
     // wait for more replicas (the replica's flag alone left every start 5 s longer).
     await redisCli(master.port, "config", "set", "repl-diskless-sync-delay", "0");
     const masterId = await redisCli(master.port, "cluster", "myid");
-    await run("redis-cli", ["--cluster", "add-node", `127.0.0.1:${replica.port}`, `127.0.0.1:${master.port}`, "--cluster-slave", "--cluster-master-id", masterId]);
+    // What `redis-cli --cluster add-node … --cluster-slave` does, without its one-second polls:
+    // the replica meets the cluster, then replicates the master once it has heard of it.
+    await redisCli(replica.port, "cluster", "meet", "127.0.0.1", String(master.port));
+    for (let attempt = 0; (await redisCli(replica.port, "cluster", "replicate", masterId)) !== "OK"; attempt++) {
+      if (attempt > 300) throw new Error(`the replica on port ${replica.port} never heard of master ${masterId}`);
+      await sleep(20);
+    }
     for (let attempt = 0; ; attempt++) {
       const synced = (await redisCli(replica.port, "info", "replication")).includes("master_link_status:up");
       const views = await Promise.all(servers.nodes.map((node) => redisCli(node.port, "cluster", "nodes")));

@@ -7,20 +7,33 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { freePort } from "./free-port.js";
+import { redisCommand } from "./redis-command.js";
 import { type RedisServer, startRedis } from "./redis-server.js";
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export async function redisCli(port: number, ...args: string[]): Promise<string> {
-  const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
-  return stdout.trim();
+/**
+ * One command to the server on `port`, answered as `redis-cli` prints it (scripts/redis-command.ts:
+ * no redis-cli process). Leading `--no-auth-warning -a PASSWORD` (sentinelAuth) authenticate first.
+ */
+export function redisCli(port: number, ...args: string[]): Promise<string> {
+  return redisCommand(port, withoutAuth(args), { password: passwordOf(args) });
+}
+
+function passwordOf(args: string[]): string | undefined {
+  const at = args.indexOf("-a");
+  return at >= 0 && at < 2 ? args[at + 1] : undefined;
+}
+
+function withoutAuth(args: string[]): string[] {
+  return passwordOf(args) === undefined ? args : args.slice(args.indexOf("-a") + 2);
 }
 
 /** A replication offset from INFO replication: a master's `master_repl_offset`, a replica's `slave_repl_offset`. */
 async function replicationOffset(port: number, field: "master_repl_offset" | "slave_repl_offset", password: string | undefined, timeoutMs: number): Promise<number> {
   // A bound on the call too: a stopped server (SIGSTOP) accepts the connection and never answers.
-  const { stdout: info } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...sentinelAuth(password), "info", "replication"], { timeout: Math.max(1, Math.ceil(timeoutMs)) });
+  const info = await redisCommand(port, ["info", "replication"], { password, timeoutMs: Math.max(1, Math.ceil(timeoutMs)) });
   const offset = new RegExp(`^${field}:(\\d+)`, "m").exec(info)?.[1];
   if (offset === undefined) throw new Error(`redis on port ${port} reports no ${field}:\n${info}`);
   return Number(offset);
@@ -89,14 +102,15 @@ export interface SentinelGroupOptions {
 }
 
 /** The binary: Debian's `redis-sentinel` (package redis-sentinel), else `redis-server --sentinel`. */
-async function sentinelCommand(): Promise<[string, string[]]> {
-  try {
-    await run("redis-sentinel", ["--version"]);
-    return ["redis-sentinel", []];
-  } catch {
-    return ["redis-server", ["--sentinel"]];
-  }
+function sentinelCommand(): Promise<[string, string[]]> {
+  // Looked up once per process, not once per sentinel.
+  sentinelBinary ??= run("redis-sentinel", ["--version"]).then(
+    (): [string, string[]] => ["redis-sentinel", []],
+    (): [string, string[]] => ["redis-server", ["--sentinel"]],
+  );
+  return sentinelBinary;
 }
+let sentinelBinary: Promise<[string, string[]]> | undefined;
 
 async function startSentinel(dir: string, index: number, lines: string[], password: string | undefined): Promise<SentinelProcess> {
   const port = await freePort();

@@ -2,15 +2,13 @@
 // test/package) and the benchmarks (scripts/bench): throwaway servers on free loopback ports,
 // no persistence, each a child of this process and so stopped by its pid, never by name.
 import { Cluster, Redis } from "ioredis";
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { REDIS_CLIENT_OPTIONS } from "../src/redis.js";
 import { freePort } from "./free-port.js";
-
-const run = promisify(execFile);
+import { redisCommand } from "./redis-command.js";
 
 export interface RedisServer {
   port: number;
@@ -25,9 +23,8 @@ export interface RedisServer {
   stop(): Promise<void>;
 }
 
-async function cli(port: number, ...args: string[]): Promise<string> {
-  const { stdout } = await run("redis-cli", ["-h", "127.0.0.1", "-p", String(port), ...args]);
-  return stdout.trim();
+function cli(port: number, ...args: string[]): Promise<string> {
+  return redisCommand(port, args);
 }
 
 async function waitForPing(port: number, child: ChildProcess): Promise<void> {
@@ -106,6 +103,33 @@ export async function startRedis(extraArgs: string[] = [], port?: number): Promi
   return server;
 }
 
+/**
+ * What `redis-cli --cluster create … --cluster-replicas 0` does (the same slot ranges, a config
+ * epoch of its own for each master, every node met), without its one-second polls and a
+ * redis-cli process: the caller waits for cluster_state:ok on every node.
+ */
+async function joinCluster(ports: number[]): Promise<void> {
+  const perNode = 16384 / ports.length;
+  let first = 0;
+  const ranges = ports.map((_, i) => {
+    const last = i === ports.length - 1 ? 16383 : Math.max(first, Math.round(i * perNode + perNode - 1));
+    const range = [first, last];
+    first = last + 1;
+    return range;
+  });
+  await Promise.all(
+    ports.map(async (port, i) => {
+      for (const reply of [await cli(port, "cluster", "addslotsrange", String(ranges[i]![0]), String(ranges[i]![1])), await cli(port, "cluster", "set-config-epoch", String(i + 1))]) {
+        if (reply !== "OK") throw new Error(`redis-server on port ${port} refused to join a cluster: ${reply}`);
+      }
+    }),
+  );
+  for (const port of ports.slice(1)) {
+    const reply = await cli(ports[0]!, "cluster", "meet", "127.0.0.1", String(port));
+    if (reply !== "OK") throw new Error(`redis-server on port ${ports[0]} could not meet port ${port}: ${reply}`);
+  }
+}
+
 export interface RedisClusterServers {
   nodes: RedisServer[];
   /** Startup nodes for ioredis: [{ host, port }]. */
@@ -127,10 +151,10 @@ export async function startRedisCluster(masters = 3, nodeTimeoutMs = 2000): Prom
     for (const result of starting) if (result.status === "fulfilled") nodes.push(result.value);
     const failed = starting.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
-    await run("redis-cli", ["--cluster", "create", ...nodes.map((node) => `127.0.0.1:${node.port}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    await joinCluster(nodes.map((node) => node.port));
     for (let attempt = 0; ; attempt++) {
       const states = await Promise.all(nodes.map((node) => cli(node.port, "cluster", "info")));
-      if (states.every((info) => info.includes("cluster_state:ok"))) break;
+      if (states.every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${masters}`))) break;
       if (attempt > 200) throw new Error("cluster did not reach cluster_state:ok");
       await new Promise((resolve) => setTimeout(resolve, 50));
     }

@@ -58,7 +58,7 @@ async function contenders(url: string): Promise<Contender[]> {
     // A reservation that may wait 0 ms decides exactly as a plain check does (no limit here is
     // ever reached), but stack.lua takes no reservations: check.lua decides it, in full in Lua,
     // as every stack was decided before stack.lua.
-    { label: "the same two, decided in full in Lua (check.lua, as before)", decide: (key) => longWay.check(key, STACK, RESERVE_NO_WAIT), close: () => longWay.close() },
+    { label: "the same two, decided in full in Lua (check.lua, the store's path for stacks stack.lua does not take)", decide: (key) => longWay.check(key, STACK, RESERVE_NO_WAIT), close: () => longWay.close() },
     { label: "Spillway, one fixed window (single.lua)", decide: (key) => single.check(key, [perSecond], REJECT), close: () => single.close() },
     { label: "Spillway, one calendar month in Europe/Paris (single.lua, the long way)", decide: (key) => calendar.check(key, [monthly], REJECT), close: () => calendar.close() },
     { label: "Spillway, one credits balance with a monthly refill (single.lua, the long way)", decide: (key) => credits.check(key, [prepaid], REJECT), close: () => credits.close() },
