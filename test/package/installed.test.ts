@@ -162,7 +162,8 @@ describe("npm install spillway hono", () => {
     expect(command.code).toBe(2);
     expect(command.stderr).toBe("spillway: the rls command needs @grpc/grpc-js, @grpc/proto-loader, prom-client and ioredis, which are not installed: npm install @grpc/grpc-js @grpc/proto-loader prom-client ioredis\n");
     // Traces asked for without their packages: one line naming them all, not a server without traces.
-    const traced = await node([spillwayBin(), "serve", "--store", "memory", "--port", "0", "--no-metrics"], light, { OTEL_TRACES_EXPORTER: "otlp" });
+    writeFileSync(join(light, "traced.json"), JSON.stringify({ policies: [{ name: "per-minute", limit: 60, period: "1m" }] }));
+    const traced = await node([spillwayBin(), "serve", "--config", "traced.json", "--store", "memory", "--port", "0", "--no-metrics"], light, { OTEL_TRACES_EXPORTER: "otlp" });
     expect(traced.code).toBe(2);
     expect(traced.stderr).toContain(
       "spillway: tracing (OTEL_TRACES_EXPORTER=otlp) needs @opentelemetry/api, @opentelemetry/core, @opentelemetry/resources, @opentelemetry/sdk-trace-base, @opentelemetry/exporter-trace-otlp-proto and @opentelemetry/exporter-trace-otlp-http, which are not installed: npm install @opentelemetry/api @opentelemetry/core @opentelemetry/resources @opentelemetry/sdk-trace-base @opentelemetry/exporter-trace-otlp-proto @opentelemetry/exporter-trace-otlp-http\n",
