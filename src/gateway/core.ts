@@ -16,12 +16,13 @@ import { listsKey } from "./access.js";
 import { pauseKey, pausePolicy, pausedDecision, pausedForMs, retryAfterMsOf } from "./feedback.js";
 import { type IpAddress, anyRangeContains, resolveClientIp } from "./ip.js";
 import { type CfProperties, type HeaderLookup, REPEATED, type RequestFacts, type RequestKey, describeKeySource, keyOf, missingPart } from "./keys.js";
-import { matchesRequest, normalHost } from "./match.js";
+import { KeyFacts, hostOf } from "./key-facts.js";
+import { matchesRequest } from "./match.js";
 import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, carriesDebits, requestCostOf } from "./answer-count.js";
 import { measuredRequest, reservationsFor } from "./measured-limit.js";
-import { type PathPattern, findRoute, keyPathOf } from "./routes.js";
+import { findRoute } from "./routes.js";
 import { type BodyFields, type BodyRead, noBodyFields } from "./body-fields.js";
 import { type EstimateSource, bodyEstimate } from "./estimate.js";
 import { pickPolicies } from "./policies-by.js";
@@ -55,45 +56,6 @@ export interface GatewayFacts {
    * forward-auth check): such a request's body has no fields.
    */
   readBody?(read: BodyRead): Promise<BodyFields>;
-}
-
-/** The request's Host as match.host and `host` keys read it: the field, else the URL's. */
-const hostOf = (facts: GatewayFacts) => normalHost(facts.headers.get("host") ?? facts.url().host);
-
-/**
- * A key's view of the request, with the URL built only when a `query:` key reads it. A class,
- * not an object literal with a getter: V8 gives each such literal a fresh hidden class, which
- * lives in old space, and that kept every limited request's objects past the young-generation
- * collections (scavenges of 6 ms instead of under 1 ms: the gateway's p99).
- */
-class KeyFacts implements RequestFacts {
-  readonly clientIp: IpAddress | undefined;
-  readonly headers: HeaderLookup;
-  readonly #facts: GatewayFacts;
-  readonly #pattern: PathPattern;
-  readonly method: string;
-  readonly body: BodyFields | undefined;
-  constructor(clientIp: IpAddress | undefined, facts: GatewayFacts, pattern: PathPattern, body: BodyFields | undefined) {
-    this.clientIp = clientIp;
-    this.headers = facts.headers;
-    this.method = facts.method;
-    this.#facts = facts;
-    this.#pattern = pattern;
-    this.body = body;
-  }
-  get host(): string | undefined {
-    return hostOf(this.#facts);
-  }
-  get cf(): CfProperties | undefined {
-    return this.#facts.cf?.();
-  }
-  get url(): URL {
-    return this.#facts.url();
-  }
-  /** Joined only for a `path` key. */
-  get path(): string {
-    return keyPathOf(this.#pattern, this.#facts.path);
-  }
 }
 
 /**

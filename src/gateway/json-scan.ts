@@ -9,49 +9,12 @@
  * take the last). Whatever cannot be the start of a JSON document stops it as "not JSON".
  */
 
+import { At, BACKSLASH, type Frame, QUOTE, concat, endsBare, isSpace } from "./json-scan-states.js";
+
 /** The most bytes of the value at the path that are kept (an SSE event's cap, usage.ts). */
 export const MAX_VALUE_BYTES = 1024 * 1024;
 /** Keys longer than this (as written) cannot be a path segment (a path is at most 256 characters). */
 const MAX_KEY_BYTES = 2048;
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const isSpace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
-/** Bytes that end a number or a literal (true, false, null). */
-const endsBare = (byte: number) => isSpace(byte) || byte === 0x2c || byte === 0x5d || byte === 0x7d;
-
-/** Where in the document the scan is. */
-const At = {
-  /** A value comes next (the document's, a member's, an array item's). */
-  Value: 0,
-  /** After `{`: a key or `}`. */
-  KeyOrEnd: 1,
-  /** After `,` in an object: a key. */
-  Key: 2,
-  /** In a key's string. */
-  InKey: 3,
-  /** After a key: `:`. */
-  Colon: 4,
-  /** After a value: `,`, or the container's end. */
-  After: 5,
-  /** In a string value, or a number or literal. */
-  InString: 6,
-  InBare: 7,
-  /** Skipping a container that is off the path (or capturing the one at its end). */
-  Nested: 8,
-  /** Found, or not JSON: nothing more is read. */
-  Done: 9,
-} as const;
-type At = (typeof At)[keyof typeof At];
-
-/** A container on the path: its members are compared with the path segment at its depth. */
-interface Frame {
-  array: boolean;
-  /** The current item's index (arrays). */
-  index: number;
-  /** A member matching this frame's segment came already (`repeats` only). */
-  seen: boolean;
-}
 
 /** `repeated`: the path came twice (`repeats` only): a reader may take either, so neither is taken. */
 export type ScanResult = { found: true; value: unknown } | { found: false; reason?: string; repeated?: true };
@@ -342,15 +305,4 @@ export class JsonPathScan {
     this.#capturing = false;
     this.#result = { found: false, reason: "the answer is not JSON" };
   }
-}
-
-function concat(pieces: readonly Uint8Array[], length: number): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!;
-  const whole = new Uint8Array(length);
-  let at = 0;
-  for (const piece of pieces) {
-    whole.set(piece, at);
-    at += piece.length;
-  }
-  return whole;
 }
