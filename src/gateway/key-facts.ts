@@ -1,10 +1,19 @@
 // A request's facts as the route's key sources read them (keys.ts RequestFacts), for the gateway core.
+import type { CanonicalPath } from "../http/path.js";
 import type { BodyFields } from "./body-fields.js";
-import type { GatewayFacts } from "./core.js";
 import type { IpAddress } from "./ip.js";
 import type { CfProperties, HeaderLookup, RequestFacts } from "./keys.js";
 import { normalHost } from "./match.js";
 import { type PathPattern, keyPathOf } from "./routes.js";
+
+/** What KeyFacts reads of core.ts's GatewayFacts (a type of its own: core.ts imports this file). */
+export interface GatewayFacts {
+  method: string;
+  path: CanonicalPath;
+  headers: HeaderLookup;
+  url(): URL;
+  cf?(): CfProperties | undefined;
+}
 
 /** The request's Host as match.host and `host` keys read it: the field, else the URL's. */
 export const hostOf = (facts: GatewayFacts) => normalHost(facts.headers.get("host") ?? facts.url().host);
