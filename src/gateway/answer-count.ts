@@ -3,7 +3,7 @@ import type { Settle } from "../http/count-limit.js";
 import type { HeaderLookup } from "./keys.js";
 import type { CostSource, ReadLimits, RouteCounting } from "./counting.js";
 import type { BodyBytes, BodyTap, TapDecoding } from "./body-tap.js";
-import { TAP_DECODINGS } from "./body-tap.js";
+import { BoundedTap, TAP_DECODINGS } from "./body-tap.js";
 import { type UsageReader, usageReader } from "./usage.js";
 import { type Charges, chargesOf } from "./measures.js";
 import { PresetTap } from "./preset-tap.js";
@@ -160,62 +160,27 @@ interface TapContext {
   debit: (cost: number) => void;
 }
 
-/**
- * Feeds a body to its usage reader and debits once, when it ends. It counts what the edge
- * reads on its own account (bytes decoded for it, bytes read after the client left) and is
- * `done` past `limits.bytes`: a compression bomb or an endless answer costs a bounded read.
- */
-class UsageTap implements BodyTap {
-  readonly encoding?: TapDecoding;
-  readonly limits: ReadLimits;
-  #reader: UsageReader | undefined;
+/** Feeds a body to its usage reader and debits once, when it ends, within BoundedTap's bounds (body-tap.ts). */
+class UsageTap extends BoundedTap<UsageReader> {
   readonly #context: TapContext;
-  #gone = false;
-  /** Bytes read on the gateway's own account so far. */
-  #ownBytes = 0;
-  #cutBy: string | undefined;
 
   constructor(reader: UsageReader, context: TapContext, encoding: TapDecoding | undefined) {
-    if (encoding) this.encoding = encoding;
-    this.limits = context.limits;
-    this.#reader = reader;
+    super(reader, context.limits, encoding);
     this.#context = context;
   }
 
-  get done(): boolean {
-    return this.#cutBy !== undefined || (this.#reader?.done ?? true);
-  }
-
-  push(chunk: Uint8Array): void {
-    const reader = this.#reader;
-    if (!reader || this.done) return;
-    if (this.encoding || this.#gone) {
-      this.#ownBytes += chunk.byteLength;
-      if (this.#ownBytes > this.limits.bytes) return this.cut(`maxReadBytes (${this.limits.bytes})`);
-    }
-    reader.push(chunk);
-  }
-
-  clientGone(): void {
-    this.#gone = true;
-  }
-
-  cut(why: string): void {
-    this.#cutBy ??= why;
-  }
-
   end(): void {
-    const reader = this.#reader;
-    if (!reader) return;
-    this.#reader = undefined;
+    const finished = this.finished();
+    if (!finished) return;
+    const { reader, cutBy } = finished;
     const { bounds, field, warnings, path } = this.#context;
     const result = reader.finish();
     const read = reportedCost(result.found ? result.value : undefined, bounds);
     let cost = read.cost;
-    if (this.#cutBy !== undefined && !reader.done) {
+    if (cutBy !== undefined) {
       // Cut before the end, the usage may still have been to come (an SSE stream's last event): never less than `missing`.
       cost = Math.max(read.usable ? read.cost : 0, bounds.missing);
-      warnings.warn(field, { route: field, reason: `the answer was read up to ${this.#cutBy}`, cost });
+      warnings.warn(field, { route: field, reason: `the answer was read up to ${cutBy}`, cost });
     } else if (result.found && !read.usable) warnings.warn(field, { route: field, value: describe(result.value), cost });
     else if (!result.found) warnings.warn(field, { route: field, reason: result.reason ?? `the answer has no ${path.join(".")}`, cost });
     this.#context.debit(cost);

@@ -23,3 +23,63 @@ export interface BodyTap {
   /** The body ended, broke off or was cut: what was read decides the cost. */
   end(): void;
 }
+
+/** What a BoundedTap feeds: a streaming reader of one answer (usage.ts, usage-presets.ts). */
+interface StreamReader {
+  push(chunk: Uint8Array): void;
+  readonly done: boolean;
+}
+
+/**
+ * A tap's bounds, shared by the usage taps (answer-count.ts UsageTap, preset-tap.ts PresetTap):
+ * it reads on its own account (bytes decoded for it, bytes read after the client left) and is
+ * `done` past `limits.bytes`, so a compression bomb or an endless answer costs a bounded read.
+ * A subclass reads the body's end: `finished()` hands it the reader once, with why it was cut.
+ */
+export abstract class BoundedTap<R extends StreamReader> implements BodyTap {
+  readonly encoding?: TapDecoding;
+  readonly limits: ReadLimits;
+  #reader: R | undefined;
+  #gone = false;
+  /** Bytes read on the gateway's own account so far. */
+  #ownBytes = 0;
+  #cutBy: string | undefined;
+
+  constructor(reader: R, limits: ReadLimits, encoding: TapDecoding | undefined) {
+    if (encoding) this.encoding = encoding;
+    this.limits = limits;
+    this.#reader = reader;
+  }
+
+  get done(): boolean {
+    return this.#cutBy !== undefined || (this.#reader?.done ?? true);
+  }
+
+  push(chunk: Uint8Array): void {
+    const reader = this.#reader;
+    if (!reader || this.done) return;
+    if (this.encoding || this.#gone) {
+      this.#ownBytes += chunk.byteLength;
+      if (this.#ownBytes > this.limits.bytes) return this.cut(`maxReadBytes (${this.limits.bytes})`);
+    }
+    reader.push(chunk);
+  }
+
+  clientGone(): void {
+    this.#gone = true;
+  }
+
+  cut(why: string): void {
+    this.#cutBy ??= why;
+  }
+
+  abstract end(): void;
+
+  /** The reader, once (undefined after), and the bound that cut it before its end (undefined: not cut). */
+  protected finished(): { reader: R; cutBy: string | undefined } | undefined {
+    const reader = this.#reader;
+    if (!reader) return undefined;
+    this.#reader = undefined;
+    return { reader, cutBy: this.#cutBy !== undefined && !reader.done ? this.#cutBy : undefined };
+  }
+}
