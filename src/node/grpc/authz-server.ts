@@ -7,7 +7,7 @@ import type { ForwardAuth } from "../../gateway/forward-auth.js";
 import { answerEnvoyGrpc } from "../../gateway/forward-auth-envoy.js";
 import { errorResponse } from "../../http/problems.js";
 import { type CheckAnswer, type CheckRequestMessage, checkAnswerOf, checkOf } from "./authz-messages.js";
-import { RLS_PROTO_OPTIONS } from "./server.js";
+import { RLS_PROTO_OPTIONS, bindServer, drainServer } from "./server.js";
 
 type ServiceDefinition = grpc.ServiceClientConstructor;
 
@@ -93,20 +93,13 @@ export async function startAuthzServer(options: AuthzServerOptions): Promise<Run
   });
   const hostname = options.hostname ?? "127.0.0.1";
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
-  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(`${host}:${options.port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(bindError(error)) : resolve(bound))));
+  const port = await bindServer(server, `${host}:${options.port}`, grpc.ServerCredentials.createInsecure());
   return {
     port,
     address: `${host}:${port}`,
     close() {
       serving = false;
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.forceShutdown(), options.drainTimeoutMs ?? 10_000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      return drainServer(server, options.drainTimeoutMs);
     },
   };
 }
@@ -118,11 +111,4 @@ export function peerIp(peer: string): string | undefined {
   if (bracketed) return bracketed[1];
   const withPort = /^(.*):\d+$/.exec(bare);
   return withPort ? withPort[1] : bare || undefined;
-}
-
-/** The bind failure as the system error it wraps (EADDRINUSE …), as a listen failure is. */
-function bindError(error: Error): Error {
-  const code = /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL)\b/.exec(error.message)?.[1];
-  if (!code) return error;
-  return Object.assign(new Error(/\[([^\]]+)\]/.exec(error.message)?.[1] ?? code), { code });
 }

@@ -146,10 +146,7 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
   const credentials = options.tls ? grpc.ServerCredentials.createSsl(options.clientCa ?? null, [{ cert_chain: options.tls.cert, private_key: options.tls.key }], options.clientCa !== undefined) : grpc.ServerCredentials.createInsecure();
   const host = hostname.includes(":") ? `[${hostname}]` : hostname;
   const target = options.unixSocket ? `unix:${options.unixSocket}` : `${host}:${options.port}`;
-  // grpc-js logs a failed bind itself ("E No address added …") before calling back: Spillway
-  // says it once, naming the flag (the CLI's listening()); GRPC_VERBOSITY set by hand still wins.
-  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(target, credentials, (error, bound) => (error ? reject(bindError(error)) : resolve(bound))));
+  const port = await bindServer(server, target, credentials);
   return {
     port,
     address: options.unixSocket ? target : `${host}:${port}`,
@@ -158,15 +155,30 @@ export async function startRlsServer(options: RlsServerOptions): Promise<Running
     },
     close() {
       serving = false;
-      return new Promise<void>((resolve) => {
-        const timer = setTimeout(() => server.forceShutdown(), options.drainTimeoutMs ?? 10_000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      return drainServer(server, options.drainTimeoutMs);
     },
   };
+}
+
+/**
+ * Binds a gRPC server (the RLS and ext_authz servers alike). grpc-js logs a failed bind itself
+ * ("E No address added …") before calling back: Spillway says it once, naming the flag (the
+ * CLI's listening()); GRPC_VERBOSITY set by hand still wins.
+ */
+export function bindServer(server: grpc.Server, target: string, credentials: grpc.ServerCredentials): Promise<number> {
+  if (process.env.GRPC_VERBOSITY === undefined) grpc.setLogVerbosity(grpc.logVerbosity.NONE);
+  return new Promise<number>((resolve, reject) => server.bindAsync(target, credentials, (error, bound) => (error ? reject(bindError(error)) : resolve(bound))));
+}
+
+/** New calls refused, calls in flight let finish for up to `drainTimeoutMs` (default 10 s), then cut. */
+export function drainServer(server: grpc.Server, drainTimeoutMs = 10_000): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => server.forceShutdown(), drainTimeoutMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 /**
