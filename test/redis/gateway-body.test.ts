@@ -1,9 +1,8 @@
 import type http from "node:http";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
-import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import type { RedisStore } from "../../src/stores/redis/store.js";
+import { type OwnRedisStore, startOwnRedisStore } from "./own-redis-store.js";
 import { type GatewayUnderTest, type Running, request, startGateway, startOrigin, waitFor } from "../unit/node/http/gateway-helpers.js";
 
 // The request body's fields on the Node gateway over Redis (docs/counting.md, "Fields of the
@@ -15,8 +14,7 @@ const config = {
   routes: [{ match: { path: "/v1/*" }, key: "json:user", policies: ["tokens"], cost: { responseJson: "usage.total_tokens", max: 8000 }, estimate: { requestJson: "max_tokens", promptTokensPerByte: 0 } }],
 };
 
-let redis: RedisServer;
-let client: Redis;
+let redis: OwnRedisStore;
 let store: RedisStore;
 let origin: Running;
 let gateway: GatewayUnderTest;
@@ -25,10 +23,8 @@ const bodies: string[] = [];
 const held: http.ServerResponse[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
-  client = new Redis(redis.url, REDIS_CLIENT_OPTIONS);
-  store = new RedisStore({ client, log: () => {} });
-  expect(await store.ready(10_000)).toBe(true);
+  redis = await startOwnRedisStore();
+  store = redis.store;
   origin = await startOrigin((req, res) => {
     reached++;
     let body = "";
@@ -43,8 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   await origin?.close();
-  await store?.close();
-  client?.disconnect();
   await redis?.stop();
 });
 

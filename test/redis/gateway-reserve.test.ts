@@ -1,9 +1,8 @@
 import type http from "node:http";
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
-import { REDIS_CLIENT_OPTIONS, RedisStore } from "../../src/stores/redis/store.js";
-import { type RedisServer, startRedis } from "../../scripts/redis-server.js";
+import type { RedisStore } from "../../src/stores/redis/store.js";
+import { type OwnRedisStore, startOwnRedisStore } from "./own-redis-store.js";
 import { type GatewayUnderTest, type Running, request, startGateway, startOrigin, waitFor } from "../unit/node/http/gateway-helpers.js";
 
 // Reserve, then settle on the Node gateway over Redis (docs/counting.md): the burst of
@@ -15,8 +14,7 @@ const config = {
   routes: [{ match: { path: "/v1/*" }, key: "header:x-user", policies: ["tokens"], cost: { responseJson: "usage.total_tokens", max: 8000 }, estimate: 2000 }],
 };
 
-let redis: RedisServer;
-let client: Redis;
+let redis: OwnRedisStore;
 let store: RedisStore;
 let origin: Running;
 let gateway: GatewayUnderTest;
@@ -24,10 +22,8 @@ let reached = 0;
 const held: http.ServerResponse[] = [];
 
 beforeAll(async () => {
-  redis = await startRedis();
-  client = new Redis(redis.url, REDIS_CLIENT_OPTIONS);
-  store = new RedisStore({ client, log: () => {} });
-  expect(await store.ready(10_000)).toBe(true);
+  redis = await startOwnRedisStore();
+  store = redis.store;
   origin = await startOrigin((_req, res) => {
     reached++;
     held.push(res);
@@ -37,8 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gateway?.close();
   await origin?.close();
-  await store?.close();
-  client?.disconnect();
   await redis?.stop();
 });
 
