@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { routeConfig } from "./route-config.js";
 import { parseConfig } from "../../../src/config/config.js";
-import { ValidationError } from "../../../src/core/validation.js";
 import { parseGatewayConfig } from "../../../src/gateway/config.js";
 import { parseKeySource } from "../../../src/gateway/keys.js";
 import { apiStoreKey } from "../../../src/overrides/key-source.js";
@@ -16,17 +16,7 @@ const policies = [
 ];
 const cost = { responseJson: "usage.total_tokens", max: 8000 };
 const route = { match: { path: "/v1/chat/completions" }, key: "header:authorization", policies: ["tokens"] };
-const load = (fields: Record<string, unknown>) => parseGatewayConfig(parseConfig({ origin: "https://api.example.com", policies, routes: [{ ...route, ...fields }] }))!.routes[0]!;
-
-function errorOf(fields: Record<string, unknown>): string {
-  try {
-    load(fields);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as Error).message;
-  }
-  throw new Error("the config was accepted");
-}
+const { load, errorOf } = routeConfig(policies, route);
 
 describe("a route's body read", () => {
   it("a requestJson estimate: its paths, 0.25 tokens a byte by default, the cost's missing; the route reads those paths within 1 MiB", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { routeConfig } from "./route-config.js";
 import { parseConfig } from "../../../src/config/config.js";
-import { ValidationError } from "../../../src/core/validation.js";
 import { parseGatewayConfig } from "../../../src/gateway/config.js";
 import { DEFAULT_READ_LIMITS } from "../../../src/gateway/counting.js";
 import { statusMatches } from "../../../src/http/counting.js";
@@ -12,17 +12,7 @@ const policies = [
   { name: "slots", algorithm: "concurrency", limit: 2 },
 ];
 const route = { match: { path: "/login" }, key: "ip", policies: ["per-minute"] };
-const load = (fields: Record<string, unknown>) => parseGatewayConfig(parseConfig({ origin: "https://api.example.com", policies, routes: [{ ...route, ...fields }] }))!.routes[0]!;
-
-function errorOf(fields: Record<string, unknown>): string {
-  try {
-    load(fields);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as Error).message;
-  }
-  throw new Error("the config was accepted");
-}
+const { load, errorOf } = routeConfig(policies, route);
 
 describe("route count and cost", () => {
   it("a plain route counts one unit before forwarding", () => {

@@ -1,24 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../../src/config/config.js";
-import { ValidationError } from "../../../src/core/validation.js";
-import { parseGatewayConfig } from "../../../src/gateway/config.js";
+import { routeConfig } from "./route-config.js";
 
 // A route's `estimate` (docs/counting.md, "Reserve, then settle"): what the parser makes of it,
 // and the error naming the field for each bad value.
 const policies = [{ name: "tokens", algorithm: "token-bucket", limit: 10_000, period: "1m" }];
 const cost = { responseJson: "usage.total_tokens", max: 8000 };
 const route = { match: { path: "/v1/chat/completions" }, key: "header:authorization", policies: ["tokens"] };
-const load = (fields: Record<string, unknown>) => parseGatewayConfig(parseConfig({ origin: "https://api.example.com", policies, routes: [{ ...route, ...fields }] }))!.routes[0]!;
-
-function errorOf(fields: Record<string, unknown>): string {
-  try {
-    load(fields);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as Error).message;
-  }
-  throw new Error("the config was accepted");
-}
+const { load, errorOf } = routeConfig(policies, route);
 
 describe("route estimate", () => {
   it("a constant, or a request header whose missing defaults to the cost's missing", () => {

@@ -1,7 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../../../src/config/config.js";
-import { ValidationError } from "../../../src/core/validation.js";
-import { parseGatewayConfig } from "../../../src/gateway/config.js";
+import { routeConfig } from "./route-config.js";
 import { chargesOf, reservationsOf, type UsageCost } from "../../../src/gateway/measures.js";
 import { microdollarsOf, priceOf } from "../../../src/gateway/prices.js";
 
@@ -17,18 +15,8 @@ const policies = [
 const route = { match: { path: "/v1/messages" }, key: "header:x-api-key", policies: ["itpm", "otpm", "rpm", "usd", "slots"] };
 const measures = { itpm: "input", otpm: "output", rpm: "requests", usd: "microdollars" };
 const prices = { "claude-sonnet-4": { input: 3, output: 15 }, "claude-3-5-haiku": { input: 0.8, output: 4 } };
-const load = (fields: Record<string, unknown>) => parseGatewayConfig(parseConfig({ origin: "https://api.example.com", policies, routes: [{ ...route, ...fields }] }))!.routes[0]!;
+const { load, errorOf } = routeConfig(policies, route);
 const costOf = (fields: Record<string, unknown>) => load(fields).counting!.cost as UsageCost;
-
-function errorOf(fields: Record<string, unknown>): string {
-  try {
-    load(fields);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ValidationError);
-    return (error as Error).message;
-  }
-  throw new Error("the config was accepted");
-}
 
 describe("usage cost: config", () => {
   it("a preset with measures and prices: every rate policy has its measure, prices kept in millionths; missing defaults to the token policies' largest capacity", () => {
