@@ -1,11 +1,9 @@
 import { EPSILON_MS } from "./algorithm.js";
 import { type StoredState, algorithmOf, liveBlockMs, liveState } from "./algorithms.js";
 import { type DecideOutput, type StateChange, decide, stateChange } from "./decision.js";
-import type { Policy } from "./types.js";
+import { MAX_COST, debitCosts } from "./costs.js";
+import type { DebitCost, Policy } from "./types.js";
 import { ValidationError, describeValue } from "./validation.js";
-
-/** The largest cost of one request (SPEC §2). */
-const MAX_COST = 1e9;
 
 /** What a debit answers: the state after it, as a peek sees it (it never starts a block). */
 const AFTER_DEBIT = { cost: 0, mode: "reject", maxWaitMs: 0, peek: true } as const;
@@ -30,10 +28,14 @@ function overdraws(earliestMs: number | null, nowMs: number): boolean {
 
 /**
  * A debit's cost is a signed adjustment: an integer −1e9 … 1e9, a negative one a refund (a store
- * called from plain JavaScript may be handed anything).
+ * called from plain JavaScript may be handed anything), or one such per policy of the stack
+ * (DebitCost; a ValidationError names `cost`, `cost.1` or `cost.<name>`). Answers the cost as
+ * the stores send it: one number, or one per policy in stack order (debitCosts).
  */
-export function assertDebitCost(cost: number): void {
-  if (!Number.isInteger(cost) || cost < -MAX_COST || cost > MAX_COST) throw new ValidationError("cost", `must be an integer from ${-MAX_COST} to ${MAX_COST} (negative: a refund), got ${describeValue(cost)}`);
+export function assertDebitCost(cost: DebitCost, policies: readonly Policy[] = []): number | number[] {
+  if (typeof cost !== "number" && typeof cost === "object" && cost !== null) return debitCosts(cost, policies);
+  if (!Number.isInteger(cost) || (cost as number) < -MAX_COST || (cost as number) > MAX_COST) throw new ValidationError("cost", `must be an integer from ${-MAX_COST} to ${MAX_COST} (negative: a refund), got ${describeValue(cost)}`);
+  return cost as number;
 }
 
 /** A time a refund names as when its units were spent: a finite number of ms, or none. */
@@ -56,25 +58,31 @@ export function assertSpentAtMs(spentAtMs: number | undefined): void {
  * empty, never above capacity, only to the window they were spent in: spentAtMs, when given,
  * says which), and the decision answers the state after it the same way.
  *
+ * A cost per policy (DebitCost: a list aligned with the stack, or by name) debits, refunds or
+ * leaves alone each policy by its own signed cost, still in one step: a multi-measure settle
+ * (input tokens over their estimate, output under it) is one debit.
+ *
  * @example debit([perMinute], (name) => states.get(name), Date.now(), 120)
  */
-export function debit(policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, cost: number, spentAtMs?: number): DecideOutput {
+export function debit(policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, cost: DebitCost, spentAtMs?: number): DecideOutput {
   assertDebitable(policies);
-  assertDebitCost(cost);
+  const costs = assertDebitCost(cost, policies);
   assertSpentAtMs(spentAtMs);
   const changes = new Map<string, StateChange>();
-  if (cost < 0) refundInto(changes, policies, read, nowMs, -cost, spentAtMs);
-  if (cost > 0) {
-    for (const policy of policies) {
+  for (let index = 0; index < policies.length; index++) {
+    const policy = policies[index]!;
+    const own = typeof costs === "number" ? costs : costs[index]!;
+    if (own < 0) refundInto(changes, policy, read, nowMs, -own, spentAtMs);
+    if (own > 0) {
       const algorithm = algorithmOf(policy);
       const stored = read(policy.name);
       const live = liveState(stored, policy, nowMs);
       let blockedUntilMs = policy.blockMs === undefined ? undefined : liveBlockMs(stored, policy, nowMs);
-      if (policy.blockMs !== undefined && blockedUntilMs === undefined && overdraws(algorithm.earliestMs(live, policy, nowMs, cost), nowMs)) {
+      if (policy.blockMs !== undefined && blockedUntilMs === undefined && overdraws(algorithm.earliestMs(live, policy, nowMs, own), nowMs)) {
         // A debit this policy would have refused as a check starts its block, as that denial would have.
         blockedUntilMs = nowMs + policy.blockMs;
       }
-      changes.set(policy.name, stateChange(policy, algorithm.admit(live, policy, nowMs, nowMs, cost, undefined), blockedUntilMs));
+      changes.set(policy.name, stateChange(policy, algorithm.admit(live, policy, nowMs, nowMs, own, undefined), blockedUntilMs));
     }
   }
   // A null change is a state dropped (a refund that left it fresh): read as none, not as before.
@@ -83,18 +91,16 @@ export function debit(policies: readonly Policy[], read: (policyName: string) =>
 }
 
 /**
- * Returns `amount` units to every policy of the stack (a refund: each algorithm's own rule, see
+ * Returns `amount` units to one policy (a refund: its algorithm's own rule, see
  * Algorithm.refund), spent at spentAtMs when the caller knows it. A state the refund leaves fresh
  * is dropped; a block under way stays (a refund is not a pardon).
  */
-function refundInto(changes: Map<string, StateChange>, policies: readonly Policy[], read: (policyName: string) => StoredState | undefined, nowMs: number, amount: number, spentAtMs: number | undefined): void {
-  for (const policy of policies) {
-    const stored = read(policy.name);
-    const live = liveState(stored, policy, nowMs);
-    const refunded = live === undefined ? undefined : algorithmOf(policy).refund!(live, policy, nowMs, amount, spentAtMs);
-    if (refunded === undefined || refunded === live) continue;
-    const blockedUntilMs = liveBlockMs(stored, policy, nowMs);
-    const change = stateChange(policy, refunded, blockedUntilMs);
-    changes.set(policy.name, change && change.freshAtMs <= nowMs ? null : change);
-  }
+function refundInto(changes: Map<string, StateChange>, policy: Policy, read: (policyName: string) => StoredState | undefined, nowMs: number, amount: number, spentAtMs: number | undefined): void {
+  const stored = read(policy.name);
+  const live = liveState(stored, policy, nowMs);
+  const refunded = live === undefined ? undefined : algorithmOf(policy).refund!(live, policy, nowMs, amount, spentAtMs);
+  if (refunded === undefined || refunded === live) return;
+  const blockedUntilMs = liveBlockMs(stored, policy, nowMs);
+  const change = stateChange(policy, refunded, blockedUntilMs);
+  changes.set(policy.name, change && change.freshAtMs <= nowMs ? null : change);
 }

@@ -1,6 +1,7 @@
 import { EPSILON_MS, ceilMs, floorCount } from "./algorithm.js";
 import { type AnyState, type StoredState, algorithmOf, capacityOf, liveBlockMs, liveState, wrapState } from "./algorithms.js";
 import { stackLeaseMs } from "./concurrency.js";
+import { policyCosts } from "./costs.js";
 import { markTopWarning, markWarning } from "./warning.js";
 import type { CheckOptions, Decision, Policy, PolicyDecision } from "./types.js";
 
@@ -37,7 +38,8 @@ interface Evaluated {
 /**
  * Decides one request against a stack of policies on one key, all-or-nothing: the request
  * is admitted at the latest of each policy's earliest slot (every algorithm is monotone,
- * so each still admits then), or nothing is consumed at all.
+ * so each still admits then), or nothing is consumed at all. With `input.costs` each policy
+ * is probed at, and consumes, its own cost (CheckOptions.costs: 0 peeks that policy).
  *
  * @example decide([perMinute], (name) => states.get(name), Date.now(), { cost: 1, mode: "reject", maxWaitMs: 0 })
  */
@@ -49,8 +51,12 @@ export function decide(
   /** false: a store that records the admission itself (Redis stack.lua) needs no changes (none are built). */
   record = true,
 ): DecideOutput {
-  const probeCost = input.cost === 0 ? 1 : input.cost;
-  const evaluated: Evaluated[] = policies.map((policy) => {
+  // One cost per policy (CheckOptions.costs), or every policy at input.cost.
+  const costs = input.costs === undefined ? undefined : policyCosts(input.costs, policies, "costs", 0);
+  const consumed = costs === undefined ? input.cost > 0 : costs.some((cost) => cost > 0);
+  const uniformProbe = input.cost === 0 ? 1 : input.cost;
+  const evaluated: Evaluated[] = policies.map((policy, index) => {
+    const probeCost = costs === undefined ? uniformProbe : costs[index]! === 0 ? 1 : costs[index]!;
     const stored = read(policy.name);
     const state = liveState(stored, policy, nowMs);
     const blockedUntilMs = policy.blockMs === undefined ? undefined : liveBlockMs(stored, policy, nowMs);
@@ -74,22 +80,24 @@ export function decide(
     else if (item.earliestMs > atMs) atMs = item.earliestMs;
     if (item.blockedByQueue) blocked = true;
   }
-  let slot = slotOf(never || blocked, atMs, nowMs, input);
-  if (slot.admit && slot.atMs > nowMs && !fitsSlot(evaluated, nowMs, slot.atMs, input.cost)) {
+  let slot = slotOf(never || blocked, atMs, nowMs, input, consumed);
+  if (slot.admit && slot.atMs > nowMs && !fitsSlot(evaluated, nowMs, slot.atMs, input.cost, costs)) {
     // A credits balance that fits now but not at the slot another policy chose: no slot fits both.
     never = true;
-    slot = slotOf(true, atMs, nowMs, input);
+    slot = slotOf(true, atMs, nowMs, input, consumed);
   }
 
   const changes = record ? new Map<string, StateChange>() : NO_CHANGES;
-  const usesLease = slot.admit && policies.some((policy) => policy.algorithm === "concurrency");
+  // A concurrency policy peeked (its cost 0) takes no lease.
+  const usesLease = slot.admit && policies.some((policy, index) => policy.algorithm === "concurrency" && (costs === undefined || costs[index]! > 0));
   if (usesLease && !input.leaseId) throw new Error("a leaseId is needed to admit a concurrency policy");
-  const results = evaluated.map((item): PolicyDecision => {
+  const results = evaluated.map((item, index): PolicyDecision => {
     const algorithm = algorithmOf(item.policy);
+    const cost = costs === undefined ? input.cost : costs[index]!;
     let state = item.state;
-    if (slot.admit) {
+    if (slot.admit && cost > 0) {
       const lease = item.policy.algorithm === "concurrency" ? { leaseId: input.leaseId!, leaseMs: input.leaseMs } : undefined;
-      state = algorithm.admit(state, item.policy, nowMs, slot.atMs, input.cost, lease);
+      state = algorithm.admit(state, item.policy, nowMs, slot.atMs, cost, lease);
       if (record) changes.set(item.policy.name, stateChange(item.policy, state, item.blockedUntilMs));
     } else if (!slot.allowed && !input.peek && startsBlock(item, state, nowMs)) {
       // This policy refused the request: its block starts now (a peek only reports).
@@ -130,7 +138,7 @@ export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs
   const live = liveState(stored, policy, nowMs);
   const earliestMs = algorithm.earliestMs(live, policy, nowMs, input.cost === 0 ? 1 : input.cost);
   const never = earliestMs === null;
-  const slot = slotOf(never, never || earliestMs < nowMs ? nowMs : earliestMs, nowMs, input);
+  const slot = slotOf(never, never || earliestMs < nowMs ? nowMs : earliestMs, nowMs, input, input.cost > 0);
   const state = slot.admit ? algorithm.admit(live, policy, nowMs, slot.atMs, input.cost, undefined) : live;
   const result = policyDecision({ policy, earliestMs, blockedByQueue: false, blockedUntilMs: undefined }, state, slot.admit, nowMs);
   // decide's retry time for one policy: the policy's own is never below max(1, waitMs).
@@ -143,11 +151,13 @@ export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs
  * `cost` at a later slot; one that does not is marked never (a balance must not go below zero
  * but by a debit). Monotone algorithms fit at any time after their earliest slot.
  */
-function fitsSlot(evaluated: Evaluated[], nowMs: number, atMs: number, cost: number): boolean {
+function fitsSlot(evaluated: Evaluated[], nowMs: number, atMs: number, cost: number, costs: readonly number[] | undefined): boolean {
   let fits = true;
-  for (const item of evaluated) {
+  for (let index = 0; index < evaluated.length; index++) {
+    const item = evaluated[index]!;
     const fitsAt = algorithmOf(item.policy).fitsAt;
-    if (!fitsAt || fitsAt(item.state, item.policy, nowMs, atMs, cost)) continue;
+    const own = costs === undefined ? cost : costs[index]! === 0 ? 1 : costs[index]!;
+    if (!fitsAt || fitsAt(item.state, item.policy, nowMs, atMs, own)) continue;
     item.earliestMs = null;
     fits = false;
   }
@@ -163,16 +173,19 @@ interface Slot {
   allowed: boolean;
 }
 
-/** The slot of a request whose policies all fit from `earliestMs` on (`shut`: never, or held by waiters). */
-function slotOf(shut: boolean, earliestMs: number, nowMs: number, input: CheckOptions): Slot {
+/**
+ * The slot of a request whose policies all fit from `earliestMs` on (`shut`: never, or held by
+ * waiters). `consumed`: the request costs something (else it peeks: cost 0, or every costs 0).
+ */
+function slotOf(shut: boolean, earliestMs: number, nowMs: number, input: CheckOptions, consumed: boolean): Slot {
   const waitMs = earliestMs - nowMs <= EPSILON_MS ? 0 : ceilMs(earliestMs - nowMs);
   // The caller acts at now + waitMs (whole ms), so the request is recorded then, not at a
   // fractional earliest moment: recording it earlier would let the next slot come too soon.
   const fitsNow = !shut && waitMs === 0;
   const fitsReserved = !shut && input.mode === "reserve" && waitMs <= input.maxWaitMs;
   // A peek (cost 0) says whether a cost-1 request would be admitted now; it never reserves.
-  const admit = input.cost > 0 && (fitsNow || fitsReserved);
-  return { atMs: nowMs + waitMs, waitMs, admit, allowed: input.cost === 0 ? fitsNow : admit };
+  const admit = consumed && (fitsNow || fitsReserved);
+  return { atMs: nowMs + waitMs, waitMs, admit, allowed: consumed ? admit : fitsNow };
 }
 
 /** One policy's part of a decision, from its state after the request (admitted or not). */

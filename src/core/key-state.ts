@@ -6,7 +6,7 @@ import { type DecideInput, type DecideOutput, type StateChange, decide, stateCha
 import { liveBlockMs, liveState } from "./algorithms.js";
 import { floorCount } from "./algorithm.js";
 import { debit } from "./debit.js";
-import type { CreditsChange, Policy } from "./types.js";
+import type { CreditsChange, DebitCost, Policy } from "./types.js";
 
 /** The states read by readCurrent: the KeyState whose decide or debit runs now (see KeyState.reader). */
 let reading: ReadonlyMap<string, StoredState> = new Map();
@@ -30,8 +30,8 @@ export class KeyState {
     return output;
   }
 
-  /** Consumes `cost` even past the limit, or returns −cost units (see debit in debit.ts). */
-  debit(policies: readonly Policy[], nowMs: number, cost: number, spentAtMs?: number): DecideOutput {
+  /** Consumes `cost` even past the limit, or returns −cost units, per policy if a list (see debit in debit.ts). */
+  debit(policies: readonly Policy[], nowMs: number, cost: DebitCost, spentAtMs?: number): DecideOutput {
     const output = debit(policies, this.reader(), nowMs, cost, spentAtMs);
     this.apply(output.changes);
     return output;

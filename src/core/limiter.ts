@@ -1,4 +1,4 @@
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "./types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "./types.js";
 
 export interface StoreHealth {
   ok: boolean;
@@ -16,6 +16,7 @@ export interface StoreHealth {
  */
 export interface Limiter {
   readonly kind: string;
+  /** Decides one request, all-or-nothing over the stack; `options.costs` charges each policy its own cost (CheckOptions.costs). */
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision>;
   /** A cost-0 check: nothing is consumed, and no block starts. */
   peek(key: string, policies: readonly Policy[]): Promise<Decision>;
@@ -38,15 +39,22 @@ export interface Limiter {
    * window. A store whose clock is another host's (Redis's TIME) places it by how long ago it
    * was, so the hosts' clocks need not agree. Ignored for a positive cost. A bucket (GCRA,
    * token bucket) never holds more than its burst whatever it says.
+   *
+   * A cost per policy (DebitCost: a list aligned with `policies`, or by policy name naming each
+   * one) debits, refunds (negative) or leaves alone (0) each policy by its own cost, in the same
+   * one atomic step: a route whose policies count different measures settles them in one call
+   * (debitLater carries it the same way). A bad one is a ValidationError naming `cost.<i>`.
+   *
+   * @example limiter.debit(key, [rpm, itpm, otpm], [0, -200, 350], reservedAtMs)
    */
-  debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision>;
+  debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision>;
   /**
    * The same debit, answered in the call: only stores whose state lives in this process (the
    * memory store) have it. A counted route's answer head then goes out without waiting for a
    * promise. Throws what `debit` rejects with. A decorator that changes `debit` must not
    * forward this one (it would go around the change).
    */
-  debitNow?(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Decision;
+  debitNow?(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Decision;
   /**
    * The same debit, for work nobody waits on (a cost read from an answer's body, after its head
    * went out): the store may hold it briefly and send it with the key's next call from this
@@ -54,7 +62,7 @@ export interface Limiter {
    * DEBIT_CARRY_MS, else alone). The key's next check, peek or debit through this store always
    * sees it. Answers the state after it once it has landed; rejects as `debit` would.
    */
-  debitLater?(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision>;
+  debitLater?(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[]): Promise<void>;
   /** Takes a lease from every concurrency policy of the stack, waiting FIFO up to maxWaitMs. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult>;
@@ -224,7 +232,7 @@ export class ForwardingLimiter implements Limiter {
     return this.store.peek(key, policies);
   }
 
-  debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision> {
     return this.store.debit(key, policies, cost, spentAtMs);
   }
 

@@ -77,13 +77,41 @@ export interface Decision extends Omit<PolicyDecision, "policy"> {
 
 export type CheckMode = "reject" | "reserve";
 
+/**
+ * A cost per policy of a stack: a list aligned with the policies (`costs[i]` for
+ * `policies[i]`), or an object by policy name that names every policy of the stack.
+ */
+export type PolicyCosts = readonly number[] | Readonly<Record<string, number>>;
+
+/**
+ * What a debit consumes: one cost for every policy of the stack (−1e9 … 1e9, negative: a
+ * refund), or a cost per policy (PolicyCosts, each −1e9 … 1e9; 0 leaves that policy as it is).
+ */
+export type DebitCost = number | PolicyCosts;
+
 /** What a caller asks of a check. */
 export interface CheckOptions {
-  /** Integer 0 … 1e9; 0 peeks. */
+  /** Integer 0 … 1e9; 0 peeks. Every policy of the stack is charged it, unless `costs` is given. */
   cost: number;
   mode: CheckMode;
   /** Reserve mode: the latest slot the caller accepts, in ms from now. */
   maxWaitMs: number;
+  /**
+   * A cost per policy instead of `cost` (which is then not read): for a stack whose policies
+   * count different measures of one request (an LLM route's requests, input and output
+   * tokens). Each is an integer 0 … 1e9, and the check is still one atomic, all-or-nothing
+   * decision: the request is admitted only when every policy admits its own cost (at one slot,
+   * in reserve mode), and then each consumes its own; refused, nothing is consumed from any.
+   *
+   * A cost of 0 *peeks* that policy inside the check: it must admit a cost-1 request (at the
+   * slot), and consumes nothing. It refuses as a check's policy does (a refusal starts its
+   * `block`), and its `remaining` is a peek's. When every cost is 0 the check is a peek
+   * (cost 0). Wrong length, a name not in the stack, a policy left out, a non-integer or an
+   * out-of-range cost is a ValidationError naming it (`costs`, `costs.1`, `costs.itpm`).
+   *
+   * @example limiter.check(key, [rpm, itpm, otpm], { cost: 1, mode: "reject", maxWaitMs: 0, costs: [1, 800, 0] })
+   */
+  costs?: PolicyCosts;
 }
 
 export interface AcquireOptions {

@@ -1,7 +1,8 @@
 import { describeValue } from "../core/validation.js";
 import { storeCheckOptions } from "../core/check-options.js";
 import { storePolicies } from "../core/store-policies.js";
-import type { CheckOptions, Decision, Policy } from "../core/types.js";
+import type { CheckOptions, DebitCost, Decision, Policy } from "../core/types.js";
+import { checkCosts } from "../core/costs.js";
 import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import { type HotKey, batchDecision, batchSize, deniedDecision, leasable, newHotKey, samePolicy, windowLeftMs } from "./hot-key.js";
 
@@ -62,8 +63,9 @@ export class LocalCache extends ForwardingLimiter {
     // Not async: a check the local cache does not take answers with the store's own promise,
     // without an async function's extra turns (every Redis decision passes here).
     try {
-      const checked = storeCheckOptions(options);
       policies = storePolicies(policies);
+      // Costs per policy: a stack of one takes its one cost as `cost`; a longer stack goes to the store.
+      const checked = checkCosts(storeCheckOptions(options), policies);
       const policy = policies[0]!;
       if (policies.length !== 1 || !policy.local || checked.mode !== "reject" || !(checked.cost > 0)) return this.store.check(key, policies, checked);
       return this.checkLocally(key, policy, checked);
@@ -91,14 +93,14 @@ export class LocalCache extends ForwardingLimiter {
    * deny cache learns from its answer: a policy with `local` that a cost-1 request would now
    * be denied by is denied here too, until the store's retry time has passed.
    */
-  override async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  override async debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     const sentAtMs = this.clockMs();
     return this.learnFrom(key, policies, sentAtMs, await this.store.debit(key, policies, cost, spentAtMs));
   }
 
   /** The store's debitLater, where it has one; the deny cache learns from its answer as from a debit's. */
-  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Promise<Decision>;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Promise<Decision>;
 
   private learnFrom(key: string, policies: readonly Policy[], sentAtMs: number, decision: Decision): Decision {
     const receivedAtMs = this.clockMs();

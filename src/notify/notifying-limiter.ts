@@ -1,4 +1,5 @@
-import type { CheckOptions, CreditsChange, CreditsResult, Decision, Policy } from "../core/types.js";
+import type { CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, Policy } from "../core/types.js";
+import { chargesAny, consumes } from "../core/costs.js";
 import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import type { Notifier } from "./notifier.js";
 
@@ -11,8 +12,8 @@ import type { Notifier } from "./notifier.js";
  */
 export class NotifyingLimiter extends ForwardingLimiter {
   readonly notifier: Notifier;
-  readonly debitNow?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Decision;
-  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number, spentAtMs?: number) => Promise<Decision>;
+  readonly debitNow?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Decision;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Promise<Decision>;
   /** A counted request refused on a peek (count-limit.ts): its denial is told as a check's. */
   override readonly deniedOnPeek: (key: string, policies: readonly Policy[], decision: Decision) => void;
 
@@ -27,7 +28,7 @@ export class NotifyingLimiter extends ForwardingLimiter {
       const debitNow = store.debitNow.bind(store);
       this.debitNow = (key, policies, cost, spentAtMs) => {
         const decision = debitNow(key, policies, cost, spentAtMs);
-        if (cost >= 0) notifier.decided(key, decision, false);
+        if (!refundOnly(cost)) notifier.decided(key, decision, false);
         return decision;
       };
     }
@@ -36,7 +37,7 @@ export class NotifyingLimiter extends ForwardingLimiter {
       const debitLater = store.debitLater.bind(store);
       this.debitLater = (key, policies, cost, spentAtMs) =>
         debitLater(key, policies, cost, spentAtMs).then((decision) => {
-          if (cost >= 0) notifier.decided(key, decision, false);
+          if (!refundOnly(cost)) notifier.decided(key, decision, false);
           return decision;
         });
     }
@@ -46,17 +47,17 @@ export class NotifyingLimiter extends ForwardingLimiter {
     const answer = this.store.check(key, policies, options);
     // A peek decides nothing: nothing to tell. Without `notify` (the usual server) the answer
     // is the store's own promise: no extra turn on every decision.
-    if (options.cost === 0 || !this.notifier.enabled()) return answer;
+    if (!consumes(options) || !this.notifier.enabled()) return answer;
     return answer.then((decision) => {
       this.notifier.decided(key, decision, true);
       return decision;
     });
   }
 
-  override debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  override debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision> {
     // A refund (a negative cost) only gives back: it crosses no threshold worth a notice.
-    if (cost < 0 || !this.notifier.enabled()) return this.store.debit(key, policies, cost, spentAtMs);
-    return this.store.debit(key, policies, cost).then((decision) => {
+    if (refundOnly(cost) || !this.notifier.enabled()) return this.store.debit(key, policies, cost, spentAtMs);
+    return this.store.debit(key, policies, cost, spentAtMs).then((decision) => {
       this.notifier.decided(key, decision, false);
       return decision;
     });
@@ -68,4 +69,9 @@ export class NotifyingLimiter extends ForwardingLimiter {
       return result;
     });
   }
+}
+
+/** A debit that only gives back (every cost negative): it crosses no threshold worth a notice; a 0 still reports the state. */
+function refundOnly(cost: DebitCost): boolean {
+  return typeof cost === "number" ? cost < 0 : !chargesAny(cost) && (Array.isArray(cost) ? cost.some((one: number) => one < 0) : Object.values(cost).some((one) => one < 0));
 }

@@ -1,4 +1,5 @@
 import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
+import { consumes } from "../core/costs.js";
 import { type Limiter, OverloadedError, StoreUnavailableError, failOpenOrRethrow } from "../core/limiter.js";
 import type { DecisionOutcome, SpillwayObserver } from "./observer.js";
 
@@ -88,7 +89,7 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
     kind: limiter.kind,
     check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {
       // A cost-0 check is a peek: it decides nothing.
-      if (options.cost === 0) return watched("peek", key, limiter.check(key, policies, options));
+      if (!consumes(options)) return watched("peek", key, limiter.check(key, policies, options));
       const startedMs = performance.now();
       return limiter.check(key, policies, options).then((decision) => {
         const durationMs = performance.now() - startedMs;

@@ -1,4 +1,4 @@
-import type { AcquireOptions, AcquireResult, CheckOptions, Decision, Policy } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, DebitCost, Decision, Policy } from "../core/types.js";
 import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import { type SpillwayTracer, TRACE_ATTRIBUTES as A, type TraceSpan } from "./trace.js";
 
@@ -13,8 +13,8 @@ const namesOf = (policies: readonly Policy[]) => (policies.length === 1 ? polici
  */
 export class TracedLimiter extends ForwardingLimiter {
   readonly #tracer: SpillwayTracer;
-  readonly debitNow?: (key: string, policies: readonly Policy[], cost: number) => Decision;
-  readonly debitLater?: (key: string, policies: readonly Policy[], cost: number) => Promise<Decision>;
+  readonly debitNow?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Decision;
+  readonly debitLater?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Promise<Decision>;
 
   constructor(store: Limiter, tracer: SpillwayTracer) {
     super(store);
@@ -32,8 +32,9 @@ export class TracedLimiter extends ForwardingLimiter {
     return this.#traced("peek", policies, this.store.peek(key, policies), (decision) => (decision.allowed ? "allowed" : "denied"));
   }
 
-  override debit(key: string, policies: readonly Policy[], cost: number): Promise<Decision> {
-    return this.#traced("debit", policies, this.store.debit(key, policies, cost), undefined);
+  override debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision> {
+    // spentAtMs passed on: a refund traced goes back to the window it was spent in, as untraced.
+    return this.#traced("debit", policies, this.store.debit(key, policies, cost, spentAtMs), undefined);
   }
 
   override acquire(key: string, policies: readonly Policy[], options: AcquireOptions): Promise<AcquireResult> {

@@ -3,13 +3,14 @@ import type { CheckOptions, Decision, Policy } from "../core/types.js";
 /** One debit of a key (Limiter.debitLater), as it travels to the key's object. */
 export interface CarriedDebit {
   policies: Policy[];
-  cost: number;
+  /** One cost for every policy, or one per policy in stack order (a multi-measure settle). */
+  cost: number | number[];
   /** A refund's spend time (Limiter.debit), when its caller knows it. */
   spentAtMs?: number;
 }
 
 /** The call a key's held debits ride with: the object applies the debits first, then answers it. */
-export type NextCall = { peek: Policy[] } | { check: Policy[]; options: CheckOptions } | { debit: Policy[]; cost: number; spentAtMs?: number };
+export type NextCall = { peek: Policy[] } | { check: Policy[]; options: CheckOptions } | { debit: Policy[]; cost: number | number[]; spentAtMs?: number };
 
 /** Held debits of one key, and their callers' promises. */
 export interface HeldDebits {

@@ -1,8 +1,9 @@
 import { assertClaimArgs } from "./notice-claims.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { type CreditsOutcome, assertCreditsChange, creditsAnswer } from "../core/credits.js";
 import { sleep } from "../core/sleep.js";
 import { storeCheckOptions } from "../core/check-options.js";
+import { checkCosts } from "../core/costs.js";
 import { storePolicies } from "../core/store-policies.js";
 import { assertDebitCost, assertDebitable, assertSpentAtMs } from "../core/debit.js";
 import { type Limiter, OverloadedError, type StoreHealth, StoreUnavailableError } from "../core/limiter.js";
@@ -15,7 +16,8 @@ import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./
 export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   check(policies: Policy[], options: CheckOptions): Decision;
   peek(policies: Policy[]): Decision;
-  debit(policies: Policy[], cost: number, spentAtMs?: number): Decision;
+  /** `cost`: one for every policy, or one per policy in stack order (checked by the store). */
+  debit(policies: Policy[], cost: number | number[], spentAtMs?: number): Decision;
   /** Applies held debits in order, then answers `next` (if any): one request for both. */
   debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision };
   reset(policies: Policy[]): void;
@@ -108,10 +110,11 @@ export class DurableObjectStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
-    options = storeCheckOptions(options);
     // Checked here, not in the object: a TypeError must not become StoreUnavailableError (failMode).
     policies = storePolicies(policies);
-    const checked: CheckOptions = { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs };
+    options = checkCosts(storeCheckOptions(options), policies);
+    // Costs per policy travel as a list in stack order (checkCosts): the object reads no names.
+    const checked: CheckOptions = options.costs === undefined ? { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs } : { cost: options.cost, mode: options.mode, maxWaitMs: options.maxWaitMs, costs: options.costs };
     return this.carrying(key, { check: [...policies], options: checked }, (stub) => stub.check([...policies], checked));
   }
 
@@ -120,11 +123,11 @@ export class DurableObjectStore implements Limiter {
     return this.carrying(key, { peek: [...policies] }, (stub) => stub.peek([...policies]));
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  async debit(key: string, policies: readonly Policy[], debited: DebitCost, spentAtMs?: number): Promise<Decision> {
     // Refused here: a ValidationError thrown in the object would reach us as a failed call.
     policies = storePolicies(policies);
     assertDebitable(policies);
-    assertDebitCost(cost);
+    const cost = assertDebitCost(debited, policies);
     assertSpentAtMs(spentAtMs);
     // A retried debit may count twice if the first attempt landed: it errs on denying.
     // A refund's spend time travels as the Worker read it: the object's clock is Cloudflare's too.
@@ -137,10 +140,10 @@ export class DurableObjectStore implements Limiter {
    * request for both), or goes alone after carryMs: for a cost read from an answer's body,
    * which nobody waits on. Every later call of the key through this store sees it first.
    */
-  async debitLater(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  async debitLater(key: string, policies: readonly Policy[], debited: DebitCost, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     assertDebitable(policies);
-    assertDebitCost(cost);
+    const cost = assertDebitCost(debited, policies);
     assertSpentAtMs(spentAtMs);
     return this.carry.hold(key, spentAtMs === undefined ? { policies: [...policies], cost } : { policies: [...policies], cost, spentAtMs });
   }

@@ -4,7 +4,8 @@ import type { StateChange } from "../core/decision.js";
 import { concurrencyPolicies, stackLeaseMs } from "../core/concurrency.js";
 import { KeyState } from "../core/key-state.js";
 import type { CreditsOutcome } from "../core/credits.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { consumes } from "../core/costs.js";
 import { newLeaseId } from "../core/limiter.js";
 import { LeaseQueue } from "./lease-queue.js";
 
@@ -61,7 +62,7 @@ export class LocalKey {
   /** `peek`: a peek (reports, starts no block). */
   check(policies: readonly Policy[], options: CheckOptions & { peek?: boolean }): Decision {
     const nowMs = this.clockMs();
-    const leaseId = options.cost > 0 && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
+    const leaseId = consumes(options) && policies.some((policy) => policy.algorithm === "concurrency") ? newLeaseId() : undefined;
     // Nobody queued (the usual case): skip building an empty set for every check.
     const queuedPolicies = this.waiting > 0 ? this.queue.queuedPolicyNames() : undefined;
     const { decision, changes } = this.state.check(policies, nowMs, { ...options, leaseId, queuedPolicies });
@@ -74,7 +75,7 @@ export class LocalKey {
   }
 
   /** Consumes `cost` even past the limit, or refunds −cost spent at spentAtMs; answers the state after it. */
-  debit(policies: readonly Policy[], cost: number, spentAtMs?: number): Decision {
+  debit(policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Decision {
     const { decision, changes } = this.state.debit(policies, this.clockMs(), cost, spentAtMs);
     this.persist(changes);
     return decision;

@@ -1,6 +1,7 @@
 // The in-process store: the Limiter's methods on a LocalKey per key (the bounded key map and its eviction are bounded-keys.ts).
 import { stackLeaseMs } from "../core/concurrency.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import { checkCosts } from "../core/costs.js";
 import { assertCreditsChange, creditsAnswer } from "../core/credits.js";
 import { describeValue } from "../core/validation.js";
 import type { LeaseCount, Limiter, StoreHealth } from "../core/limiter.js";
@@ -62,8 +63,8 @@ export class MemoryStore implements Limiter {
   }
 
   async check(key: string, policies: readonly Policy[], options?: CheckOptions): Promise<Decision> {
-    options = storeCheckOptions(options);
     policies = storePolicies(policies); // a policy as written in a config is parsed, garbage refused: never admitted by default
+    options = checkCosts(storeCheckOptions(options), policies);
     return this.entry(key, policies).check(policies, options);
   }
 
@@ -75,16 +76,16 @@ export class MemoryStore implements Limiter {
     return this.keys.use(found, policies).peek(policies);
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  async debit(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Promise<Decision> {
     return this.debitNow(key, policies, cost, spentAtMs);
   }
 
-  debitNow(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Decision {
+  debitNow(key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number): Decision {
     policies = storePolicies(policies);
     assertDebitable(policies);
-    assertDebitCost(cost);
+    const costs = assertDebitCost(cost, policies);
     assertSpentAtMs(spentAtMs);
-    return this.entry(key, policies).debit(policies, cost, spentAtMs);
+    return this.entry(key, policies).debit(policies, costs, spentAtMs);
   }
 
   /**

@@ -55,7 +55,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.peek(policies);
   }
 
-  debit(policies: Policy[], cost: number, spentAtMs?: number): Decision {
+  debit(policies: Policy[], cost: number | number[], spentAtMs?: number): Decision {
     return this.local.debit(policies, cost, spentAtMs);
   }
 

@@ -11,7 +11,8 @@ import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { creditsAnswer } from "../../src/core/credits.js";
 import { ValidationError } from "../../src/core/validation.js";
-import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
+import { consumes } from "../../src/core/costs.js";
+import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, PolicyCosts, ReleaseResult } from "../../src/core/types.js";
 import type { Limiter } from "../../src/core/limiter.js";
 
 /** What a store must offer the runner: every call carries the (injected) time. */
@@ -19,7 +20,7 @@ export interface ConformanceAdapter {
   check(key: string, policies: readonly Policy[], options: CheckOptions, nowMs: number): Promise<Decision>;
   peek(key: string, policies: readonly Policy[], nowMs: number): Promise<Decision>;
   /** `spentAtMs`: a refund's spend time, on the same clock as nowMs (Limiter.debit). */
-  debit(key: string, policies: readonly Policy[], cost: number, nowMs: number, spentAtMs?: number): Promise<Decision>;
+  debit(key: string, policies: readonly Policy[], cost: DebitCost, nowMs: number, spentAtMs?: number): Promise<Decision>;
   reset(key: string, policies: readonly Policy[], nowMs: number): Promise<void>;
   /** Always called with maxWaitMs 0: waiting is real-time and tested per store. */
   acquire(key: string, policies: readonly Policy[], options: AcquireOptions, nowMs: number): Promise<AcquireResult>;
@@ -35,12 +36,14 @@ interface StepBase {
   use?: string[];
   /** User key (default "k"). */
   key?: string;
+  /** A sanity check of a decision's every policy: `remaining` of each, in stack order. */
+  remaining?: number[];
 }
 
 export type Step =
-  | (StepBase & { op: "check"; cost?: number; mode?: CheckMode; maxWaitMs?: number; as?: string; expect?: Partial<Decision> })
+  | (StepBase & { op: "check"; cost?: number; costs?: PolicyCosts; mode?: CheckMode; maxWaitMs?: number; as?: string; expect?: Partial<Decision> })
   | (StepBase & { op: "peek"; expect?: Partial<Decision> })
-  | (StepBase & { op: "debit"; cost: number; spentAtMs?: number; expect?: Partial<Decision> })
+  | (StepBase & { op: "debit"; cost: DebitCost; spentAtMs?: number; expect?: Partial<Decision> })
   | (StepBase & { op: "reset" })
   | (StepBase & { op: "acquire"; leaseMs?: number; as?: string; expect?: Partial<AcquireResult> })
   | (StepBase & { op: "release"; lease: string; expect?: Partial<ReleaseResult> })
@@ -95,7 +98,9 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
     let result: unknown;
     switch (step.op) {
       case "check": {
-        const decision = await adapter.check(key, policies, { cost: step.cost ?? 1, mode: step.mode ?? "reject", maxWaitMs: step.maxWaitMs ?? 0 }, nowMs);
+        const options: CheckOptions = { cost: step.cost ?? 1, mode: step.mode ?? "reject", maxWaitMs: step.maxWaitMs ?? 0 };
+        if (step.costs !== undefined) options.costs = step.costs;
+        const decision = await adapter.check(key, policies, options, nowMs);
         remember(decision.leaseId, step.as);
         result = decision;
         break;
@@ -147,8 +152,12 @@ function normalize(value: unknown, names: Map<string, string>): unknown {
 export function unmetExpectations(scenario: Scenario, outcomes: Outcome[]): string[] {
   const problems: string[] = [];
   scenario.steps.forEach((step, index) => {
-    if (!("expect" in step) || !step.expect) return;
     const actual = outcomes[index]?.result as Record<string, unknown> | null;
+    if (step.remaining) {
+      const got = (actual?.policies as { remaining: number }[] | undefined)?.map((part) => part.remaining);
+      if (JSON.stringify(got) !== JSON.stringify(step.remaining)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): remaining = ${JSON.stringify(got)}, expected ${JSON.stringify(step.remaining)}`);
+    }
+    if (!("expect" in step) || !step.expect) return;
     for (const [field, expected] of Object.entries(step.expect)) {
       const got = actual?.[field];
       if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): ${field} = ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
@@ -170,7 +179,7 @@ export function coreAdapter(): ConformanceAdapter & { stateOf(key: string): KeyS
   return {
     stateOf,
     async check(key, policies, options, nowMs) {
-      const leaseId = hasConcurrency(policies) && options.cost > 0 ? `core-${++leaseCount}` : undefined;
+      const leaseId = hasConcurrency(policies) && consumes(options) ? `core-${++leaseCount}` : undefined;
       return stateOf(key).check(policies, nowMs, { ...options, leaseId }).decision;
     },
     async peek(key, policies, nowMs) {
@@ -235,5 +244,6 @@ import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
 import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
 import { REFUND_SCENARIOS } from "./scenario-table-refund.js";
 import { SPENT_AT_SCENARIOS } from "./scenario-table-spent-at.js";
+import { COSTS_SCENARIOS } from "./scenario-table-costs.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS, ...COSTS_SCENARIOS];

@@ -1,5 +1,5 @@
 import { calendarBoundsAround } from "../../core/calendar.js";
-import type { AlgorithmName, Policy } from "../../core/types.js";
+import type { AlgorithmName, CheckOptions, Policy } from "../../core/types.js";
 
 /** What a stack sends on every call, encoded once per policies array (see stackOf). */
 export interface Stack {
@@ -120,4 +120,22 @@ function sameMembers(members: readonly Policy[], policies: readonly Policy[]): b
   if (members.length !== policies.length) return false;
   for (let i = 0; i < members.length; i++) if (members[i] !== policies[i]) return false;
   return true;
+}
+
+/**
+ * check.lua's own arguments (after the stack's): only what the script reads, since every
+ * argument costs Redis time (a plain check sends only its cost). A cost per policy
+ * (CheckOptions.costs, already one per member: checkCosts) goes as one argument, the costs
+ * joined by commas in stack order, where a plain check sends its one cost.
+ */
+export function checkArgs(options: CheckOptions, leaseId: string, peek: boolean): (string | number)[] {
+  const cost = options.costs === undefined ? options.cost : (options.costs as readonly number[]).join(",");
+  if (leaseId) return [cost, options.mode, options.maxWaitMs, leaseId];
+  if (options.mode === "reserve") return [cost, options.mode, options.maxWaitMs];
+  return peek ? [0, "peek"] : [cost];
+}
+
+/** debit.lua's cost argument: one signed cost, or one per policy joined by commas in stack order. */
+export function debitCostArg(cost: number | readonly number[]): string | number {
+  return typeof cost === "number" ? cost : cost.join(",");
 }

@@ -1,6 +1,7 @@
 // The Redis store: the Limiter's methods on Redis (the call path is calls.ts, the connection connection.ts, the answers' codec codec.ts).
 import { concurrencyPolicies, stackLeaseMs } from "../../core/concurrency.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "../../core/types.js";
+import { checkCosts, consumes } from "../../core/costs.js";
 import { assertCreditsChange, creditsAnswer, pastBalanceCap } from "../../core/credits.js";
 import { storeCheckOptions } from "../../core/check-options.js";
 import { storePolicies } from "../../core/store-policies.js";
@@ -11,7 +12,7 @@ import { withTimeout } from "./errors.js";
 import { DEFAULT_KEY_PREFIX, escapeUserKey, validateKeyPrefix } from "./keys.js";
 import type { RedisClient, ScriptName } from "./scripts.js";
 import { Subscriptions } from "./client-events.js";
-import { type Stack, stackOf } from "./stacks.js";
+import { type Stack, checkArgs, debitCostArg, stackOf } from "./stacks.js";
 import { LeaseUndo, unanswered } from "./undo.js";
 import { LeaseWaiters } from "./waiters.js";
 import { RedisOverrideTable } from "./overrides.js";
@@ -137,6 +138,8 @@ export class RedisStore implements Limiter {
   private async decide(key: string, policies: readonly Policy[], options: CheckOptions, peek: boolean): Promise<Decision> {
     // A policy as written in a config is parsed, garbage refused (Lua would answer an error).
     policies = storePolicies(policies);
+    // Costs per policy: one per member (a stack of one takes its cost as `cost`: single.lua).
+    options = checkCosts(options, policies);
     const stack = stackOf(policies);
     // The client clock's reading, when the store uses it: the script and the decoding share it.
     const clientNowMs = this.calls.clientNowMs();
@@ -147,26 +150,18 @@ export class RedisStore implements Limiter {
       if (stack.credits && clientNowMs === undefined) this.calls.observeClock(reply);
       return decodeSingleDecision(reply, policies[0]!, options, clientNowMs);
     }
-    if (stack.stepped && !peek && options.mode === "reject" && options.cost > 0) {
+    if (stack.stepped && !peek && options.mode === "reject" && options.cost > 0 && options.costs === undefined) {
       // Several plain limits (an Envoy request's descriptors, a route's two limits): stack.lua.
       const reply = (await this.calls.run("stack", key, stack, options.cost === 1 ? [] : [options.cost], clientNowMs)) as string;
       // "r": a stored state of another algorithm (a redefined policy): check.lua sorts it out.
       if (reply !== "r") return decodeStackDecision(reply, policies, options, clientNowMs);
     }
-    const leaseId = options.cost > 0 && stack.concurrency ? newLeaseId() : "";
+    const leaseId = consumes(options) && stack.concurrency ? newLeaseId() : "";
     if (leaseId) {
       const fencedMs = await this.leaseFenceMs(policies);
       if (fencedMs > 0) return fencedDecision(await this.peek(key, policies), policies, fencedMs);
     }
-    // Arguments the script would not read are left out (every argument costs Redis time):
-    // a plain check sends only its cost.
-    const args = leaseId
-      ? [options.cost, options.mode, options.maxWaitMs, leaseId]
-      : options.mode === "reserve"
-        ? [options.cost, options.mode, options.maxWaitMs]
-        : peek
-          ? [0, "peek"]
-          : [options.cost];
+    const args = checkArgs(options, leaseId, peek);
     let reply: string;
     try {
       reply = (await this.calls.run("check", key, stack, args)) as string;
@@ -182,12 +177,14 @@ export class RedisStore implements Limiter {
     return this.decide(key, policies, PEEK, true);
   }
 
-  async debit(key: string, policies: readonly Policy[], cost: number, spentAtMs?: number): Promise<Decision> {
+  async debit(key: string, policies: readonly Policy[], debited: DebitCost, spentAtMs?: number): Promise<Decision> {
     policies = storePolicies(policies);
     assertDebitable(policies);
-    assertDebitCost(cost);
+    const cost = assertDebitCost(debited, policies);
     assertSpentAtMs(spentAtMs);
-    return decodeDecision((await this.calls.run("debit", key, stackOf(policies), cost < 0 && spentAtMs !== undefined ? [cost, this.spentArg(spentAtMs)] : [cost])) as string, policies, "");
+    const refunds = typeof cost === "number" ? cost < 0 : cost.some((one) => one < 0);
+    const args = refunds && spentAtMs !== undefined ? [debitCostArg(cost), this.spentArg(spentAtMs)] : [debitCostArg(cost)];
+    return decodeDecision((await this.calls.run("debit", key, stackOf(policies), args)) as string, policies, "");
   }
 
   /**

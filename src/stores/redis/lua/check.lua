@@ -8,7 +8,8 @@
 -- ARGV[2]    N, the number of policies
 -- ARGV[2+i]  policy i: "<algorithm> <limit> <periodMs> <burst> <leaseMs> <name>"
 -- ARGV[3+N]  pub/sub channel that wakes waiters, only with the waiter keys
--- then: cost (0 peeks); mode, "reject" (or absent), "reserve", or "peek" (Limiter.peek: a
+-- then: cost (0 peeks), or one cost per policy joined by commas ("1,800,0": CheckOptions.costs,
+--       0 peeks that policy); mode, "reject" (or absent), "reserve", or "peek" (Limiter.peek: a
 --       cost-0 reject that never starts a block); maxWaitMs (reserve);
 --       leaseId for concurrency policies; leaseMs override, or "" or absent
 -- Returns the whole decision as one string of integers (decide.lua).
@@ -26,6 +27,7 @@ if ctx.hasConcurrency then
   queued = prune_waiters(ctx)
   lease_id, lease_ms = optional_string(ARGV[arg + 3]), optional_number(ARGV[arg + 4])
 end
-local decision, changes = decide(ctx, ARGV[arg] + 0, mode, max_wait_ms, lease_id, lease_ms, queued)
+local cost, costs = read_costs(ARGV[arg], #ctx.policies)
+local decision, changes = decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, costs)
 write_changes(ctx, changes)
 return decision_text(decision)

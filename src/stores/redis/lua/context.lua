@@ -166,6 +166,22 @@ local function read_context()
   return ctx
 end
 
+-- A cost argument: one cost for every policy ("5"), or one per policy in stack order
+-- ("1,800,0": CheckOptions.costs, a debit's costs, policyCosts in src/core/costs.ts).
+-- Returns the one cost (for a list: 1 when some policy is charged, else 0, so a check of
+-- costs all 0 peeks as cost 0 does) and the list (nil for one cost).
+local function read_costs(text, count)
+  if not find(text, ",", 1, true) then return text + 0, nil end
+  local costs, charged = {}, 0
+  for part in string.gmatch(text, "[^,]+") do
+    local cost = part + 0
+    costs[#costs + 1] = cost
+    if cost > 0 then charged = 1 end
+  end
+  if #costs ~= count then error(format("spillway: %d costs for %d policies", #costs, count)) end
+  return charged, costs
+end
+
 -- The live state of policy i at nowMs (liveState): nil when absent, written by another
 -- algorithm, or already equivalent to fresh.
 local function live_state(ctx, i)

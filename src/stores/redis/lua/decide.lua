@@ -43,14 +43,21 @@ end
 
 -- The request: cost, mode ("reject", "reserve", or "peek": a reject that only reports and
 -- never starts a block), max_wait_ms, lease_id and lease_ms (or nil), queued (the set of
--- policy names with waiters; nil: nobody waits).
+-- policy names with waiters; nil: nobody waits), costs (one per policy, CheckOptions.costs:
+-- then cost is 1 when some policy is charged, else 0; nil: every policy costs `cost`).
 -- Returns the decision array and the new state of every policy to write by stack index:
--- every one when admitted, those whose block a denial started otherwise (nil: none).
-local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
+-- every one charged when admitted, those whose block a denial started otherwise (nil: none).
+local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, costs)
   local now_ms, policies, blocks = ctx.nowMs, ctx.policies, ctx.blocks
   local count = #policies
-  local probe_cost = cost
-  if probe_cost == 0 then probe_cost = 1 end
+  -- Each policy's own cost, and what it is probed at (a peeked policy, cost 0, at 1).
+  local own_costs, probes = {}, {}
+  for i = 1, count do
+    local own = cost
+    if costs then own = costs[i] end
+    own_costs[i] = own
+    if own == 0 then probes[i] = 1 else probes[i] = own end
+  end
   -- By stack index: live state (nil), earliest slot (false: never), blocked by waiters.
   local states, earliest = {}, {}
   local blocked_by_queue = queued and {}
@@ -59,7 +66,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   for i = 1, count do
     local policy = policies[i]
     local state = live_state(ctx, i)
-    local earliest_ms = policy.impl.earliest(state, policy, now_ms, probe_cost)
+    local earliest_ms = policy.impl.earliest(state, policy, now_ms, probes[i])
     -- No sooner than the end of the policy's block (blockedEarliestMs).
     local blocked_until_ms = blocks[i]
     if earliest_ms ~= nil and blocked_until_ms ~= nil and blocked_until_ms > earliest_ms then earliest_ms = blocked_until_ms end
@@ -86,7 +93,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     -- policy chose: then no slot fits both (fitsSlot in src/core/decision.ts).
     for i = 1, count do
       local fits_at = policies[i].impl.fits_at
-      if fits_at and not fits_at(states[i] or nil, policies[i], now_ms, slot_ms, cost) then
+      if fits_at and not fits_at(states[i] or nil, policies[i], now_ms, slot_ms, costs and probes[i] or cost) then
         earliest[i] = false
         never = true
       end
@@ -97,7 +104,15 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
   if cost == 0 then allowed = fits_now end
 
   local granted_lease_ms = -1
-  if admit and ctx.hasConcurrency then
+  -- A concurrency policy peeked (its cost 0) takes no lease.
+  local leases = ctx.hasConcurrency
+  if costs and leases then
+    leases = false
+    for i = 1, count do
+      if policies[i].concurrency and own_costs[i] > 0 then leases = true end
+    end
+  end
+  if admit and leases then
     if not lease_id then error("a leaseId is needed to admit a concurrency policy") end
     granted_lease_ms = lease_ms
     -- No override: the shortest lease of the concurrency policies (stackLeaseMs in src/core/concurrency.ts).
@@ -118,10 +133,15 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued)
     local state = states[i]
     local earliest_ms = earliest[i]
     if admit then
-      local lease = nil
-      if policy.concurrency then lease = { leaseId = lease_id, leaseMs = lease_ms } end
-      state = algorithm.admit(state, policy, now_ms, slot_ms, cost, lease)
-      states[i] = state
+      if own_costs[i] > 0 then
+        local lease = nil
+        if policy.concurrency then lease = { leaseId = lease_id, leaseMs = lease_ms } end
+        state = algorithm.admit(state, policy, now_ms, slot_ms, own_costs[i], lease)
+        states[i] = state
+      else
+        -- Peeked (its cost 0): nothing consumed, nothing written.
+        states[i] = false
+      end
     elseif not allowed and mode ~= "peek" and policy.blockMs ~= nil and blocks[i] == nil and state ~= nil
       and earliest_ms ~= false and earliest_ms - now_ms > EPSILON_MS then
       -- This policy refused the request: its block starts now (startsBlock; a peek only reports).
