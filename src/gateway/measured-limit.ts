@@ -1,7 +1,6 @@
 import type { Limiter } from "../core/limiter.js";
 import type { Policy } from "../core/types.js";
-import { type CountedOutcome, type Settle, joinFields, peekRequest, settler, splitOf } from "../http/count-limit.js";
-import { reserveRequest } from "../http/count-reserve.js";
+import { joinFields, peekRequest, settler, splitOf } from "../http/count-limit.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from "../http/limit.js";
 import type { RouteCounting } from "./counting.js";
 import type { EstimateSource } from "./estimate.js";
@@ -9,134 +8,85 @@ import { type Charges, type Measure, type UsageCost, reservationsOf } from "./me
 
 /**
  * How a route whose policies each charge their own measure is limited (docs/counting.md,
- * "Measures"). The rate policies are grouped by measure; each group is decided on its own,
- * all groups at once:
- * - `requests`: a real check at cost 1, as a plain route's;
- * - with reservations (an `estimate`): the group's reservation is checked and consumed
- *   (count-reserve.ts), settled on the answer;
- * - without: peeked, every such group in one call (a peek costs nothing), each debited its own
- *   measure on the answer (count-limit.ts).
- * All or nothing: when one group refuses, every other group's consumption is given back (a
- * refund, count-reserve.ts) and the request gets that group's 429. Each group's check is
- * atomic in the store, so a burst admits at most what each group holds; a refused request's
- * give-back can only make a concurrent one refused, never let one more in. Concurrency
- * policies take their lease last; a refused lease gives every group's consumption back.
+ * "Measures"): one store call decides every rate policy of the stack, each at its own cost
+ * (CheckOptions.costs), all-or-nothing in the store:
+ * - `requests`: charged 1, as a plain route's;
+ * - with reservations (an `estimate`): a measured policy reserves its measure's estimate,
+ *   settled on the answer (the difference refunded or debited, as count-reserve.ts);
+ * - without: a measured policy is peeked in the same call (cost 0: a cost-1 request must fit,
+ *   nothing is consumed), then debited its measure on the answer (count-limit.ts).
+ * A refusal consumed nothing from any policy, so nothing is given back; a burst admits at
+ * most what each policy holds. When no policy is charged before the answer (no `requests`
+ * policy, no estimate) the call is the peek of count-limit.ts. The answer settles every
+ * measure in one debit (or debitLater: one carried op). Concurrency policies take their lease
+ * last; a refused lease gives back what the check consumed, in one refund.
  */
 export type MeasuredOutcome =
   | { admitted: false; response: Response }
   | {
       admitted: true;
-      /** The RateLimit fields before the answer: every group's, then the lease's. */
+      /** The RateLimit fields before the answer: the rate policies', then the lease's. */
       headers: Record<string, string>;
       lease?: HeldLease;
-      /** Charges every group its measure of the answer (`requests` groups are done); never rejects. */
+      /** Charges every policy its measure of the answer (`requests` policies are done); never rejects. */
       settle(charges: Charges, later: boolean): Promise<unknown> | undefined;
     };
 
-interface Group {
-  measure: Measure;
-  policies: Policy[];
+/** Each rate policy's measure, in stack order, made once per stack (a plan lives as long as its route). */
+const measuresByStack = new WeakMap<readonly Policy[], Measure[]>();
+function measuresOf(rated: readonly Policy[], cost: UsageCost): Measure[] {
+  let measures = measuresByStack.get(rated);
+  if (!measures) measuresByStack.set(rated, (measures = rated.map((policy) => cost.measureOf.get(policy.name) ?? cost.measure)));
+  return measures;
 }
 
-/** The stack's rate policies by measure, in stack order of each measure's first policy. */
-function groupsOf(rated: readonly Policy[], cost: UsageCost): Group[] {
-  const groups: Group[] = [];
-  for (const policy of rated) {
-    const measure = cost.measureOf.get(policy.name) ?? cost.measure;
-    const group = groups.find((one) => one.measure === measure);
-    if (group) group.policies.push(policy);
-    else groups.push({ measure, policies: [policy] });
-  }
-  return groups;
-}
-
-/** One store call's outcome: what it consumed of which policies (to give back), and how each measure it covers settles. */
-interface Decided {
-  outcome: CountedOutcome;
-  policies: readonly Policy[];
-  consumed: number;
-  settles: Array<[Measure, Settle]>;
-}
-
-/** `requests`: known before forwarding, checked and consumed at 1; nothing to settle, a refund of the one unit to give back. */
-function checkRequests(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group): Promise<Decided> {
-  return limitRequest(limiter, key, { ...plan, policies: group.policies }, { ...context, cost: 1 }).then((outcome) => ({
-    policies: group.policies,
-    consumed: 1,
-    settles: [],
-    outcome: outcome.admitted ? { admitted: true, headers: outcome.headers, settle: () => outcome.headers } : outcome,
-  }));
-}
-
-function reserveGroup(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, group: Group, reservation: number): Promise<Decided> {
-  return reserveRequest(limiter, key, { ...plan, policies: group.policies }, context, reservation).then((outcome) => ({
-    policies: group.policies,
-    consumed: reservation,
-    outcome,
-    settles: outcome.admitted ? [[group.measure, outcome.settle]] : [],
-  }));
-}
-
-/** Without reservations every measured group is peeked in one call (a peek costs nothing), then debited its own measure. */
-function peekGroups(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, groups: readonly Group[]): Promise<Decided> {
-  const policies = groups.flatMap((group) => group.policies);
-  return peekRequest(limiter, key, { ...plan, policies }, context).then((outcome) => ({
-    policies,
-    consumed: 0,
-    outcome,
-    settles: outcome.admitted ? groups.map((group): [Measure, Settle] => [group.measure, settler(limiter, key, group.policies, plan, context, outcome.headers)]) : [],
-  }));
-}
-
-/** Gives back what admitted calls consumed (a request refused elsewhere). */
-function giveBack(limiter: Limiter, key: string, decided: readonly Decided[], context: LimitContext): void {
-  for (const one of decided) {
-    if (!one.outcome.admitted || one.consumed === 0) continue;
-    const refunded = limiter.debit(key, one.policies, -one.consumed).catch((error: unknown) => context.log({ event: "refund-failed", route: context.label, key, cost: -one.consumed, error: String(error) }));
-    context.defer?.(refunded);
-  }
+/** What each rate policy is charged before the answer: 1 for `requests`, its measure's reservation, or 0 (peeked). */
+function costsBefore(measures: readonly Measure[], reservations: Charges | undefined): number[] {
+  return measures.map((measure) => (measure === "requests" ? 1 : reservations ? reservations[measure] : 0));
 }
 
 /** `reservations`: what each measure reserves (an estimate), undefined to peek. */
 export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, context: LimitContext, cost: UsageCost, reservations: Charges | undefined): Promise<MeasuredOutcome> {
   if (plan.overrides) {
-    // Overrides first: every group and its settle see the same policies.
+    // Overrides first: the check and its settle see the same policies.
     const resolved = resolvedPlan(plan, key, context);
     return resolved instanceof Promise ? resolved.then((one) => measuredRequest(limiter, key, one, context, cost, reservations)) : measuredRequest(limiter, key, resolved, context, cost, reservations);
   }
   const { rated, leased } = splitOf(plan.policies);
-  const groups = groupsOf(rated, cost);
-  const measured = groups.filter((group) => group.measure !== "requests");
-  const calls = groups.filter((group) => group.measure === "requests").map((group) => checkRequests(limiter, key, plan, context, group));
-  if (reservations) for (const group of measured) calls.push(reserveGroup(limiter, key, plan, context, group, reservations[group.measure]));
-  else calls.push(peekGroups(limiter, key, plan, context, measured));
-  return Promise.all(calls).then((decided): MeasuredOutcome | Promise<MeasuredOutcome> => {
-    const refused = decided.find((one) => !one.outcome.admitted);
-    if (refused && !refused.outcome.admitted) {
-      giveBack(limiter, key, decided, context);
-      return { admitted: false, response: refused.outcome.response };
-    }
-    let headers: Record<string, string> = {};
-    for (const one of decided) if (one.outcome.admitted) headers = joinFields(headers, one.outcome.headers);
-    const settle = (charges: Charges, later: boolean): Promise<unknown> | undefined => {
-      const pending: Promise<unknown>[] = [];
-      for (const one of decided) {
-        for (const [measure, settle] of one.settles) {
-          const settled = settle(charges[measure], later);
-          if (settled instanceof Promise) pending.push(settled);
-        }
-      }
-      return pending.length === 0 ? undefined : Promise.all(pending);
-    };
-    if (leased.length === 0) return { admitted: true, headers, settle };
+  const measures = measuresOf(rated, cost);
+  const before = costsBefore(measures, reservations);
+  if (!before.some((one) => one > 0)) {
+    // Nothing charged before the answer: the peek of a counted route (its 429, dry run and
+    // block), its lease, and every measure debited in one call on the answer.
+    return peekRequest(limiter, key, plan, context).then((outcome) => (outcome.admitted ? { admitted: true, headers: outcome.headers, ...(outcome.lease ? { lease: outcome.lease } : {}), settle: (charges, later) => settled(outcome.settle(measures.map((measure) => charges[measure]), later)) } : outcome));
+  }
+  // A refund of what the check consumed goes back to the window it was consumed in.
+  const spentAtMs = Date.now();
+  return limitRequest(limiter, key, { ...plan, policies: rated }, { ...context, cost: 1, costs: before }).then((checked): MeasuredOutcome | Promise<MeasuredOutcome> => {
+    if (!checked.admitted) return checked;
+    // A check that never landed (the store failed open, a dry run's failed) consumed nothing:
+    // its settle charges every measure whole, and a refused lease has nothing to give back.
+    const landed = checked.decision !== undefined && !checked.decision.failedOpen;
+    const debit = settler(limiter, key, rated, plan, context, checked.headers, spentAtMs);
+    const settle = (charges: Charges, later: boolean) => settled(debit(measures.map((measure, i) => (measure === "requests" ? 0 : charges[measure] - (landed ? before[i]! : 0))), later));
+    if (leased.length === 0) return { admitted: true, headers: checked.headers, settle };
     return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): MeasuredOutcome => {
       if (!leasing.admitted) {
-        giveBack(limiter, key, decided, context);
+        // All-or-nothing: the lease refused the request, so what the check consumed goes back, in one refund.
+        if (landed) {
+          const refunded = limiter.debit(key, rated, before.map((one) => -one), spentAtMs).catch((error: unknown) => context.log({ event: "refund-failed", route: context.label, key, cost: before.map((one) => -one), error: String(error) }));
+          context.defer?.(refunded);
+        }
         return leasing;
       }
-      return { admitted: true, headers: joinFields(headers, leasing.headers), lease: leasing.lease, settle };
+      return { admitted: true, headers: joinFields(checked.headers, leasing.headers), lease: leasing.lease, settle };
     });
   });
+}
+
+/** A settle's answer as MeasuredOutcome.settle gives it: the promise to wait on, or none. */
+function settled(fields: Record<string, string> | Promise<Record<string, string>>): Promise<unknown> | undefined {
+  return fields instanceof Promise ? fields : undefined;
 }
 
 /**

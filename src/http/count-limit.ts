@@ -1,6 +1,7 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { styledHeaders } from "../core/header-styles.js";
-import type { Decision, Policy } from "../core/types.js";
+import type { DebitCost, Decision, Policy } from "../core/types.js";
+import { chargesAny } from "../core/costs.js";
 import { type Limiter, applyFailMode } from "../core/limiter.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../core/wire.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse, resolvedPlan } from "./limit.js";
@@ -34,8 +35,10 @@ export type CountedOutcome =
  * waits on the answer (a cost in the body), so a store with debitLater may send it with the
  * key's next call (one request to the store for two). Never throws or
  * rejects: a store that fails the debit is logged, and the fields before are answered.
+ * A cost per rate policy (DebitCost, in the stack's order: a route of several measures) is
+ * one debit too; every cost 0 debits nothing.
  */
-export type Settle = (cost: number, later?: boolean) => Fields | Promise<Fields>;
+export type Settle = (cost: DebitCost, later?: boolean) => Fields | Promise<Fields>;
 type Fields = Record<string, string>;
 
 /**
@@ -134,7 +137,7 @@ function fieldsAfter(debited: Decision, rated: readonly Policy[], plan: LimitPla
 }
 
 /** A debit the store failed: logged, and the fields before are answered. */
-function debitFailed(key: string, cost: number, context: LimitContext, before: Fields, error: unknown): Fields {
+function debitFailed(key: string, cost: DebitCost, context: LimitContext, before: Fields, error: unknown): Fields {
   context.log({ event: "debit-failed", route: context.label, key, cost, error: String(error) });
   return before;
 }
@@ -146,7 +149,7 @@ function debitFailed(key: string, cost: number, context: LimitContext, before: F
  */
 export function settler(limiter: Limiter, key: string, rated: readonly Policy[], plan: LimitPlan, context: LimitContext, before: Fields, spentAtMs?: number): Settle {
   return (cost, later) => {
-    if (cost === 0) return before;
+    if (cost === 0 || (typeof cost !== "number" && !Object.values(cost).some((one) => one !== 0))) return before;
     if (later && limiter.debitLater && !limiter.debitNow) {
       return limiter.debitLater(key, rated, cost, spentAtMs).then(
         (debited) => fieldsAfter(debited, rated, plan, before),
@@ -175,4 +178,11 @@ export function joinFields(first: Record<string, string>, second: Record<string,
     else if (joined[name] === undefined || (name === DRY_RUN_HEADER && second[name] === "denied")) joined[name] = second[name]!;
   }
   return joined;
+}
+
+/** `cost` less `by` for every policy (a reservation taken from each): one number, or each of a list. */
+export function lessEach(cost: DebitCost, by: number): DebitCost {
+  if (typeof cost === "number") return cost - by;
+  if (Array.isArray(cost)) return cost.map((one: number) => one - by);
+  return Object.fromEntries(Object.entries(cost).map(([name, one]) => [name, one - by]));
 }

@@ -1,5 +1,6 @@
 import type { Limiter } from "../core/limiter.js";
-import { type CountedOutcome, joinFields, settler, splitOf } from "./count-limit.js";
+import type { DebitCost } from "../core/types.js";
+import { type CountedOutcome, joinFields, lessEach, settler, splitOf } from "./count-limit.js";
 import { type LimitContext, type LimitPlan, limitRequest, resolvedPlan } from "./limit.js";
 
 /**
@@ -32,7 +33,7 @@ export function reserveRequest(limiter: Limiter, key: string, plan: LimitPlan, c
     // A reservation that never landed (the store failed open, or a dry run's failed) reserved
     // nothing: its settle charges the whole cost, not the difference.
     const landed = decision !== undefined && !decision.failedOpen;
-    const settle = (cost: number, later?: boolean) => debit(landed ? cost - estimate : cost, later);
+    const settle = (cost: DebitCost, later?: boolean) => debit(landed ? lessEach(cost, estimate) : cost, later);
     if (leased.length === 0) return { admitted: true, headers: reserved.headers, settle, decision };
     return limitRequest(limiter, key, { ...plan, policies: leased }, { ...context, cost: 1 }).then((leasing): CountedOutcome => {
       if (!leasing.admitted) {

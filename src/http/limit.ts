@@ -3,7 +3,7 @@ import { type HeaderStyle, styledHeaders } from "../core/header-styles.js";
 import type { ProviderHeaders } from "../core/provider-headers.js";
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { sleep } from "../core/sleep.js";
-import type { Decision, Policy } from "../core/types.js";
+import type { CheckOptions, Decision, Policy } from "../core/types.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER, QUOTA_EXCEEDED_TYPE } from "../core/wire.js";
 import { costAboveCapacityDetail, problem, problemResponse } from "./problems.js";
 import { type Limiter, applyFailMode } from "../core/limiter.js";
@@ -62,6 +62,11 @@ export interface LimitContext {
   overrideSource?: string;
   /** What the request costs when known before it is forwarded (a route's `cost`); default 1. */
   cost?: number;
+  /**
+   * A cost per policy of the plan instead (CheckOptions.costs, in stack order): a route whose
+   * policies count different measures (measured-limit.ts); 0 peeks that policy.
+   */
+  costs?: readonly number[];
 }
 
 /**
@@ -184,7 +189,8 @@ function planWith(plan: LimitPlan, policies: readonly Policy[]): LimitPlan {
 
 function limitWith(limiter: Limiter, key: string, plan: LimitPlan, policies: readonly Policy[], context: LimitContext): Promise<LimitOutcome> {
   const reserve = plan.onLimit === "delay" && !plan.dryRun;
-  const options = { cost: context.cost ?? 1, mode: reserve ? ("reserve" as const) : ("reject" as const), maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  const options: CheckOptions = { cost: context.cost ?? 1, mode: reserve ? "reserve" : "reject", maxWaitMs: reserve ? plan.maxDelayMs : 0 };
+  if (context.costs) options.costs = context.costs;
   // Promise reactions, not an async function's awaits: this runs for every limited request.
   return applyFailMode(policies, () => limiter.check(key, policies, options)).then(
     (decision) => outcomeOf(limiter, key, plan, policies, context, decision),
@@ -213,9 +219,16 @@ function outcomeOf(limiter: Limiter, key: string, plan: LimitPlan, policies: rea
     }
     return { admitted: true, headers, lease, decision };
   }
-  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, context.cost, policies) };
+  if (!decision.allowed) return { admitted: false, response: quotaExceededResponse(decision, headers, deniedCost(decision, context), policies) };
   if (decision.waitMs > 0) return waitForSlot(decision, headers, lease, context.signal);
   return { admitted: true, headers, lease, decision };
+}
+
+/** The cost a 429's detail names: the request's, or (costs per policy) that of the first policy that can never admit its own. */
+function deniedCost(decision: Decision, context: LimitContext): number | undefined {
+  if (!context.costs) return context.cost;
+  const never = decision.policies.findIndex((result) => result.retryAfterMs === null);
+  return context.costs[never === -1 ? 0 : never] ?? context.cost;
 }
 
 /** Holds a delayed request until its reserved slot; a client that leaves meanwhile spends its slot but not its lease. */

@@ -16,8 +16,8 @@ import { type CarriedDebit, DEBIT_CARRY_MS, DebitCarry, type NextCall } from "./
 export interface KeyLimiterObject extends Rpc.DurableObjectBranded {
   check(policies: Policy[], options: CheckOptions): Decision;
   peek(policies: Policy[]): Decision;
-  /** `cost`: one for every policy, or one per policy in stack order (checked by the store). */
-  debit(policies: Policy[], cost: number | number[], spentAtMs?: number): Decision;
+  /** `cost`: one for every policy, or one per policy (the store sends a list in stack order). */
+  debit(policies: Policy[], cost: DebitCost, spentAtMs?: number): Decision;
   /** Applies held debits in order, then answers `next` (if any): one request for both. */
   debitThen(debits: CarriedDebit[], next?: NextCall): { debits: Decision[]; next?: Decision };
   reset(policies: Policy[]): void;

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { StoredState } from "../core/algorithms.js";
 import { type CreditsOutcome, NEVER_FRESH_MS } from "../core/credits.js";
 import type { StateChange } from "../core/decision.js";
-import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
+import type { AcquireOptions, AcquireResult, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, ReleaseResult } from "../core/types.js";
 import { LocalKey } from "../stores/local-key.js";
 import type { KeyLimiterObject } from "../stores/durable-object.js";
 import type { CarriedDebit, NextCall } from "../stores/debit-carry.js";
@@ -55,7 +55,7 @@ export class LimiterObject extends DurableObject<Record<string, unknown>> implem
     return this.local.peek(policies);
   }
 
-  debit(policies: Policy[], cost: number | number[], spentAtMs?: number): Decision {
+  debit(policies: Policy[], cost: DebitCost, spentAtMs?: number): Decision {
     return this.local.debit(policies, cost, spentAtMs);
   }
 
