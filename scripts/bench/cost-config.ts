@@ -18,6 +18,9 @@ export const GATEWAY_CONFIG = {
     { name: "logins", algorithm: "fixed-window", limit: 1000, period: "1s" },
     { name: "tokens", algorithm: "fixed-window", limit: 1000000, period: "1s" },
     { name: "plan", algorithm: "gcra", limit: 10, period: "1s" },
+    { name: "rpm", algorithm: "fixed-window", limit: 1000, period: "1s" },
+    { name: "itpm", algorithm: "fixed-window", limit: 1000000, period: "1s" },
+    { name: "otpm", algorithm: "fixed-window", limit: 1000000, period: "1s" },
   ],
   routes: [
     { match: { path: "/address/*" }, key: "ip", policies: ["per-address"] },
@@ -33,6 +36,9 @@ export const GATEWAY_CONFIG = {
     { match: { path: "/llm/reserve/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseJson: "usage.total_tokens", max: 4096 }, estimate: { requestHeader: "x-max-tokens" } },
     { match: { path: "/llm/reserve-header/*" }, key: "header:x-api-key", policies: ["tokens"], cost: { responseHeader: "x-usage-tokens", max: 4096 }, estimate: 100 },
     { match: { path: "/plan/*" }, key: "header:x-api-key", policies: ["plan"] },
+    // Three measures of one answer (issue 42): requests, input and output tokens, each policy its own, one object request a decision.
+    { match: { path: "/llm/measures/*" }, key: "header:x-api-key", policies: ["rpm", "itpm", "otpm"], cost: { usage: "openai", measures: { rpm: "requests", itpm: "input", otpm: "output" } } },
+    { match: { path: "/llm/measures-estimate/*" }, key: "header:x-api-key", policies: ["rpm", "itpm", "otpm"], cost: { usage: "openai", measures: { rpm: "requests", itpm: "input", otpm: "output" } }, estimate: { input: 50, output: 50 } },
   ],
   overrides: [{ policy: "plan", source: "header:x-api-key", key: "acme-*", limit: 1000 }],
   overridesTtl: "10s",

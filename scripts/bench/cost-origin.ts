@@ -1,6 +1,6 @@
 // bench:cost only: the origin of the gateway scenarios, in Node (workerd cannot listen on a
 // port). /login/* answers 401 when the request says `x-fail: 1`, else 200; /llm/* answers a
-// JSON body with usage.total_tokens and an x-usage-tokens header; anything else is a 200.
+// JSON body with OpenAI's usage (10 prompt, 20 completion, 30 in all) and an x-usage-tokens header; anything else is a 200.
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { TestProject } from "vitest/node";
@@ -14,7 +14,7 @@ export default async function setup(project: TestProject) {
       response.end("login");
     } else if (url.startsWith("/llm/")) {
       response.writeHead(200, { "content-type": "application/json", "x-usage-tokens": "30" });
-      response.end(JSON.stringify({ id: "cmpl", usage: { prompt_tokens: 10, total_tokens: 30 } }));
+      response.end(JSON.stringify({ id: "cmpl", usage: { prompt_tokens: 10, completion_tokens: 20, total_tokens: 30 } }));
     } else {
       response.writeHead(200, { "content-type": "text/plain" });
       response.end("ok");

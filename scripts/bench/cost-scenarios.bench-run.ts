@@ -244,6 +244,18 @@ gatewayScenario("a reserve/settle route (estimate 100, cost from a response head
   return 100;
 });
 
+gatewayScenario("a costed route of three measures (requests, input, output; no estimate): 100 requests", async (request) => {
+  const key = `k-${id()}`;
+  for (let i = 0; i < 100; i++) if ((await request("/llm/measures/a", { "x-api-key": key, "content-type": "application/json" })).status !== 200) throw new Error("a three-measure request was refused");
+  return 100;
+});
+
+gatewayScenario("a reserve/settle route of three measures (requests, input, output; estimate 50 + 50): 100 requests", async (request) => {
+  const key = `k-${id()}`;
+  for (let i = 0; i < 100; i++) if ((await request("/llm/measures-estimate/a", { "x-api-key": key, "content-type": "application/json" })).status !== 200) throw new Error("a three-measure request was refused");
+  return 100;
+});
+
 gatewayScenario("overrides in use (a config override and a runtime one): 100 requests", async (request) => {
   // The runtime override is set once, out of the count (an admin call), then read once per TTL.
   const key = `acme-${id()}`;
