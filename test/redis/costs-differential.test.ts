@@ -5,6 +5,7 @@ import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckMode, Decision, Policy } from "../../src/core/types.js";
 import { decodeStoredState } from "../../src/stores/redis/codec.js";
 import { keyLayout } from "../../src/stores/redis/keys.js";
+import { RedisStore } from "../../src/stores/redis/store.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { BASE_MS, type ConformanceAdapter, coreAdapter } from "../conformance/scenarios.js";
 import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
@@ -115,5 +116,15 @@ describe("costs per policy on Redis", () => {
       }),
       { numRuns: Number(process.env.SPILLWAY_DIFFERENTIAL_RUNS ?? 60) },
     );
+  });
+  it("refuses costs that do not fit the stack with a ValidationError naming the field, and writes nothing", async () => {
+    const store = new RedisStore({ client, keyPrefix: "costs-input:", log: () => {} });
+    const stack = [parsePolicy({ name: "a", limit: 2, period: "1m" }, "a"), parsePolicy({ name: "b", limit: 2, period: "1m" }, "b")];
+    const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+    await expect(store.check("k", stack, { ...reject, costs: [1, 2, 3] })).rejects.toMatchObject({ name: "ValidationError", field: "costs" });
+    await expect(store.check("k", stack, { ...reject, costs: { a: 1 } })).rejects.toMatchObject({ name: "ValidationError", field: "costs" });
+    await expect(store.debit("k", stack, [1, 1e10])).rejects.toMatchObject({ name: "ValidationError", field: "cost.1" });
+    expect(await client.keys("costs-input:*")).toEqual([]);
+    await store.close();
   });
 });

@@ -34,6 +34,21 @@ describe("DurableObjectStore.debitLater", () => {
     expect(await meterOf(key)).toMatchObject({ calls: 1, rowsWritten: 1 });
   });
 
+  it("a settle of several measures (a cost per policy) rides with a check of costs per policy: one request for both, each policy its own", async () => {
+    const store = new DurableObjectStore(namespace, undefined, undefined, 10_000);
+    const key = uniqueKey("carry-costs");
+    const [rpm, itpm, otpm] = ["rpm", "itpm", "otpm"].map((name) => parsePolicy({ name, algorithm: "fixed-window", limit: 100, period: "1h" }, "policy"));
+    const stack = [rpm!, itpm!, otpm!];
+    // The first request: 1 request, 40 input tokens reserved, output peeked.
+    expect((await store.check(key, stack, { ...reject, costs: [1, 40, 0] })).policies.map((part) => part.remaining)).toEqual([99, 60, 100]);
+    // Its answer: 30 input (10 back), 25 output; carried, then the next request's check.
+    const landed = store.debitLater(key, stack, [0, -10, 25]);
+    const checked = await store.check(key, stack, { ...reject, costs: { rpm: 1, itpm: 40, otpm: 0 } });
+    expect(checked.policies.map((part) => part.remaining)).toEqual([98, 30, 75]);
+    expect((await landed).policies.map((part) => part.remaining)).toEqual([99, 70, 75]);
+    expect(await meterOf(key)).toMatchObject({ calls: 2 });
+  });
+
   it("goes alone after carryMs when the key has no next call", async () => {
     const store = new DurableObjectStore(namespace, undefined, undefined, 20);
     const key = uniqueKey("alone");
@@ -68,6 +83,7 @@ describe("DurableObjectStore.debitLater", () => {
     await expect(store.debitLater(uniqueKey(), [slot], 1)).rejects.toThrow(/mode/);
     // A negative cost is a refund now; what debit refuses is a cost that is no integer in range.
     await expect(store.debitLater(uniqueKey(), [budget], 1.5)).rejects.toThrow(/cost/);
+    await expect(store.debitLater(uniqueKey(), [budget], [1, 2])).rejects.toMatchObject({ name: "ValidationError", field: "cost" });
   });
 
   it("rejects with StoreUnavailableError when the object cannot be reached, and so does the call it rode with", async () => {

@@ -28,4 +28,13 @@ describe("DurableObjectStore takes what users write", () => {
     expect(error).toBeInstanceOf(TypeError);
     expect((error as Error).message).toMatch(/^policies\.0\.burst: must be an integer/);
   });
+
+  it("refuses costs per policy that do not fit the stack with a ValidationError naming the field, not a StoreUnavailableError", async () => {
+    const store = new DurableObjectStore(env.LIMITER);
+    const stack = unchecked({ name: "a", limit: 2, period: "1m" }, { name: "b", limit: 2, period: "1m" });
+    await expect(store.check("costs-input", stack, { ...reject, costs: [1] })).rejects.toMatchObject({ name: "ValidationError", field: "costs" });
+    await expect(store.check("costs-input", stack, { ...reject, costs: { a: 1, c: 1 } })).rejects.toMatchObject({ name: "ValidationError", field: "costs.c" });
+    await expect(store.debit("costs-input", stack, [1, 2.5])).rejects.toMatchObject({ name: "ValidationError", field: "cost.1" });
+    expect((await store.peek("costs-input", stack)).policies.map((part) => part.remaining)).toEqual([2, 2]);
+  });
 });
