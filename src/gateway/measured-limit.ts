@@ -58,7 +58,11 @@ export function measuredRequest(limiter: Limiter, key: string, plan: LimitPlan, 
   if (!before.some((one) => one > 0)) {
     // Nothing charged before the answer: the peek of a counted route (its 429, dry run and
     // block), its lease, and every measure debited in one call on the answer.
-    return peekRequest(limiter, key, plan, context).then((outcome) => (outcome.admitted ? { admitted: true, headers: outcome.headers, ...(outcome.lease ? { lease: outcome.lease } : {}), settle: (charges, later) => settled(outcome.settle(measures.map((measure) => charges[measure]), later)) } : outcome));
+    return peekRequest(limiter, key, plan, context).then((outcome): MeasuredOutcome => {
+      if (!outcome.admitted) return outcome;
+      const settle = (charges: Charges, later: boolean) => settled(outcome.settle(measures.map((measure) => charges[measure]), later));
+      return outcome.lease ? { admitted: true, headers: outcome.headers, lease: outcome.lease, settle } : { admitted: true, headers: outcome.headers, settle };
+    });
   }
   // A refund of what the check consumed goes back to the window it was consumed in.
   const spentAtMs = Date.now();
