@@ -50,14 +50,10 @@ end
 local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, costs)
   local now_ms, policies, blocks = ctx.nowMs, ctx.policies, ctx.blocks
   local count = #policies
-  -- Each policy's own cost, and what it is probed at (a peeked policy, cost 0, at 1).
-  local own_costs, probes = {}, {}
-  for i = 1, count do
-    local own = cost
-    if costs then own = costs[i] end
-    own_costs[i] = own
-    if own == 0 then probes[i] = 1 else probes[i] = own end
-  end
+  -- What a policy is probed at: its cost, or 1 for a peek (cost 0). With costs, each its own
+  -- (no table built for the usual call: every table costs Redis time).
+  local probe_cost = cost
+  if probe_cost == 0 then probe_cost = 1 end
   -- By stack index: live state (nil), earliest slot (false: never), blocked by waiters.
   local states, earliest = {}, {}
   local blocked_by_queue = queued and {}
@@ -66,7 +62,12 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, 
   for i = 1, count do
     local policy = policies[i]
     local state = live_state(ctx, i)
-    local earliest_ms = policy.impl.earliest(state, policy, now_ms, probes[i])
+    local probe = probe_cost
+    if costs then
+      probe = costs[i]
+      if probe == 0 then probe = 1 end
+    end
+    local earliest_ms = policy.impl.earliest(state, policy, now_ms, probe)
     -- No sooner than the end of the policy's block (blockedEarliestMs).
     local blocked_until_ms = blocks[i]
     if earliest_ms ~= nil and blocked_until_ms ~= nil and blocked_until_ms > earliest_ms then earliest_ms = blocked_until_ms end
@@ -93,7 +94,12 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, 
     -- policy chose: then no slot fits both (fitsSlot in src/core/decision.ts).
     for i = 1, count do
       local fits_at = policies[i].impl.fits_at
-      if fits_at and not fits_at(states[i] or nil, policies[i], now_ms, slot_ms, costs and probes[i] or cost) then
+      local own = cost
+      if costs then
+        own = costs[i]
+        if own == 0 then own = 1 end
+      end
+      if fits_at and not fits_at(states[i] or nil, policies[i], now_ms, slot_ms, own) then
         earliest[i] = false
         never = true
       end
@@ -109,7 +115,7 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, 
   if costs and leases then
     leases = false
     for i = 1, count do
-      if policies[i].concurrency and own_costs[i] > 0 then leases = true end
+      if policies[i].concurrency and costs[i] > 0 then leases = true end
     end
   end
   if admit and leases then
@@ -133,10 +139,12 @@ local function decide(ctx, cost, mode, max_wait_ms, lease_id, lease_ms, queued, 
     local state = states[i]
     local earliest_ms = earliest[i]
     if admit then
-      if own_costs[i] > 0 then
+      local own = cost
+      if costs then own = costs[i] end
+      if own > 0 then
         local lease = nil
         if policy.concurrency then lease = { leaseId = lease_id, leaseMs = lease_ms } end
-        state = algorithm.admit(state, policy, now_ms, slot_ms, own_costs[i], lease)
+        state = algorithm.admit(state, policy, now_ms, slot_ms, own, lease)
         states[i] = state
       else
         -- Peeked (its cost 0): nothing consumed, nothing written.
