@@ -1,7 +1,6 @@
 import { concurrencyPolicies } from "../core/concurrency.js";
 import { styledHeaders } from "../core/header-styles.js";
 import type { DebitCost, Decision, Policy } from "../core/types.js";
-import { chargesAny } from "../core/costs.js";
 import { type Limiter, applyFailMode } from "../core/limiter.js";
 import { DRY_RUN_HEADER, FAILED_OPEN_HEADER } from "../core/wire.js";
 import { type HeldLease, type LimitContext, type LimitPlan, limitRequest, quotaExceededResponse, resolvedPlan } from "./limit.js";
