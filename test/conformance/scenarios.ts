@@ -10,6 +10,7 @@ import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { creditsAnswer } from "../../src/core/credits.js";
+import { rateLimitHeaders } from "../../src/core/headers.js";
 import { ValidationError } from "../../src/core/validation.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, Decision, ExtendResult, Policy, ReleaseResult } from "../../src/core/types.js";
 import type { Limiter } from "../../src/core/limiter.js";
@@ -35,6 +36,11 @@ interface StepBase {
   use?: string[];
   /** User key (default "k"). */
   key?: string;
+  /**
+   * A decision's RateLimit headers as the stack's policies print them (rateLimitHeaders, legacy
+   * ones too): when set, every store's outcome carries them, and the core's must equal these.
+   */
+  headers?: Record<string, string>;
 }
 
 export type Step =
@@ -133,6 +139,7 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
         }
         break;
     }
+    if (step.headers && result) result = { ...(result as Decision), headers: rateLimitHeaders(result as Decision, policies, { legacy: true }) };
     outcomes.push({ step: index, op: step.op, result: normalize(result, names) });
   }
   return outcomes;
@@ -147,9 +154,9 @@ function normalize(value: unknown, names: Map<string, string>): unknown {
 export function unmetExpectations(scenario: Scenario, outcomes: Outcome[]): string[] {
   const problems: string[] = [];
   scenario.steps.forEach((step, index) => {
-    if (!("expect" in step) || !step.expect) return;
     const actual = outcomes[index]?.result as Record<string, unknown> | null;
-    for (const [field, expected] of Object.entries(step.expect)) {
+    const expectations = { ...("expect" in step ? step.expect : undefined), ...(step.headers ? { headers: step.headers } : undefined) };
+    for (const [field, expected] of Object.entries(expectations)) {
       const got = actual?.[field];
       if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): ${field} = ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
     }
@@ -235,5 +242,6 @@ import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
 import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
 import { REFUND_SCENARIOS } from "./scenario-table-refund.js";
 import { SPENT_AT_SCENARIOS } from "./scenario-table-spent-at.js";
+import { BUDGET_SCENARIOS } from "./scenario-table-budget.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS, ...BUDGET_SCENARIOS];
