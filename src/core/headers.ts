@@ -3,6 +3,14 @@ import type { Decision, Policy, PolicyDecision } from "./types.js";
 const secondsUp = (ms: number) => Math.ceil(ms / 1000);
 
 /**
+ * The largest integer a structured field may carry (RFC 8941 §3.3.1: at most 15 digits). A money
+ * budget's limit or balance may be 1e15 (MAX_BUDGET_LIMIT, MAX_BALANCE), one past it: `q` and `r`
+ * say 999999999999999 then, one microdollar short, rather than send a field a parser refuses.
+ */
+export const MAX_SF_INTEGER = 999_999_999_999_999;
+const sfInteger = (value: number) => (value > MAX_SF_INTEGER ? MAX_SF_INTEGER : value);
+
+/**
  * RateLimit-Policy, RateLimit and Retry-After (draft-ietf-httpapi-ratelimit-headers),
  * one list item per policy. `t` is the policy's retryAfterMs when it denied, else its resetMs,
  * in whole seconds rounded up. Retry-After (denials only) is never earlier than any denied `t`.
@@ -20,7 +28,7 @@ export function rateLimitHeaders(decision: Decision, policies: readonly Policy[]
     const separator = i === 0 ? "" : ", ";
     const name = quote(result.policy);
     policyField += separator + policyItem(name, result, policyNamed(policies, result.policy));
-    stateField += `${separator}${name};r=${result.remaining};t=${secondsUp(resetOrRetryMs(result))}`;
+    stateField += `${separator}${name};r=${sfInteger(result.remaining)};t=${secondsUp(resetOrRetryMs(result))}`;
   }
   const headers: Record<string, string> = {
     "RateLimit-Policy": policyField,
@@ -78,11 +86,11 @@ function policyNamed(policies: readonly Policy[], name: string): Policy | undefi
 function policyItem(quotedName: string, result: PolicyDecision, policy: Policy | undefined): string {
   if (policy?.algorithm === "concurrency") return `${quotedName};q=${result.limit};qu="concurrent-requests"`;
   // Without its policy the period is unknown: the quota alone, never a made-up window.
-  if (!policy) return `${quotedName};q=${result.limit}`;
+  if (!policy) return `${quotedName};q=${sfInteger(result.limit)}`;
   // A calendar window has no fixed length (a month is 28 to 31 days, a day 23 to 25 hours in a
   // zone that changes its offset), and a balance has no window at all: the quota alone, as for
   // any window that no whole number of seconds states exactly (SPEC §4). `t` still runs to the boundary.
-  if (policy.calendar || policy.algorithm === "credits") return `${quotedName};q=${policy.limit}`;
+  if (policy.calendar || policy.algorithm === "credits") return `${quotedName};q=${sfInteger(policy.limit)}`;
   const [quota, windowMs] = advertisedQuota(policy);
   return `${quotedName};${quotaItem(quota, windowMs)}`;
 }
@@ -118,17 +126,20 @@ const MAX_WINDOW_SECONDS = 366 * 86_400;
  * with the quota scaled to it: that window is lcm(period, 1000 ms), i.e. period / gcd(period,
  * 1000) seconds, holding 1000 / gcd periods. 10 per 250 ms: gcd 250, so w=1 and q=40 (not
  * q=10;w=1, which would under-state what it admits fourfold); 5 per 1500 ms: w=3, q=10. When
- * that window is longer than 366 d, `w` is left out rather than rounded. What quota and period
+ * that window is longer than 366 d, or its quota longer than 15 digits, `w` is left out rather
+ * than rounded. What quota and period
  * a policy states: advertisedQuota.
  *
  * @example quotaItem(10, 250) // "q=40;w=1"
  */
 export function quotaItem(limit: number, periodMs: number): string {
-  if (periodMs % 1000 === 0) return `q=${limit};w=${periodMs / 1000}`;
+  if (periodMs % 1000 === 0) return `q=${sfInteger(limit)};w=${periodMs / 1000}`;
   const divisor = gcd(periodMs, 1000);
   const windowSeconds = periodMs / divisor;
-  if (windowSeconds > MAX_WINDOW_SECONDS) return `q=${limit}`;
-  return `q=${limit * (1000 / divisor)};w=${windowSeconds}`;
+  const scaled = limit * (1000 / divisor);
+  // A budget's limit scaled past 15 digits (5e13 per 1 ms) is no field's integer: no window either.
+  if (windowSeconds > MAX_WINDOW_SECONDS || scaled > MAX_SF_INTEGER) return `q=${sfInteger(limit)}`;
+  return `q=${scaled};w=${windowSeconds}`;
 }
 
 function gcd(a: number, b: number): number {

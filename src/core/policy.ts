@@ -1,13 +1,45 @@
 import * as z from "zod/mini";
 import { CALENDAR_NOMINAL_MS, CALENDAR_UNITS, type CalendarSpec, isUtcOffset, knownTimezone } from "./calendar.js";
+import { MAX_BALANCE } from "./credits.js";
 import { parseDurationMs } from "./duration.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "./validation.js";
 
 export const POLICY_NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-export const MAX_LIMIT = 1e9;
 /** sliding-log's cap (the contract's): its state is bounded by its bucket grid, but an exact log of more is sliding-window's job. */
 export const MAX_SLIDING_LOG_LIMIT = 100_000;
+/** The most a rate policy (gcra, token-bucket, sliding-window) or concurrency counts. */
+export const MAX_LIMIT = 1e9;
+/**
+ * The most a fixed-window or credits policy counts (and a credits refill's `to`): a money
+ * budget in microdollars ($50,000 a month is 5e13). Those two only add, subtract and compare
+ * whole numbers, so every store (doubles in Redis's Lua included) is exact below 2^53; 1e15 is
+ * MAX_BALANCE, the most a balance holds. gcra and token-bucket divide periods into ms per unit
+ * and sliding-window weighs counts by fractions: past 1e9 those are not shown exact, so they
+ * keep MAX_LIMIT.
+ */
+export const MAX_BUDGET_LIMIT = MAX_BALANCE;
+/** Algorithms whose `limit` may go up to MAX_BUDGET_LIMIT. */
+export const BUDGET_ALGORITHMS: ReadonlySet<string> = new Set(["fixed-window", "credits"]);
+
+/** The most `limit` may be for an algorithm (sliding-log, fixed-window and credits differ from MAX_LIMIT). */
+export function maxLimitOf(algorithm: string): number {
+  if (algorithm === "sliding-log") return MAX_SLIDING_LOG_LIMIT;
+  return BUDGET_ALGORITHMS.has(algorithm) ? MAX_BUDGET_LIMIT : MAX_LIMIT;
+}
+
+/** What `limit` takes, for a message: the bound of each algorithm. */
+export const LIMIT_RULE = `must be a positive integer from 1 to ${MAX_LIMIT} (fixed-window and credits: to ${MAX_BUDGET_LIMIT}; sliding-log: to ${MAX_SLIDING_LOG_LIMIT})`;
+
+/**
+ * The refusal of a `limit` above its algorithm's bound (maxLimitOf), or undefined when it fits.
+ * The schema admits up to MAX_BUDGET_LIMIT for every algorithm; this says which bound applies.
+ */
+export function limitAboveBound(algorithm: string, limit: number): string | undefined {
+  if (limit <= maxLimitOf(algorithm)) return undefined;
+  if (algorithm === "sliding-log") return `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log (use sliding-window for larger limits), got ${limit}`;
+  return `must be at most ${MAX_LIMIT} for ${algorithm} (only fixed-window and credits, whose counts are whole numbers, take up to ${MAX_BUDGET_LIMIT}: a money budget), got ${limit}`;
+}
 export const DEFAULT_LEASE_MS = 30_000;
 /** A penalty box lasts 1 s … 1 d (SPEC §1). */
 export const MIN_BLOCK_MS = 1000;
@@ -47,7 +79,7 @@ const warnAtRule = "must be a number between 0 and 1 (exclusive), the share of l
 const calendarSchema = z.enum(CALENDAR_UNITS, { error: `must be one of ${CALENDAR_UNITS.join(", ")}` });
 const timezoneSchema = z.string({ error: 'must be an IANA time zone name such as "Europe/Paris"' });
 const refillSchema = z.strictObject(
-  { calendar: calendarSchema, timezone: z.optional(timezoneSchema), to: z.optional(integerIn(0, MAX_LIMIT, "an integer")) },
+  { calendar: calendarSchema, timezone: z.optional(timezoneSchema), to: z.optional(integerIn(0, MAX_BUDGET_LIMIT, "an integer")) },
   { error: 'must be an object like { "calendar": "month" }' },
 );
 
@@ -59,7 +91,7 @@ export const policySchema = z.strictObject(
   {
     name: z.string({ error: "must be a string" }).check(z.regex(POLICY_NAME_PATTERN, { error: "must match [a-z0-9][a-z0-9._-]{0,63}" })),
     algorithm: z._default(z.enum(ALGORITHMS, { error: `must be one of ${ALGORITHMS.join(", ")}` }), "gcra"),
-    limit: integerIn(1, MAX_LIMIT, "a positive integer"),
+    limit: z.int({ error: LIMIT_RULE }).check(z.minimum(1, { error: LIMIT_RULE }), z.maximum(MAX_BUDGET_LIMIT, { error: LIMIT_RULE })),
     period: z.optional(durationSchema),
     burst: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
     lease: z.optional(durationSchema),
@@ -76,7 +108,7 @@ export const policySchema = z.strictObject(
 
 /**
  * Validates one policy object (README "Algorithms") and resolves its durations and defaults.
- * Throws a ValidationError that names the field: `policy.limit: must be a positive integer from 1 to 1000000000, got -1`.
+ * Throws a ValidationError that names the field: `policy.limit: must be a positive integer from 1 to 1000000000 (…), got -1`.
  *
  * @example parsePolicy({ name: "per-minute", limit: 600, period: "1m" }, "policy")
  */
@@ -104,9 +136,8 @@ export function parsePolicy(input: unknown, field: string): Policy {
   if (!isConcurrency && raw.lease !== undefined) {
     throw new ValidationError(at("lease"), `is only used by concurrency, got ${describeValue(written.lease)}`);
   }
-  if (raw.algorithm === "sliding-log" && raw.limit > MAX_SLIDING_LOG_LIMIT) {
-    throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log (use sliding-window for larger limits), got ${raw.limit}`);
-  }
+  const aboveBound = limitAboveBound(raw.algorithm, raw.limit);
+  if (aboveBound) throw new ValidationError(at("limit"), aboveBound);
   if (raw.local && isCredits) {
     throw new ValidationError(at("local"), "is not for credits: a balance is raised by /v1/credits, which a local cache would not see");
   }

@@ -1,6 +1,6 @@
 import { CALENDAR_UNITS, knownTimezone } from "./calendar.js";
 import { MAX_DURATION_MS } from "./duration.js";
-import { LEASABLE_ALGORITHMS, MAX_BLOCK_MS, MAX_LIMIT, MIN_BLOCK_MS, MAX_LOCAL_SHARE, MAX_SLIDING_LOG_LIMIT, POLICY_NAME_PATTERN, parsePolicy } from "./policy.js";
+import { LEASABLE_ALGORITHMS, MAX_BLOCK_MS, MAX_BUDGET_LIMIT, MIN_BLOCK_MS, MAX_LOCAL_SHARE, POLICY_NAME_PATTERN, maxLimitOf, parsePolicy } from "./policy.js";
 import { ALGORITHMS, type Policy } from "./types.js";
 import { ValidationError, describeValue } from "./validation.js";
 
@@ -96,10 +96,11 @@ function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string
   const { name, algorithm, limit, periodMs, burst, leaseMs, failMode, local, blockMs, calendar, refillTo } = policy;
   if (typeof name !== "string" || !POLICY_NAME_PATTERN.test(name)) return { field: "name", rule: "must match [a-z0-9][a-z0-9._-]{0,63}", value: name };
   if (!ALGORITHMS.includes(algorithm as never)) return { field: "algorithm", rule: `must be one of ${ALGORITHMS.join(", ")}`, value: algorithm };
-  const maxLimit = algorithm === "sliding-log" ? MAX_SLIDING_LOG_LIMIT : MAX_LIMIT;
+  const maxLimit = maxLimitOf(algorithm as string);
   if (!integerIn(limit, 1, maxLimit)) return { field: "limit", rule: `must be an integer from 1 to ${maxLimit}`, value: limit };
   if (!integerIn(periodMs, 1, MAX_DURATION_MS)) return { field: "periodMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: periodMs };
-  if (!integerIn(burst, 1, MAX_LIMIT)) return { field: "burst", rule: `must be an integer from 1 to ${MAX_LIMIT}`, value: burst };
+  // burst is gcra's and token-bucket's own; every other algorithm's is its limit (parsePolicy).
+  if (!integerIn(burst, 1, maxLimit)) return { field: "burst", rule: `must be an integer from 1 to ${maxLimit}`, value: burst };
   if (!integerIn(leaseMs, 1, MAX_DURATION_MS)) return { field: "leaseMs", rule: `must be a whole number of ms from 1 to ${MAX_DURATION_MS}`, value: leaseMs };
   if (failMode !== "open" && failMode !== "closed") return { field: "failMode", rule: 'must be "open" or "closed"', value: failMode };
   if (local !== undefined && !validLocal(local, algorithm as string)) return { field: "local", rule: `must be { share } with share from 0 to ${MAX_LOCAL_SHARE} (0 for gcra and sliding-log; none for concurrency and credits)`, value: local };
@@ -109,8 +110,8 @@ function resolvedPolicyProblem(policy: Record<string, unknown>): { field: string
   if (calendar !== undefined && !validCalendar(calendar, algorithm as string)) {
     return { field: "calendar", rule: `must be { unit: ${CALENDAR_UNITS.map((unit) => `"${unit}"`).join(" | ")}, timezone: an IANA zone } (fixed-window and credits only)`, value: calendar };
   }
-  if (refillTo !== undefined && (algorithm !== "credits" || calendar === undefined || !integerIn(refillTo, 0, MAX_LIMIT))) {
-    return { field: "refillTo", rule: `must be an integer from 0 to ${MAX_LIMIT} (credits with a calendar only)`, value: refillTo };
+  if (refillTo !== undefined && (algorithm !== "credits" || calendar === undefined || !integerIn(refillTo, 0, MAX_BUDGET_LIMIT))) {
+    return { field: "refillTo", rule: `must be an integer from 0 to ${MAX_BUDGET_LIMIT} (credits with a calendar only)`, value: refillTo };
   }
   return undefined;
 }

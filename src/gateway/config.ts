@@ -11,6 +11,7 @@ import { type IpRange, parseIpRange } from "./ip.js";
 import { type KeySource, jsonPaths, parseKeySource } from "./keys.js";
 import { type BodyRead, DEFAULT_REQUEST_READ_BYTES, REQUEST_READ_BYTES_RANGE } from "./body-fields.js";
 import { type PoliciesBy, parsePoliciesBy } from "./policies-by.js";
+import { REQUEST_MODEL_PATH } from "./measures.js";
 import { type RequestMatch, parseHeaderMatch, parseHostMatch } from "./match.js";
 import { HTTP_METHODS, type PathPattern, methodSet, parsePathPattern } from "./routes.js";
 
@@ -140,10 +141,16 @@ function parseRoute(input: unknown, index: number, config: SpillwayConfig, origi
   };
 }
 
-/** The body fields a route reads (its `json:` keys, a requestJson estimate, policiesBy) within `maxRequestReadBytes`; undefined: none. */
+/**
+ * The body fields a route reads (its `json:` keys, a requestJson estimate, policiesBy) within
+ * `maxRequestReadBytes`; undefined: none. A route that reads its body for one of those and
+ * prices microdollars reads its `model` too (measures.ts pricedByRequest): a body is never held
+ * for the model alone.
+ */
 function bodyReadOf(limit: unknown, keys: readonly (KeySource | undefined)[], counting: RouteCounting | undefined, policiesBy: PoliciesBy | undefined, field: string): BodyRead | undefined {
   const paths = keys.flatMap(jsonPaths);
-  if (counting?.estimate?.from === "requestJson") paths.push(...counting.estimate.paths);
+  const estimates = counting?.estimates ? [counting.estimates.input, counting.estimates.output] : counting?.estimate ? [counting.estimate] : [];
+  for (const estimate of estimates) if (estimate.from === "requestJson") paths.push(...estimate.paths);
   if (policiesBy) paths.push(policiesBy.path);
   const [least, most] = REQUEST_READ_BYTES_RANGE;
   if (limit !== undefined && (typeof limit !== "number" || !Number.isInteger(limit) || limit < least || limit > most)) {
@@ -153,6 +160,7 @@ function bodyReadOf(limit: unknown, keys: readonly (KeySource | undefined)[], co
     if (limit !== undefined) throw new ValidationError(`${field}.maxRequestReadBytes`, 'is for a route that reads its request body: a "json:" key, a "requestJson" estimate or "policiesBy"');
     return undefined;
   }
+  if (counting?.cost.from === "usage" && counting.cost.prices) paths.push([...REQUEST_MODEL_PATH]);
   const unique = [...new Map(paths.map((path) => [path.join("."), path])).values()];
   return { paths: unique, limitBytes: (limit as number | undefined) ?? DEFAULT_REQUEST_READ_BYTES };
 }

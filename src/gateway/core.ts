@@ -22,6 +22,7 @@ import { type Overrides, overridesFor } from "../overrides/overrides.js";
 import type { OriginTarget } from "./proxy.js";
 import { AnswerCount, carriesDebits, requestCostOf } from "./answer-count.js";
 import { measuredRequest, reservationsFor } from "./measured-limit.js";
+import { pricedByRequest } from "./measures.js";
 import { findRoute } from "./routes.js";
 import { type BodyFields, type BodyRead, noBodyFields } from "./body-fields.js";
 import { type EstimateSource, bodyEstimate } from "./estimate.js";
@@ -265,10 +266,12 @@ export class GatewayCore {
     const counting = route.counting!;
     const cost = counting.cost;
     if (cost.from !== "usage") throw new TypeError("a usage cost");
-    const reservations = reservationsFor(counting, cost, (source, field) => this.#estimateOf(source, facts, body, field), route.field);
-    return measuredRequest(prepared.limiter, key.storeKey, plan, context, cost, reservations).then((outcome) => {
+    // The body's model, when the route reads the body, prices the reservation and an answer that names none.
+    const priced = pricedByRequest(cost, body);
+    const reservations = reservationsFor(counting, priced, (source, field) => this.#estimateOf(source, facts, body, field), route.field);
+    return measuredRequest(prepared.limiter, key.storeKey, plan, context, priced, reservations).then((outcome) => {
       if (!outcome.admitted) return this.#step(route, prepared.label, target, key, outcome, pausedInDryRun, undefined);
-      const count = new AnswerCount({ counting, field: route.field, warnings: this.#usageWarnings, settle: () => outcome.headers, before: outcome.headers, requestCost: undefined, charge: outcome.settle });
+      const count = new AnswerCount({ counting: priced === cost ? counting : { ...counting, cost: priced }, field: route.field, warnings: this.#usageWarnings, settle: () => outcome.headers, before: outcome.headers, requestCost: undefined, charge: outcome.settle });
       return this.#step(route, prepared.label, target, key, { admitted: true, headers: outcome.headers, ...(outcome.lease ? { lease: outcome.lease } : {}) }, pausedInDryRun, count);
     });
   }

@@ -2,6 +2,7 @@ import { capacityOf } from "../core/algorithms.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue } from "../core/validation.js";
 import { type CostBounds, MAX_COST, reportedCost } from "../http/counting.js";
+import type { BodyFields } from "./body-fields.js";
 import { type Prices, microdollarsOf, parsePrices, priceOf } from "./prices.js";
 import { USAGE_PRESETS, type ReportedUsage, type UsagePreset } from "./usage-presets.js";
 
@@ -29,6 +30,27 @@ export interface UsageCost {
   /** The default measure of a policy the map leaves out. */
   measure: Measure;
   prices?: Prices;
+  /**
+   * The model the request's body names (its top-level `model`, REQUEST_MODEL_PATH), set per
+   * request by pricedByRequest when the route reads the body: what a reservation is priced at,
+   * and an answer that names no model of its own.
+   */
+  requestModel?: string;
+}
+
+/** Where OpenAI's and Anthropic's request bodies name the model (`"model": "gpt-4o-mini"`). */
+export const REQUEST_MODEL_PATH: readonly string[] = ["model"];
+
+/**
+ * The route's cost for one request whose body was read (`body`: its fields, undefined when the
+ * route reads none): with a price table and a `model` string in the body, a copy that prices by
+ * it (UsageCost.requestModel); else the cost itself. A model named twice is no model (the
+ * origin may read either): the reservation stays at the dearest prices.
+ */
+export function pricedByRequest(cost: UsageCost, body: BodyFields | undefined): UsageCost {
+  if (!cost.prices || !body) return cost;
+  const model = body.field(REQUEST_MODEL_PATH);
+  return model.found && typeof model.value === "string" ? { ...cost, requestModel: model.value } : cost;
 }
 
 const FIELDS = ["usage", "measure", "measures", "prices", "max", "missing", "maxReadBytes", "maxReadMs"];
@@ -105,8 +127,9 @@ export interface ChargeResult {
  * What an answer costs in every measure. A part that was not read (absent, not a count) costs
  * `missing` tokens; `cut` (the read stopped at a bound before the body's end): every token
  * measure costs at least `missing`, as a single cost does. Microdollars price the model the
- * answer names (prices.ts: exact, then without a date suffix, then `default`, else the
- * dearest of the table), with an unread part at `missing` tokens.
+ * answer names, else the one the request named (requestModel: the provider says what ran, so
+ * the answer's wins), looked up in prices.ts (exact, then without a date suffix, then `default`,
+ * else the dearest of the table), with an unread part at `missing` tokens.
  */
 export function chargesOf(usage: ReportedUsage, cost: UsageCost, cut: boolean): ChargeResult {
   const { bounds } = cost;
@@ -118,25 +141,27 @@ export function chargesOf(usage: ReportedUsage, cost: UsageCost, cut: boolean): 
   const unread = [!input.usable ? "input" : "", !output.usable ? "output" : "", !total.usable ? "total" : ""].filter(Boolean);
   const charges: Charges = { input: floor(input), output: floor(output), total: floor(total), requests: 1, microdollars: 0 };
   if (cost.prices) {
-    const { price, by } = priceOf(cost.prices, usage.model);
+    const model = typeof usage.model === "string" ? usage.model : (cost.requestModel ?? usage.model);
+    const { price, by } = priceOf(cost.prices, model);
     charges.microdollars = microdollarsOf(charges.input, charges.output, price);
-    if (by === "dearest") unread.push(`a model in the price table (${describeValue(usage.model)}: charged the dearest prices)`);
+    if (by === "dearest") unread.push(`a model in the price table (${describeValue(model)}: charged the dearest prices)`);
   }
   return unread.length === 0 ? { charges } : { charges, unread: unread.join(", ") };
 }
 
 /**
  * What a request reserves in every measure, from its estimate: one number (the tokens of the
- * whole request: each token measure reserves it all, microdollars at the table's dearest
- * price of any token), or `{ input, output }` (total: their sum; microdollars: each at the
- * dearest input and output price). Requests: 1.
+ * whole request: each token measure reserves it all, microdollars at the dearer of its two
+ * prices), or `{ input, output }` (total: their sum; microdollars: each at its price). The
+ * prices are the request's model's (requestModel, looked up as an answer's is) when its body
+ * named one, else the table's dearest: the model is not known before the answer. Requests: 1.
  */
 export function reservationsOf(estimate: number | { input: number; output: number }, cost: UsageCost): Charges {
-  const dearest = cost.prices?.dearest;
+  const price = cost.prices && (cost.requestModel === undefined ? cost.prices.dearest : priceOf(cost.prices, cost.requestModel).price);
   if (typeof estimate === "number") {
-    const top = dearest ? Math.max(dearest.input, dearest.output) : 0;
-    return { input: estimate, output: estimate, total: estimate, requests: 1, microdollars: dearest ? microdollarsOf(estimate, 0, { input: top, output: top }) : 0 };
+    const top = price ? Math.max(price.input, price.output) : 0;
+    return { input: estimate, output: estimate, total: estimate, requests: 1, microdollars: price ? microdollarsOf(estimate, 0, { input: top, output: top }) : 0 };
   }
   const total = Math.min(estimate.input + estimate.output, MAX_COST);
-  return { input: estimate.input, output: estimate.output, total, requests: 1, microdollars: dearest ? microdollarsOf(estimate.input, estimate.output, dearest) : 0 };
+  return { input: estimate.input, output: estimate.output, total, requests: 1, microdollars: price ? microdollarsOf(estimate.input, estimate.output, price) : 0 };
 }

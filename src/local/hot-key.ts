@@ -76,6 +76,9 @@ export interface SizeOptions {
   batchTargetMs: number;
 }
 
+/** The largest batch: the largest cost of one check (SPEC §2, cost 0 … 1e9). */
+const MAX_BATCH_UNITS = 1e9;
+
 /**
  * The units to ask for now, at least `cost`: about batchTargetMs of this entry's measured
  * traffic, at most share × capacity (the bound on what one cache holds), at most what is
@@ -93,7 +96,8 @@ export function batchSize(entry: HotKey, cost: number, nowMs: number, options: S
   if (!leasable(policy)) return cost;
   // The batch covers the traffic of the next call's round trip too: it arrives meanwhile.
   const coverMs = options.batchTargetMs + entry.callMs;
-  let units = Math.min(Math.floor(policy.local!.share * capacityOf(policy)), Math.ceil(entry.ratePerMs * coverMs));
+  // At most one request's largest cost (1e9): a money budget's share (1e15 × 0.5) is no cost a store or /v1 takes.
+  let units = Math.min(Math.floor(policy.local!.share * capacityOf(policy)), Math.ceil(entry.ratePerMs * coverMs), MAX_BATCH_UNITS);
   const last = entry.batch;
   if (last && last.expiresAtMs > nowMs) {
     // Same window: units past its end would only expire, and the store has no more than it said.

@@ -1,5 +1,5 @@
 import * as z from "zod/mini";
-import { MAX_SLIDING_LOG_LIMIT, MAX_LIMIT, durationSchema, type PolicyCatalog, UnknownPolicyError } from "../core/policy.js";
+import { LIMIT_RULE, MAX_BUDGET_LIMIT, MAX_LIMIT, durationSchema, limitAboveBound, type PolicyCatalog, UnknownPolicyError } from "../core/policy.js";
 import type { Policy } from "../core/types.js";
 import { ValidationError, describeValue, integerIn, parseWith } from "../core/validation.js";
 import { MAX_KEY_BYTES, keyFitsBytes } from "../core/wire.js";
@@ -56,7 +56,8 @@ export const overrideSchema = z.strictObject(
     policy: z.string({ error: "must be a policy name from the config" }),
     key: overrideKey,
     source: z.optional(sourceSchema),
-    limit: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
+    // Up to the largest bound of any algorithm; parseOverride holds it to its policy's (limitAboveBound).
+    limit: z.optional(z.int({ error: LIMIT_RULE }).check(z.minimum(1, { error: LIMIT_RULE }), z.maximum(MAX_BUDGET_LIMIT, { error: LIMIT_RULE }))),
     burst: z.optional(integerIn(1, MAX_LIMIT, "a positive integer")),
     period: z.optional(durationSchema),
     expiresAt: z.optional(expiresAtSchema),
@@ -118,9 +119,8 @@ export function parseOverride(input: unknown, catalog: PolicyCatalog, field: str
     throw new ValidationError(at("period"), `is not used by "${base.name}" (${base.calendar ? "its windows are calendar windows" : "a balance has no period"}), got ${describeValue((input as { period?: unknown }).period)}`);
   }
   if (raw.period !== undefined && base.algorithm === "concurrency") throw new ValidationError(at("period"), `is not used by concurrency ("${base.name}"), got ${describeValue((input as { period?: unknown }).period)}`);
-  if (base.algorithm === "sliding-log" && raw.limit !== undefined && raw.limit > MAX_SLIDING_LOG_LIMIT) {
-    throw new ValidationError(at("limit"), `must be at most ${MAX_SLIDING_LOG_LIMIT} for sliding-log ("${base.name}"), got ${raw.limit}`);
-  }
+  const aboveBound = raw.limit === undefined ? undefined : limitAboveBound(base.algorithm, raw.limit);
+  if (aboveBound) throw new ValidationError(at("limit"), aboveBound.replace(` for ${base.algorithm}`, ` for ${base.algorithm} ("${base.name}")`));
   const override: Override = { policy: raw.policy, key: raw.key };
   if (raw.source !== undefined) override.source = parseSource(raw.source, at("source"));
   if (raw.limit !== undefined) override.limit = raw.limit;

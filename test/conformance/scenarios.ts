@@ -10,6 +10,7 @@ import { stackLeaseMs } from "../../src/core/concurrency.js";
 import { KeyState } from "../../src/core/key-state.js";
 import { parsePolicy } from "../../src/core/policy.js";
 import { creditsAnswer } from "../../src/core/credits.js";
+import { rateLimitHeaders } from "../../src/core/headers.js";
 import { ValidationError } from "../../src/core/validation.js";
 import { consumes } from "../../src/core/costs.js";
 import type { AcquireOptions, AcquireResult, CheckMode, CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, ExtendResult, Policy, PolicyCosts, ReleaseResult } from "../../src/core/types.js";
@@ -38,6 +39,11 @@ interface StepBase {
   key?: string;
   /** A sanity check of a decision's every policy: `remaining` of each, in stack order. */
   remaining?: number[];
+  /**
+   * A decision's RateLimit headers as the stack's policies print them (rateLimitHeaders, legacy
+   * ones too): when set, every store's outcome carries them, and the core's must equal these.
+   */
+  headers?: Record<string, string>;
 }
 
 export type Step =
@@ -138,6 +144,7 @@ export async function runScenario(scenario: Scenario, adapter: ConformanceAdapte
         }
         break;
     }
+    if (step.headers && result) result = { ...(result as Decision), headers: rateLimitHeaders(result as Decision, policies, { legacy: true }) };
     outcomes.push({ step: index, op: step.op, result: normalize(result, names) });
   }
   return outcomes;
@@ -157,8 +164,8 @@ export function unmetExpectations(scenario: Scenario, outcomes: Outcome[]): stri
       const got = (actual?.policies as { remaining: number }[] | undefined)?.map((part) => part.remaining);
       if (JSON.stringify(got) !== JSON.stringify(step.remaining)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): remaining = ${JSON.stringify(got)}, expected ${JSON.stringify(step.remaining)}`);
     }
-    if (!("expect" in step) || !step.expect) return;
-    for (const [field, expected] of Object.entries(step.expect)) {
+    const expectations = { ...("expect" in step ? step.expect : undefined), ...(step.headers ? { headers: step.headers } : undefined) };
+    for (const [field, expected] of Object.entries(expectations)) {
       const got = actual?.[field];
       if (JSON.stringify(got) !== JSON.stringify(expected)) problems.push(`${scenario.name} step ${index} (${step.op} at ${step.atMs}): ${field} = ${JSON.stringify(got)}, expected ${JSON.stringify(expected)}`);
     }
@@ -244,6 +251,7 @@ import { CALENDAR_SCENARIOS } from "./scenario-table-calendar.js";
 import { CREDITS_SCENARIOS } from "./scenario-table-credits.js";
 import { REFUND_SCENARIOS } from "./scenario-table-refund.js";
 import { SPENT_AT_SCENARIOS } from "./scenario-table-spent-at.js";
+import { BUDGET_SCENARIOS } from "./scenario-table-budget.js";
 import { COSTS_SCENARIOS } from "./scenario-table-costs.js";
 
-export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS, ...COSTS_SCENARIOS];
+export const SCENARIOS: Scenario[] = [...RATE_SCENARIOS, ...DEBIT_SCENARIOS, ...BLOCK_SCENARIOS, ...CALENDAR_SCENARIOS, ...CREDITS_SCENARIOS, ...REFUND_SCENARIOS, ...SPENT_AT_SCENARIOS, ...BUDGET_SCENARIOS, ...COSTS_SCENARIOS];

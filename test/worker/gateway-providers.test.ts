@@ -50,8 +50,8 @@ async function spent(user: string): Promise<Record<string, number>> {
   return out;
 }
 
-async function send(path: string, user: string, headers: Record<string, string> = {}, ctx = createExecutionContext()) {
-  const answer = await gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "x-user": user, "content-type": "application/json", ...headers }, body: "{}" }), env, ctx);
+async function send(path: string, user: string, headers: Record<string, string> = {}, ctx = createExecutionContext(), body = "{}") {
+  const answer = await gw.app.fetch(new Request(`https://gateway.test${path}`, { method: "POST", headers: { "x-user": user, "content-type": "application/json", ...headers }, body }), env, ctx);
   const text = await answer.text().catch(() => "(broken)");
   await waitOnExecutionContext(ctx);
   return { answer, text };
@@ -153,5 +153,48 @@ describe("Worker gateway: the providers' framings, each policy charged its own m
     expect(Number(refused.answer.headers.get("retry-after"))).toBe(Math.ceil(ms / 1000));
     expect(refused.answer.headers.get("anthropic-ratelimit-requests-remaining")).toBe("0");
     expect(refused.answer.headers.get("anthropic-ratelimit-requests-reset")).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  });
+});
+
+describe("Worker gateway: the request's model prices a route that reads its body", () => {
+  const bodyOf = (model: string) => JSON.stringify({ model, max_tokens: 500, messages: [] });
+
+  it("reserves at the request's model (2,000 in, 500 out at gpt-4o-mini's prices, not the dearest), settled to the answer's usage", async () => {
+    const user = uniqueUser();
+    const release = deferred();
+    let reached = 0;
+    const handler = gw.origin.handler;
+    gw.origin.handler = async (request) => {
+      reached++;
+      await release.promise;
+      return handler(request);
+    };
+    try {
+      const ctx = createExecutionContext();
+      const sent = gw.app.fetch(new Request("https://gateway.test/by-model/x", { method: "POST", headers: { "x-user": user, "x-fixture": "openai-chat.sse", "content-type": "application/json" }, body: bodyOf("gpt-4o-mini") }), env, ctx);
+      for (let i = 0; i < 300 && reached === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(await spent(user)).toMatchObject({ itpm: 2000, otpm: 500, usd: microdollars(2000, 500, PRICES["gpt-4o-mini"]) });
+      release.resolve();
+      const answer = await sent;
+      expect(answer.status).toBe(200);
+      await answer.text();
+      await waitOnExecutionContext(ctx);
+      expect(await spent(user)).toEqual({ itpm: 9, otpm: 12, tpm: 21, rpm: 1, usd: microdollars(9, 12, PRICES["gpt-4o-mini"]) });
+    } finally {
+      gw.origin.handler = handler;
+    }
+  });
+
+  it("an answer naming no model (an origin 500) is priced by the request's, a dated snapshot's name included", async () => {
+    const user = uniqueUser();
+    const { answer } = await send("/by-model/x", user, { "x-mode": "500" }, undefined, bodyOf("gpt-4o-mini-2024-07-18"));
+    expect(answer.status).toBe(500);
+    expect(await spent(user)).toEqual({ itpm: MAX_TOKENS, otpm: MAX_TOKENS, tpm: MAX_TOKENS, rpm: 1, usd: microdollars(MAX_TOKENS, MAX_TOKENS, PRICES["gpt-4o-mini"]) });
+  });
+
+  it("the answer's own model wins over the request's: the provider says what ran", async () => {
+    const user = uniqueUser();
+    await send("/by-model/x", user, { "x-fixture": "openai-chat.json" }, undefined, bodyOf("gpt-4o-mini"));
+    expect(await spent(user)).toEqual({ itpm: 19, otpm: 10, tpm: 29, rpm: 1, usd: microdollars(19, 10, PRICES["gpt-4.1"]) });
   });
 });

@@ -3,7 +3,7 @@ import { MAX_KEY_PARTS, MAX_ROUTES, configFileSchema, routeSchema } from "../../
 import { ISO_DATE, overrideSchema } from "../../overrides/parse.js";
 import { DURATION_PATTERN, MAX_DURATION_MS } from "../../core/duration.js";
 import { ALGORITHMS } from "../../core/types.js";
-import { LEASABLE_ALGORITHMS, MAX_SLIDING_LOG_LIMIT, policySchema } from "../../core/policy.js";
+import { BUDGET_ALGORITHMS, LEASABLE_ALGORITHMS, MAX_LIMIT, MAX_SLIDING_LOG_LIMIT, policySchema } from "../../core/policy.js";
 
 /**
  * spillway.schema.json, generated from the schemas the config parser uses (src/config/schema.ts,
@@ -194,6 +194,8 @@ const POLICY_RULES = [
   // burst is gcra's and token-bucket's capacity.
   { if: has("algorithm", ["fixed-window", "sliding-window", "sliding-log"]), then: absent("burst") },
   { if: has("algorithm", "sliding-log"), then: { properties: { limit: { maximum: MAX_SLIDING_LOG_LIMIT } } } },
+  // Only fixed-window and credits count past 1e9 (money budgets: src/core/policy.ts MAX_BUDGET_LIMIT); gcra is the default.
+  { if: has("algorithm", [...BUDGET_ALGORITHMS]), else: { properties: { limit: { maximum: MAX_LIMIT } } } },
   // Token batches (local.share above 0) only for the algorithms that can lend them; gcra is the default.
   {
     if: { anyOf: [{ not: { required: ["algorithm"] } }, has("algorithm", ALGORITHMS.filter((name) => !LEASABLE_ALGORITHMS.has(name)))] },

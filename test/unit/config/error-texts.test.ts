@@ -23,7 +23,7 @@ describe("a required field left out", () => {
   });
 
   it("in a config file: a policy's limit, a policy's name, an override's policy, a route's policies", () => {
-    expect(message(() => parseConfig({ policies: [{ name: "a", period: "1s" }] }))).toBe("policies.a.limit: is required (a positive integer from 1 to 1000000000)");
+    expect(message(() => parseConfig({ policies: [{ name: "a", period: "1s" }] }))).toBe("policies.a.limit: is required (a positive integer from 1 to 1000000000 (fixed-window and credits: to 1000000000000000; sliding-log: to 100000))");
     expect(message(() => parseConfig({ policies: [{ limit: 1, period: "1s" }] }))).toBe("policies.0.name: is required (a string)");
     expect(message(() => parseConfig({ policies: [], overrides: [{ key: "x" }] }))).toBe("overrides.0.policy: is required (a policy name from the config)");
     const route = { origin: "http://127.0.0.1:1", policies: [{ name: "a", limit: 1, period: "1s" }], routes: [{ match: { path: "/*" }, key: "ip" }] };

@@ -57,6 +57,15 @@ describe("rateLimitHeaders", () => {
     expect(rateLimitHeaders(new Subject([policy]).check(0), [policy])["RateLimit-Policy"]).toBe('"burst";q=40;w=1');
   });
 
+  it("a money budget past 1e9 prints plain integers, RateLimit's within RFC 8941's 15 digits", () => {
+    const scaled = policyOf({ name: "usd", algorithm: "fixed-window", limit: 5e13, period: "250ms" });
+    expect(rateLimitHeaders(new Subject([scaled]).check(0), [scaled])).toMatchObject({ "RateLimit-Policy": '"usd";q=200000000000000;w=1', RateLimit: '"usd";r=49999999999999;t=1' });
+    // Scaled past 15 digits (4e15 a second): the quota alone, no window, as past 366 d.
+    const capped = policyOf({ name: "usd", algorithm: "fixed-window", limit: 1e15, period: "250ms" });
+    const headers = rateLimitHeaders(new Subject([capped]).check(0), [capped], { legacy: true });
+    expect(headers).toMatchObject({ "RateLimit-Policy": '"usd";q=999999999999999', RateLimit: '"usd";r=999999999999999;t=1', "X-RateLimit-Limit": "1000000000000000", "X-RateLimit-Remaining": "999999999999999" });
+  });
+
   it("gives t as the reset, rounded up, for an admitted policy and omits Retry-After", () => {
     const policy = policyOf({ algorithm: "fixed-window", limit: 5, period: "10s" });
     const subject = new Subject([policy]);

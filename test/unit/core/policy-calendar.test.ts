@@ -90,7 +90,7 @@ describe("calendar windows and credits: refused, naming the field", () => {
     expect(refusal({ name: "f", algorithm: "fixed-window", limit: 1, period: "1d", timezone: "UTC" })[0]).toBe("policy.timezone");
     expect(refusal({ ...monthly, refill: { calendar: "month" } })[0]).toBe("policy.refill");
     expect(refusal({ ...prepaid, refill: { calendar: "month", to: 1.5 } })[0]).toBe("policy.refill.to");
-    expect(refusal({ ...prepaid, refill: { calendar: "month", to: 1e9 + 1 } })[0]).toBe("policy.refill.to");
+    expect(refusal({ ...prepaid, refill: { calendar: "month", to: 1e15 + 1 } })[0]).toBe("policy.refill.to");
     expect(refusal({ ...prepaid, refill: { timezone: "UTC" } })[0]).toBe("policy.refill.calendar");
     expect(refusal({ ...prepaid, refill: { calendar: "month", every: 2 } })[0]).toBe("policy.refill.every");
   });

@@ -28,7 +28,7 @@ describe("parsePolicyList", () => {
     expect(failure(() => parsePolicyList([perMinute, { ...perHour, limit: -1 }], "policies"))).toEqual([
       "ValidationError",
       "policies.per-hour.limit",
-      "policies.per-hour.limit: must be a positive integer from 1 to 1000000000, got -1",
+      "policies.per-hour.limit: must be a positive integer from 1 to 1000000000 (fixed-window and credits: to 1000000000000000; sliding-log: to 100000), got -1",
     ]);
     expect(failure(() => parsePolicyList([perMinute, { ...perHour, name: "Per Hour" }], "policies"))[1]).toBe("policies.1.name");
     expect(failure(() => parsePolicyList([perMinute, null], "policies"))[1]).toBe("policies.1");

@@ -43,12 +43,12 @@ describe("parsePolicy: accepted policies", () => {
 
 describe("parsePolicy: every error names the field, the rule and the bad value", () => {
   it.each([
-    [{ ...valid, limit: -1 }, "policy.limit", "policy.limit: must be a positive integer from 1 to 1000000000, got -1"],
+    [{ ...valid, limit: -1 }, "policy.limit", "policy.limit: must be a positive integer from 1 to 1000000000 (fixed-window and credits: to 1000000000000000; sliding-log: to 100000), got -1"],
     [{ ...valid, limit: 0 }, "policy.limit", "got 0"],
     [{ ...valid, limit: 1.5 }, "policy.limit", "got 1.5"],
     [{ ...valid, limit: "5" }, "policy.limit", 'got "5"'],
     [{ ...valid, limit: 1e9 + 1 }, "policy.limit", "got 1000000001"],
-    [{ name: "a", period: "1s" }, "policy.limit", "is required (a positive integer from 1 to 1000000000)"],
+    [{ name: "a", period: "1s" }, "policy.limit", "is required (a positive integer from 1 to 1000000000 (fixed-window and credits: to 1000000000000000; sliding-log: to 100000))"],
     [{ ...valid, name: "Per-Minute" }, "policy.name", 'must match [a-z0-9][a-z0-9._-]{0,63}, got "Per-Minute"'],
     [{ ...valid, name: "-a" }, "policy.name", 'got "-a"'],
     [{ ...valid, name: "x".repeat(65) }, "policy.name", "must match"],
@@ -102,7 +102,7 @@ describe("parsePolicy: every error names the field, the rule and the bad value",
       parsePolicy({ ...valid, limit: -1 }, "policies.per-minute");
       expect.unreachable();
     } catch (error) {
-      expect((error as ValidationError).message).toBe("policies.per-minute.limit: must be a positive integer from 1 to 1000000000, got -1");
+      expect((error as ValidationError).message).toBe("policies.per-minute.limit: must be a positive integer from 1 to 1000000000 (fixed-window and credits: to 1000000000000000; sliding-log: to 100000), got -1");
     }
   });
 });

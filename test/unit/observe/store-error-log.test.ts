@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { loggedProblem } from "../../../src/http/problems.js";
 import { StoreFaultError, StoreUnavailableError } from "../../../src/core/limiter.js";
 import { type LogLine, STORE_ERROR_LOG_INTERVAL_MS, StoreErrorLog, logObserver } from "../../../src/observe/log-lines.js";
 
@@ -34,7 +33,12 @@ describe("store-error log lines are rate-limited, one JSON line each, no stack",
     expect(JSON.stringify(lines[0])).not.toContain("    at ");
   });
 
-  it("the HTTP error path logs store errors as rate-limited JSON lines, never console.error with a stack", () => {
+  it("the HTTP error path logs store errors as rate-limited JSON lines, never console.error with a stack", async () => {
+    // The default log's interval is module state: a fresh instance of the modules, whatever an
+    // earlier file in this worker reported (the unit project does not isolate files).
+    vi.resetModules();
+    const { loggedProblem } = await import("../../../src/http/problems.js");
+    const { StoreFaultError, StoreUnavailableError } = await import("../../../src/core/limiter.js");
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const warnings = vi.spyOn(console, "warn").mockImplementation(() => {});
     const logged = vi.spyOn(console, "log").mockImplementation(() => {});
@@ -44,7 +48,7 @@ describe("store-error log lines are rate-limited, one JSON line each, no stack",
     }
     expect(errors).not.toHaveBeenCalled();
     expect(warnings).not.toHaveBeenCalled();
-    // One line per kind: 100 errors, 2 lines (each test file has its own module instance).
+    // One line per kind: 100 errors, 2 lines.
     expect(logged.mock.calls.length).toBe(2);
     for (const [line] of logged.mock.calls) expect(JSON.parse(String(line))).toMatchObject({ spillway: true, event: "store-error", status: 503 });
     // A bug is still logged with its stack.

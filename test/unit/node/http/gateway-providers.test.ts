@@ -145,6 +145,43 @@ describe("Node gateway: the providers' framings, each policy charged its own mea
   });
 });
 
+describe("Node gateway: the request's model prices a route that reads its body", () => {
+  const postModel = (user: string, model: string, headers: Record<string, string> = {}) =>
+    request(`${gateway.url}/by-model/x`, { method: "POST", headers: { "content-type": "application/json", "x-user": user, ...headers }, body: JSON.stringify({ model, max_tokens: 500, messages: [] }) });
+
+  it("reserves at the request's model (2,000 in, 500 out at gpt-4o-mini's prices, not the dearest), settled to the answer's usage", async () => {
+    const user = newUser();
+    holding = true;
+    onTestFinished(() => {
+      holding = false;
+      held.splice(0).forEach((release) => release());
+    });
+    const before = reached;
+    const sent = postModel(user, "gpt-4o-mini", { "x-fixture": "openai-chat.sse" });
+    await waitFor(() => reached > before);
+    expect(await spent(user)).toMatchObject({ itpm: 2000, otpm: 500, usd: microdollars(2000, 500, PRICES["gpt-4o-mini"]) });
+    holding = false;
+    held.splice(0).forEach((release) => release());
+    expect((await sent).status).toBe(200);
+    const want = { itpm: 9, otpm: 12, tpm: 21, rpm: 1, usd: microdollars(9, 12, PRICES["gpt-4o-mini"]) };
+    await waitFor(async () => JSON.stringify(await spent(user)) === JSON.stringify(want));
+  });
+
+  it("an answer naming no model (an origin 500) is priced by the request's, a dated snapshot's name included", async () => {
+    const user = newUser();
+    expect((await postModel(user, "gpt-4o-mini-2024-07-18", { "x-mode": "500" })).status).toBe(500);
+    const want = { itpm: MAX_TOKENS, otpm: MAX_TOKENS, tpm: MAX_TOKENS, rpm: 1, usd: microdollars(MAX_TOKENS, MAX_TOKENS, PRICES["gpt-4o-mini"]) };
+    await waitFor(async () => JSON.stringify(await spent(user)) === JSON.stringify(want));
+  });
+
+  it("the answer's own model wins over the request's: the provider says what ran", async () => {
+    const user = newUser();
+    expect((await postModel(user, "gpt-4o-mini", { "x-fixture": "openai-chat.json" })).status).toBe(200);
+    const want = { itpm: 19, otpm: 10, tpm: 29, rpm: 1, usd: microdollars(19, 10, PRICES["gpt-4.1"]) };
+    await waitFor(async () => JSON.stringify(await spent(user)) === JSON.stringify(want));
+  });
+});
+
 describe("Node gateway: provider headers", () => {
   it("openai: x-ratelimit-*-requests and -tokens from the policies named, resets in Go's duration form", async () => {
     const answered = await post("/openai/x", newUser(), { "x-fixture": "openai-chat.json" });
