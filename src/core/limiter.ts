@@ -85,11 +85,13 @@ export interface Limiter {
    */
   claimNotice?(key: string, notice: string, ttlMs: number): Promise<boolean>;
   /**
-   * A counted request (docs/counting.md) was denied on a peek: it is refused on that decision
-   * (or, in a dry run, would be), so the peek's denial is a denial as a check's is. Stores
-   * leave it out; decorators that tell of denials (config `notify`) hear it. Never throws.
+   * A counted request (docs/counting.md) was decided on a peek: admitted or refused (or, in a
+   * dry run, would be) on that decision, so the peek is a decision as a check is, and took
+   * `durationMs` of the store. Stores leave it out; decorators that tell of decisions hear it:
+   * the observed limiter (metrics, live stats, log lines) of every one, config `notify` of
+   * denials. Never throws.
    */
-  deniedOnPeek?(key: string, policies: readonly Policy[], decision: Decision): void;
+  decidedOnPeek?(key: string, policies: readonly Policy[], decision: Decision, durationMs: number): void;
   close?(): Promise<void>;
   /**
    * Leases held and callers waiting, per concurrency policy, where the store can tell without
@@ -212,7 +214,7 @@ export class ForwardingLimiter implements Limiter {
   readonly storeResets?: () => number;
   readonly callCounts?: () => CallCounts;
   readonly claimNotice?: (key: string, notice: string, ttlMs: number) => Promise<boolean>;
-  readonly deniedOnPeek?: (key: string, policies: readonly Policy[], decision: Decision) => void;
+  readonly decidedOnPeek?: (key: string, policies: readonly Policy[], decision: Decision, durationMs: number) => void;
 
   constructor(store: Limiter) {
     this.store = store;
@@ -221,7 +223,7 @@ export class ForwardingLimiter implements Limiter {
     if (store.storeResets) this.storeResets = () => store.storeResets!();
     if (store.callCounts) this.callCounts = () => store.callCounts!();
     if (store.claimNotice) this.claimNotice = (key, notice, ttlMs) => store.claimNotice!(key, notice, ttlMs);
-    if (store.deniedOnPeek) this.deniedOnPeek = (key, policies, decision) => store.deniedOnPeek!(key, policies, decision);
+    if (store.decidedOnPeek) this.decidedOnPeek = (key, policies, decision, durationMs) => store.decidedOnPeek!(key, policies, decision, durationMs);
   }
 
   check(key: string, policies: readonly Policy[], options: CheckOptions): Promise<Decision> {

@@ -51,13 +51,16 @@ export function peekRequest(limiter: Limiter, key: string, plan: LimitPlan, cont
     return resolved instanceof Promise ? resolved.then((one) => peekRequest(limiter, key, one, context)) : peekRequest(limiter, key, resolved, context);
   }
   const { rated, leased } = splitOf(plan.policies);
+  const startedMs = limiter.decidedOnPeek ? performance.now() : 0;
   return applyFailMode(rated, () => limiter.peek(key, rated)).then(
     (peeked): CountedOutcome | Promise<CountedOutcome> => {
       const headers = fieldsOf(peeked, rated, plan);
+      const blocking = !peeked.allowed && !plan.dryRun && rated.some((policy) => policy.blockMs !== undefined);
+      // The peek decided the request, told as a check's decision is (metrics; config `notify`:
+      // `exhausted`); a refusal that starts a block is told by refuseAndBlock's check instead.
+      if (!blocking) limiter.decidedOnPeek?.(key, rated, peeked, performance.now() - startedMs);
       if (!peeked.allowed) {
-        if (!plan.dryRun && rated.some((policy) => policy.blockMs !== undefined)) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
-        // A denial, told as a check's is (config `notify`: `exhausted`); refuseAndBlock's check tells its own.
-        limiter.deniedOnPeek?.(key, rated, peeked);
+        if (blocking) return refuseAndBlock(limiter, key, rated, plan, context).then((outcome) => withLease(outcome, limiter, key, leased, plan, context));
         if (!plan.dryRun) return { admitted: false, response: quotaExceededResponse(peeked, headers, 1, rated) };
         delete headers["Retry-After"];
         delete headers["retry-after-ms"];

@@ -14,15 +14,15 @@ export class NotifyingLimiter extends ForwardingLimiter {
   readonly notifier: Notifier;
   readonly debitNow?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Decision;
   readonly debitLater?: (key: string, policies: readonly Policy[], cost: DebitCost, spentAtMs?: number) => Promise<Decision>;
-  /** A counted request refused on a peek (count-limit.ts): its denial is told as a check's. */
-  override readonly deniedOnPeek: (key: string, policies: readonly Policy[], decision: Decision) => void;
+  /** A counted request decided on a peek (count-limit.ts): a denial is told as a check's (an admission's notices come with its debit). */
+  override readonly decidedOnPeek: (key: string, policies: readonly Policy[], decision: Decision, durationMs: number) => void;
 
   constructor(store: Limiter, notifier: Notifier) {
     super(store);
     this.notifier = notifier;
-    this.deniedOnPeek = (key, policies, decision) => {
-      store.deniedOnPeek?.(key, policies, decision);
-      notifier.decided(key, decision, true);
+    this.decidedOnPeek = (key, policies, decision, durationMs) => {
+      store.decidedOnPeek?.(key, policies, decision, durationMs);
+      if (!decision.allowed) notifier.decided(key, decision, true);
     };
     if (store.debitNow) {
       const debitNow = store.debitNow.bind(store);

@@ -149,7 +149,14 @@ export function observeLimiter(limiter: Limiter, observer: SpillwayObserver, sou
         return decision;
       });
   }
-  if (limiter.deniedOnPeek) observed.deniedOnPeek = limiter.deniedOnPeek.bind(limiter);
+  // A counted route's peek decides its request (count-limit.ts): counted as a check's decision is.
+  const decidedOnPeek = limiter.decidedOnPeek?.bind(limiter);
+  observed.decidedOnPeek = (key, policies, decision, durationMs) => {
+    const outcome = decision.failedOpen ? "failed_open" : decision.allowed ? "allowed" : "denied";
+    observer.decision?.({ source, store, key, policies, outcome, results: decision.policies, policy: decision.policy, durationMs });
+    blocksStarted(key, policies, decision);
+    decidedOnPeek?.(key, policies, decision, durationMs);
+  };
   if (limiter.close) observed.close = () => limiter.close!();
   return observed;
 }
