@@ -3,12 +3,11 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { CheckMode, Decision, Policy } from "../../src/core/types.js";
-import { decodeStoredState } from "../../src/stores/redis/codec.js";
-import { keyLayout } from "../../src/stores/redis/keys.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { BASE_MS, type ConformanceAdapter, coreAdapter } from "../conformance/scenarios.js";
 import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
+import { expectStoredAlike } from "./stored-alike.js";
 
 // Costs per policy on Redis (CheckOptions.costs, a debit's cost list): random traces of checks
 // that charge each policy of a stack its own cost (0 peeks it), reject or reserve, of their
@@ -106,13 +105,7 @@ describe("costs per policy on Redis", () => {
         const core = coreAdapter();
         const expected = await runTrace(trace, core, "");
         expect(await runTrace(trace, redisAdapter(client, prefix), "")).toEqual(expected);
-        for (const key of ["k", "other"]) {
-          for (const input of trace.policies) {
-            const raw = await client.get(keyLayout(prefix, key).stateKey(input.name));
-            const stored = core.stateOf(key).states.get(input.name);
-            expect(JSON.parse(JSON.stringify(raw === null ? null : decodeStoredState(raw))), `${key}/${input.name}`).toEqual(JSON.parse(JSON.stringify(stored ?? null)));
-          }
-        }
+        await expectStoredAlike(client, prefix, core, ["k", "other"], trace.policies);
       }),
       { numRuns: Number(process.env.SPILLWAY_DIFFERENTIAL_RUNS ?? 60) },
     );

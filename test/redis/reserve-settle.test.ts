@@ -3,12 +3,11 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/core/policy.js";
 import type { Decision, Policy } from "../../src/core/types.js";
-import { decodeStoredState } from "../../src/stores/redis/codec.js";
-import { keyLayout } from "../../src/stores/redis/keys.js";
 import { RedisStore } from "../../src/stores/redis/store.js";
 import { redisAdapter } from "../conformance/redis-adapter.js";
 import { BASE_MS, type ConformanceAdapter, coreAdapter } from "../conformance/scenarios.js";
 import { type RedisServer, connectRedis, disconnectRedis } from "../../scripts/redis-server.js";
+import { expectStoredAlike } from "./stored-alike.js";
 import { throttleReserveCases } from "../unit/client/throttle-reserve-cases.js";
 
 // Reserve, then settle on Redis: random traces of reservations (a check at cost = estimate) and
@@ -96,14 +95,7 @@ describe("reserve, then settle on Redis", () => {
         const core = coreAdapter();
         const expected = await runTrace(trace, core, "");
         expect(await runTrace(trace, redisAdapter(client, prefix), "")).toEqual(expected);
-        for (const key of ["k", "other"]) {
-          for (const [index, input] of trace.policies.slice(0, trace.count).entries()) {
-            const name = LABELS[index]!;
-            const raw = await client.get(keyLayout(prefix, key).stateKey(input.name));
-            const stored = core.stateOf(key).states.get(input.name);
-            expect(JSON.parse(JSON.stringify(raw === null ? null : decodeStoredState(raw))), `${key}/${name}`).toEqual(JSON.parse(JSON.stringify(stored ?? null)));
-          }
-        }
+        await expectStoredAlike(client, prefix, core, ["k", "other"], trace.policies.slice(0, trace.count), (index) => LABELS[index]!);
       }),
       { numRuns: Number(process.env.SPILLWAY_RESERVE_DIFFERENTIAL_RUNS ?? 60) },
     );
