@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import anthropicJson from "../fixtures/llm/anthropic-messages.json?raw";
 import anthropicSse from "../fixtures/llm/anthropic-messages.sse?raw";
 import chatJson from "../fixtures/llm/openai-chat.json?raw";
@@ -9,8 +9,11 @@ import chatSse from "../fixtures/llm/openai-chat.sse?raw";
 import responsesJson from "../fixtures/llm/openai-responses.json?raw";
 import responsesSse from "../fixtures/llm/openai-responses.sse?raw";
 import { EXPECTED, type FixtureName } from "../fixtures/llm/expected.js";
-import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, microdollars, providerRoutes } from "../fixtures/llm/provider-config.js";
+import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, awayFromWindowTurn, microdollars, providerRoutes } from "../fixtures/llm/provider-config.js";
 import { deferred, gatewayApp, uniqueUser } from "./gateway-helpers.js";
+
+// Every test reads what its requests spent, rpm's minute window included: none runs across its turn.
+beforeEach(() => awayFromWindowTurn());
 
 // The providers' own framings (test/fixtures/llm/README.md) through the Worker gateway, deciding
 // in the real Durable Objects: the origin stand-in answers each fixture byte for byte, and each

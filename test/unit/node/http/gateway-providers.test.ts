@@ -1,10 +1,13 @@
 import { readFileSync } from "node:fs";
 import type http from "node:http";
 import { request as httpRequest } from "node:http";
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { EXPECTED, type FixtureName } from "../../../fixtures/llm/expected.js";
-import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, microdollars, providerRoutes } from "../../../fixtures/llm/provider-config.js";
+import { DEAREST, MAX_TOKENS, POLICIES, POLICY_INPUTS, PRICES, awayFromWindowTurn, microdollars, providerRoutes } from "../../../fixtures/llm/provider-config.js";
 import { type GatewayUnderTest, type Running, request, startGateway, startOrigin, waitFor } from "./gateway-helpers.js";
+
+// Every test reads what its requests spent, rpm's minute window included: none runs across its turn.
+beforeEach(() => awayFromWindowTurn());
 
 // The providers' own framings (test/fixtures/llm/README.md) through the Node gateway: a loopback
 // origin answers each fixture byte for byte, and every policy of the route is charged its own
