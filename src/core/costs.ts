@@ -63,11 +63,18 @@ export function checkCosts<O extends CheckOptions>(options: O, policies: readonl
   return { ...options, costs };
 }
 
+/** Whether some cost of a cost (one number, a list, or costs by name) passes `test`; not validated. */
+export function someCost(cost: DebitCost, test: (one: number) => boolean): boolean {
+  if (typeof cost === "number") return test(cost);
+  const costs = cost as unknown;
+  return Array.isArray(costs) ? costs.some((one: number) => test(one)) : Object.values(costs as Record<string, number>).some(test);
+}
+
+const aboveZero = (one: number) => one > 0;
+
 /** Whether a check consumes anything when admitted: some cost above 0 (else it peeks). */
 export function consumes(options: Pick<CheckOptions, "cost" | "costs">): boolean {
-  if (options.costs === undefined) return options.cost > 0;
-  const costs = options.costs as unknown;
-  return Array.isArray(costs) ? costs.some((cost: number) => cost > 0) : Object.values(costs as Record<string, number>).some((cost) => cost > 0);
+  return someCost(options.costs ?? options.cost, aboveZero);
 }
 
 /**
@@ -83,7 +90,5 @@ export function debitCosts(cost: DebitCost, policies: readonly Policy[]): number
 
 /** Whether a debit charges anything (some cost above 0), as opposed to a refund or nothing. */
 export function chargesAny(cost: DebitCost): boolean {
-  if (typeof cost === "number") return cost > 0;
-  const costs = cost as unknown;
-  return Array.isArray(costs) ? costs.some((one: number) => one > 0) : Object.values(costs as Record<string, number>).some((one) => one > 0);
+  return someCost(cost, aboveZero);
 }

@@ -33,7 +33,7 @@ function overdraws(earliestMs: number | null, nowMs: number): boolean {
  * the stores send it: one number, or one per policy in stack order (debitCosts).
  */
 export function assertDebitCost(cost: DebitCost, policies: readonly Policy[] = []): number | number[] {
-  if (typeof cost !== "number" && typeof cost === "object" && cost !== null) return debitCosts(cost, policies);
+  if (typeof cost === "object" && cost !== null) return debitCosts(cost, policies);
   if (!Number.isInteger(cost) || (cost as number) < -MAX_COST || (cost as number) > MAX_COST) throw new ValidationError("cost", `must be an integer from ${-MAX_COST} to ${MAX_COST} (negative: a refund), got ${describeValue(cost)}`);
   return cost as number;
 }

@@ -35,6 +35,9 @@ interface Evaluated {
   blockedUntilMs: number | undefined;
 }
 
+/** What a cost is probed at: itself, or 1 for a peek (cost 0: would one unit pass?). */
+const probeOf = (cost: number) => (cost === 0 ? 1 : cost);
+
 /**
  * Decides one request against a stack of policies on one key, all-or-nothing: the request
  * is admitted at the latest of each policy's earliest slot (every algorithm is monotone,
@@ -54,9 +57,8 @@ export function decide(
   // One cost per policy (CheckOptions.costs), or every policy at input.cost.
   const costs = input.costs === undefined ? undefined : policyCosts(input.costs, policies, "costs", 0);
   const consumed = costs === undefined ? input.cost > 0 : costs.some((cost) => cost > 0);
-  const uniformProbe = input.cost === 0 ? 1 : input.cost;
   const evaluated: Evaluated[] = policies.map((policy, index) => {
-    const probeCost = costs === undefined ? uniformProbe : costs[index]! === 0 ? 1 : costs[index]!;
+    const probeCost = probeOf(costs === undefined ? input.cost : costs[index]!);
     const stored = read(policy.name);
     const state = liveState(stored, policy, nowMs);
     const blockedUntilMs = policy.blockMs === undefined ? undefined : liveBlockMs(stored, policy, nowMs);
@@ -136,7 +138,7 @@ export function decideOne(policy: Policy, stored: StoredState | undefined, nowMs
   if (policy.blockMs !== undefined) throw new TypeError("decideOne decides no policy with a block (its denials write state): use decide");
   const algorithm = algorithmOf(policy);
   const live = liveState(stored, policy, nowMs);
-  const earliestMs = algorithm.earliestMs(live, policy, nowMs, input.cost === 0 ? 1 : input.cost);
+  const earliestMs = algorithm.earliestMs(live, policy, nowMs, probeOf(input.cost));
   const never = earliestMs === null;
   const slot = slotOf(never, never || earliestMs < nowMs ? nowMs : earliestMs, nowMs, input, input.cost > 0);
   const state = slot.admit ? algorithm.admit(live, policy, nowMs, slot.atMs, input.cost, undefined) : live;
@@ -156,7 +158,7 @@ function fitsSlot(evaluated: Evaluated[], nowMs: number, atMs: number, cost: num
   for (let index = 0; index < evaluated.length; index++) {
     const item = evaluated[index]!;
     const fitsAt = algorithmOf(item.policy).fitsAt;
-    const own = costs === undefined ? cost : costs[index]! === 0 ? 1 : costs[index]!;
+    const own = costs === undefined ? cost : probeOf(costs[index]!);
     if (!fitsAt || fitsAt(item.state, item.policy, nowMs, atMs, own)) continue;
     item.earliestMs = null;
     fits = false;

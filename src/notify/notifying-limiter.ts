@@ -1,5 +1,5 @@
 import type { CheckOptions, CreditsChange, CreditsResult, DebitCost, Decision, Policy } from "../core/types.js";
-import { chargesAny, consumes } from "../core/costs.js";
+import { chargesAny, consumes, someCost } from "../core/costs.js";
 import { ForwardingLimiter, type Limiter } from "../core/limiter.js";
 import type { Notifier } from "./notifier.js";
 
@@ -73,5 +73,5 @@ export class NotifyingLimiter extends ForwardingLimiter {
 
 /** A debit that only gives back (every cost negative): it crosses no threshold worth a notice; a 0 still reports the state. */
 function refundOnly(cost: DebitCost): boolean {
-  return typeof cost === "number" ? cost < 0 : !chargesAny(cost) && (Array.isArray(cost) ? cost.some((one: number) => one < 0) : Object.values(cost).some((one) => one < 0));
+  return !chargesAny(cost) && someCost(cost, (one) => one < 0);
 }
