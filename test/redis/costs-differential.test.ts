@@ -120,4 +120,20 @@ describe("costs per policy on Redis", () => {
     expect(await client.keys("costs-input:*")).toEqual([]);
     await store.close();
   });
+
+  it("a burst of 500 checks at once, each its own cost per policy: exactly what the tightest policy holds is admitted, and its count is exact", async () => {
+    const store = new RedisStore({ client, keyPrefix: "costs-burst:", log: () => {} });
+    const stack = [
+      parsePolicy({ name: "rpm", algorithm: "fixed-window", limit: 100, period: "1h" }, "rpm"),
+      parsePolicy({ name: "itpm", algorithm: "fixed-window", limit: 200, period: "1h" }, "itpm"),
+      parsePolicy({ name: "otpm", algorithm: "fixed-window", limit: 10, period: "1h" }, "otpm"),
+    ];
+    const reject = { cost: 1, mode: "reject" as const, maxWaitMs: 0 };
+    // rpm charged 1, itpm 5 (a reservation), otpm peeked: itpm holds 40 such requests.
+    const decisions = await Promise.all(Array.from({ length: 500 }, () => store.check("k", stack, { ...reject, costs: [1, 5, 0] })));
+    expect(decisions.filter((decision) => decision.allowed)).toHaveLength(40);
+    const after = await store.peek("k", stack);
+    expect(after.policies.map((one) => one.remaining)).toEqual([60, 0, 10]);
+    await store.close();
+  });
 });
